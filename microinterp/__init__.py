@@ -1,0 +1,40 @@
+"""microinterp: a TensorFlow-Lite-Micro-style interpreter emulator in pure Python/NumPy.
+
+Runs int8 ``.tflite`` models bit-exactly as TFLM does, with TFLM's arena arithmetic (two-stack arena, greedy
+first-fit-decreasing planner). Sub-packages live inside this one import package: ``microinterp.kernels``,
+``microinterp.kernels.optimized``, ``microinterp.planner``, ``microinterp.storage``.
+"""
+
+from .errors import (
+    ArenaOverflowError,
+    InputError,
+    IntegrityError,
+    MicroInterpError,
+    ModelError,
+    PrepareError,
+    StorageError,
+    UnsupportedOpError,
+)
+from .interpreter import Interpreter
+from .model import Model, load_model
+from .resolver import OpResolver, RegistrationError, default_resolver, register_kernel
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArenaOverflowError",
+    "InputError",
+    "Interpreter",
+    "IntegrityError",
+    "MicroInterpError",
+    "Model",
+    "ModelError",
+    "OpResolver",
+    "PrepareError",
+    "RegistrationError",
+    "StorageError",
+    "UnsupportedOpError",
+    "default_resolver",
+    "load_model",
+    "register_kernel",
+]

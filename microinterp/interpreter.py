@@ -1,0 +1,274 @@
+"""The interpreter: resolve → prepare → plan → commit → invoke, like TFLM's MicroInterpreter.
+
+Lifecycle when an :class:`Interpreter` is built:
+
+1. **resolve** every op of every subgraph; all ops without a kernel are reported at once (``UnsupportedOpError``);
+2. **prepare** every op of subgraph 0 in order: each kernel validates its op, computes its OpData once, requests
+   planned scratch buffers and persistent memory (taken from the arena's tail);
+3. **plan**: TFLM's lifetimes and greedy first-fit-decreasing planner (or the linear planner when all tensors are
+   preserved) place every non-constant tensor and scratch buffer in the head;
+4. **commit**: variable tensors go to the tail, every tensor becomes a numpy view at its planned offset;
+5. **invoke** runs the kernels in op order on those views.
+
+With ``arena=None`` the arena is exactly what the model needs (measured with a sizing pass); an explicit arena that is
+too small raises ``ArenaOverflowError`` naming the smallest arena that works.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from .arena import Arena, SizingArena
+from .errors import ArenaOverflowError, InputError, UnsupportedOpError
+from .kernels.base import InvokeContext, PrepareContext
+from .model import Model, Operator, load_model
+from .planner import allocation_infos, buffer_requests, plan_greedy, plan_linear
+from .planner.greedy import plan_size
+from .resolver import OpResolver, default_resolver
+
+CONTROL_FLOW = ("IF", "WHILE", "CALL_ONCE")
+
+
+class Interpreter:
+    """Run a ``.tflite`` model exactly as TFLM would, in an arena of ``arena`` bytes.
+
+    ``model`` is a path, bytes, a memoryview or a loaded :class:`~microinterp.model.Model`. ``arena=None`` means
+    "exactly what the plan needs". ``optimized=False`` uses the reference kernels only. ``preserve_all_tensors=True``
+    plans with TFLM's linear planner so every intermediate tensor stays readable after ``invoke`` (as the wheel's
+    ``kPreserveAllTensors``).
+    """
+
+    def __init__(self, model: "str | os.PathLike | bytes | memoryview | Model", arena: int | None = None,
+                 backing: "str | os.PathLike | None" = None, *, resolver: OpResolver | None = None,
+                 optimized: bool = True, preserve_all_tensors: bool = False, **kwargs: Any):
+        if backing is not None:
+            raise NotImplementedError(
+                "out-of-core execution (backing=...) is not available yet in this version of microinterp; "
+                "run with an arena that fits the plan (arena=None sizes it exactly)")
+        if kwargs:
+            raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
+        self.model = load_model(model)
+        if resolver is None:
+            resolver = default_resolver() if optimized else OpResolver(optimized=False)
+            if not optimized:
+                for name, kernel in default_resolver()._layers["explicit"].items():
+                    resolver.register(name, kernel, replace=True)
+        self.resolver = resolver
+        self.preserve_all_tensors = preserve_all_tensors
+        self._subgraph = self.model.main
+        self._kernels = self._resolve()
+        if arena is None:
+            arena = self._measure()
+        self._build(Arena(int(arena)))
+
+    @classmethod
+    def from_file(cls, path: "str | os.PathLike", arena_size: int | None = None, **kwargs: Any) -> "Interpreter":
+        return cls(os.fspath(path), arena=arena_size, **kwargs)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, arena_size: int | None = None, **kwargs: Any) -> "Interpreter":
+        return cls(bytes(data), arena=arena_size, **kwargs)
+
+    # -- building --------------------------------------------------------------------------------------------------
+    def _resolve(self) -> list[Any]:
+        missing = []
+        for sg in self.model.subgraphs:
+            for op in sg.operators:
+                if op.key in CONTROL_FLOW or self.resolver.find(op.key) is None:
+                    missing.append((op.index if sg.index == 0 else f"{sg.index}:{op.index}", op.key))
+        if missing:
+            raise UnsupportedOpError(missing)
+        return [self.resolver.find(op.key) for op in self._subgraph.operators]
+
+    def _prepare_and_plan(self, arena: Any) -> tuple[list[Any], PrepareContext, list, list[int], list, list[int]]:
+        """Prepare every op against ``arena`` (tail allocations happen here), then plan the head."""
+        ctx = PrepareContext(self.model, self._subgraph, arena)
+        op_data = [kernel.prepare(ctx, op) for kernel, op in zip(self._kernels, self._subgraph.operators)]
+        infos = allocation_infos(self.model, ctx.scratch_requests)
+        requests, owners = buffer_requests(infos)
+        offsets = plan_linear(requests) if self.preserve_all_tensors else plan_greedy(requests)
+        return op_data, ctx, infos, owners, requests, offsets
+
+    def _measure(self) -> int:
+        """Smallest arena for this model: head + tail + variables, measured without a real arena."""
+        sizing = SizingArena()
+        _, _, infos, _, requests, offsets = self._prepare_and_plan(sizing)
+        sizing.set_head(plan_size(requests, offsets))
+        for info in infos:
+            t = self._variable_tensor(info)
+            if t is not None:
+                sizing.allocate_persistent(t.nbytes)
+        return sizing.used_bytes
+
+    def _variable_tensor(self, info: Any):
+        if info.kind != "tensor" or info.subgraph != 0 or info.needs_allocating:
+            return None
+        t = self._subgraph.tensors[info.index]
+        return t if t.is_variable and t.data is None and t.nbytes else None
+
+    def _build(self, arena: Arena) -> None:
+        try:
+            op_data, ctx, infos, owners, requests, offsets = self._prepare_and_plan(arena)
+            head = plan_size(requests, offsets)
+            arena.set_head(head)
+            variables = {}
+            for info in infos:
+                t = self._variable_tensor(info)
+                if t is not None:
+                    variables[t.index] = arena.allocate_persistent(t.nbytes)
+        except ArenaOverflowError as e:
+            needed = self._measure()
+            raise ArenaOverflowError(e.what, e.requested, e.available, needed_arena=needed + arena.start) from None
+        self.arena = arena
+        self._op_data = op_data
+        self._plan = {"infos": infos, "owners": owners, "offsets": offsets, "requests": requests}
+
+        tensors = self._subgraph.tensors
+        # views[-1] is None so that an optional input (index -1) reads as None.
+        views: list[np.ndarray | None] = [None] * (len(tensors) + 1)
+        scratch_views: list[np.ndarray] = [np.empty(0, np.uint8)] * len(ctx.scratch_requests)
+        self._offsets: dict[int, int] = {}
+        for owner, offset in zip(owners, offsets):
+            info = infos[owner]
+            if info.kind == "scratch":
+                scratch_views[info.index] = arena.head_view(offset, info.nbytes)
+            elif info.subgraph == 0:
+                t = tensors[info.index]
+                views[t.index] = arena.head_view(offset, t.nbytes).view(t.dtype).reshape(t.shape)
+                self._offsets[t.index] = offset
+        for ti, raw in variables.items():
+            t = tensors[ti]
+            views[ti] = raw.view(t.dtype).reshape(t.shape)
+        for t in tensors:
+            if t.data is not None and t.dtype is not None and t.type_name != "INT4":
+                views[t.index] = t.data
+            elif views[t.index] is None and t.dtype is not None and t.nbytes == 0:
+                views[t.index] = np.zeros(t.shape, t.dtype)
+        self._views = views
+        self._ctx = InvokeContext(views, scratch_views)
+        self._steps = list(zip(self._kernels, self._subgraph.operators, op_data))
+        self.reset()
+
+    # -- running -----------------------------------------------------------------------------------------------------
+    def invoke(self) -> None:
+        """Run every op of the main subgraph in order."""
+        ctx = self._ctx
+        for kernel, op, data in self._steps:
+            kernel.invoke(ctx, op, data)
+
+    def reset(self) -> None:
+        """Variable tensors back to their zero point (int8) or 0, as TFLM's MicroInterpreter::Reset."""
+        for t in self._subgraph.tensors:
+            if t.is_variable and self._views[t.index] is not None:
+                zp = t.quantization.zero_point if (t.quantization and t.type_name == "INT8") else 0
+                self._views[t.index][...] = zp
+        for kernel, op, data in self._steps:
+            reset = getattr(kernel, "reset", None)
+            if reset is not None:
+                reset(self._ctx, op, data)
+
+    # -- inputs and outputs -------------------------------------------------------------------------------------------
+    def _io_tensor(self, kind: str, index: int):
+        ids = self._subgraph.inputs if kind == "input" else self._subgraph.outputs
+        if not isinstance(index, (int, np.integer)) or isinstance(index, bool) or not 0 <= index < len(ids):
+            raise InputError(f"{kind} index {index!r} out of range: the model has {len(ids)} {kind}(s)")
+        return self._subgraph.tensors[ids[index]]
+
+    def _details(self, kind: str, index: int) -> dict[str, Any]:
+        t = self._io_tensor(kind, index)
+        q = t.quantization
+        return {
+            "name": t.name,
+            "index": t.index,
+            "shape": np.array(t.shape, dtype=np.int32),
+            "dtype": t.dtype.type if t.dtype is not None else None,
+            "quantization_parameters": {
+                "scales": q.scales.copy() if q else np.zeros(0, np.float32),
+                "zero_points": q.zero_points.astype(np.int32) if q else np.zeros(0, np.int32),
+                "quantized_dimension": q.axis if q else 0,
+            },
+        }
+
+    def get_input_details(self, index: int = 0) -> dict[str, Any]:
+        return self._details("input", index)
+
+    def get_output_details(self, index: int = 0) -> dict[str, Any]:
+        return self._details("output", index)
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self._subgraph.inputs)
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self._subgraph.outputs)
+
+    def set_input(self, value: Any, index: int = 0) -> None:
+        """Copy ``value`` into input ``index``; its shape and dtype must match the model's exactly."""
+        t = self._io_tensor("input", index)
+        if not isinstance(value, np.ndarray):
+            raise InputError(f"input {index} ({t.name!r}): expected a numpy array of {t.dtype} with shape "
+                             f"{t.shape}, got {type(value).__name__}")
+        if value.dtype != t.dtype:
+            raise InputError(f"input {index} ({t.name!r}): expected dtype {t.dtype}, got {value.dtype}")
+        if tuple(value.shape) != t.shape:
+            raise InputError(f"input {index} ({t.name!r}): expected shape {t.shape}, got {tuple(value.shape)}")
+        self._views[t.index][...] = value
+
+    def get_output(self, index: int = 0) -> np.ndarray:
+        """A copy of output ``index`` after the last invoke."""
+        t = self._io_tensor("output", index)
+        return np.array(self._views[t.index], copy=True)
+
+    def tensor(self, index: int) -> np.ndarray:
+        """A copy of any tensor of the main subgraph (intermediates are only meaningful with
+        ``preserve_all_tensors=True``, since planned tensors share memory)."""
+        if not 0 <= index < len(self._subgraph.tensors):
+            raise InputError(f"tensor index {index} out of range [0, {len(self._subgraph.tensors)})")
+        view = self._views[index]
+        if view is None:
+            raise InputError(f"tensor {index} has no data (type {self._subgraph.tensors[index].type_name})")
+        return np.array(view, copy=True)
+
+    # -- memory figures ------------------------------------------------------------------------------------------------
+    @property
+    def arena_size(self) -> int:
+        return self.arena.size
+
+    @property
+    def head_bytes(self) -> int:
+        """Planned, non-persistent bytes (TFLM's "Arena allocation head")."""
+        return self.arena.head_bytes
+
+    @property
+    def tail_bytes(self) -> int:
+        """Persistent bytes (kernel persistent buffers and variable tensors)."""
+        return self.arena.tail_bytes
+
+    @property
+    def arena_used_bytes(self) -> int:
+        return self.arena.used_bytes
+
+    def plan_table(self) -> list[dict[str, Any]]:
+        """Every planned buffer: kind, tensor index/name or scratch number, offset, size, lifetime."""
+        p = self._plan
+        rows = []
+        for owner, offset, req in zip(p["owners"], p["offsets"], p["requests"]):
+            info = p["infos"][owner]
+            name = (self.model.subgraphs[info.subgraph].tensors[info.index].name
+                    if info.kind == "tensor" else f"scratch {info.index}")
+            rows.append({"kind": info.kind, "subgraph": info.subgraph, "index": info.index, "name": name,
+                         "offset": offset, "size": req.size, "nbytes": info.nbytes, "first": req.first,
+                         "last": req.last, "offline": req.offline_offset != -1})
+        return rows
+
+    def describe(self) -> dict[str, str]:
+        """Which implementation each op of this model resolves to."""
+        return self.resolver.describe(self.model.op_names())
+
+    @property
+    def operators(self) -> tuple[Operator, ...]:
+        return self._subgraph.operators

@@ -1,0 +1,109 @@
+"""The kernel contract and the two contexts the interpreter hands to kernels.
+
+A kernel is an object with ``prepare(ctx, op) -> OpData`` and ``invoke(ctx, op, data) -> None``, like TFLM's
+TfLiteRegistration without ``init``/``free``. ``prepare`` runs once: it validates the op (raising
+``ctx.fail(op, rule)`` the way TFLM's Prepare returns an error), does all quantization maths, requests planned scratch
+buffers and persistent memory, and returns an immutable OpData record. ``invoke`` only reads the OpData and computes on
+the numpy views it gets from the context; it never allocates tensor memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..errors import PrepareError
+from ..model import Model, Operator, Subgraph, Tensor
+from ..planner.lifetimes import ScratchRequest
+
+
+class Kernel(Protocol):
+    def prepare(self, ctx: "PrepareContext", op: Operator) -> Any: ...
+
+    def invoke(self, ctx: "InvokeContext", op: Operator, data: Any) -> None: ...
+
+
+class PrepareContext:
+    """What a kernel may look at and ask for while preparing (shapes, quantization, constants, memory)."""
+
+    def __init__(self, model: Model, subgraph: Subgraph, arena: Any):
+        self.model = model
+        self.subgraph = subgraph
+        self.arena = arena
+        self.scratch_requests: list[ScratchRequest] = []
+
+    # -- tensors -------------------------------------------------------------------------------------------------
+    def tensor(self, index: int) -> Tensor:
+        return self.subgraph.tensors[index]
+
+    def input(self, op: Operator, k: int) -> Tensor | None:
+        """Input ``k`` of ``op``; None when absent (index -1 or fewer inputs), as TFLM's GetOptionalInputTensor."""
+        if k >= len(op.inputs) or op.inputs[k] < 0:
+            return None
+        return self.subgraph.tensors[op.inputs[k]]
+
+    def output(self, op: Operator, k: int) -> Tensor:
+        if k >= len(op.outputs) or op.outputs[k] < 0:
+            raise self.fail(op, f"missing output {k}")
+        return self.subgraph.tensors[op.outputs[k]]
+
+    def require_input(self, op: Operator, k: int) -> Tensor:
+        t = self.input(op, k)
+        if t is None:
+            raise self.fail(op, f"missing input {k}")
+        return t
+
+    def constant(self, op: Operator, k: int) -> np.ndarray:
+        """The constant data of input ``k`` (fails the op if that input is not a constant)."""
+        t = self.require_input(op, k)
+        if t.data is None:
+            raise self.fail(op, f"input {k} ({t.name!r}) must be a constant tensor")
+        return t.data
+
+    def check_io_count(self, op: Operator, inputs: int | tuple[int, int], outputs: int) -> None:
+        lo, hi = (inputs, inputs) if isinstance(inputs, int) else inputs
+        if not lo <= len(op.inputs) <= hi:
+            want = lo if lo == hi else f"{lo}..{hi}"
+            raise self.fail(op, f"expected {want} inputs, got {len(op.inputs)}")
+        if len(op.outputs) != outputs:
+            raise self.fail(op, f"expected {outputs} outputs, got {len(op.outputs)}")
+
+    # -- memory --------------------------------------------------------------------------------------------------
+    def request_scratch(self, op: Operator, nbytes: int) -> int:
+        """Request a planned scratch buffer alive while ``op`` runs; returns a handle for ``InvokeContext.scratch``."""
+        self.scratch_requests.append(ScratchRequest(self.subgraph.index, op.index, int(nbytes)))
+        return len(self.scratch_requests) - 1
+
+    def persistent(self, values: np.ndarray) -> np.ndarray:
+        """Copy ``values`` into persistent arena memory (the tail) and return a read-only view of the same dtype."""
+        values = np.ascontiguousarray(values)
+        raw = self.arena.allocate_persistent(values.nbytes)
+        view = raw.view(values.dtype).reshape(values.shape) if values.nbytes else values.copy()
+        view[...] = values
+        view.flags.writeable = False
+        return view
+
+    # -- errors --------------------------------------------------------------------------------------------------
+    @staticmethod
+    def fail(op: Operator, rule: str) -> PrepareError:
+        return PrepareError(op.index, op.key, rule)
+
+
+class InvokeContext:
+    """The views a kernel computes on: ``views[t]`` is tensor ``t`` (arena view, or read-only constant data)."""
+
+    __slots__ = ("views", "scratch_views")
+
+    def __init__(self, views: list[np.ndarray | None], scratch_views: list[np.ndarray]):
+        self.views = views
+        self.scratch_views = scratch_views
+
+    def input(self, op: Operator, k: int) -> np.ndarray:
+        return self.views[op.inputs[k]]
+
+    def output(self, op: Operator, k: int) -> np.ndarray:
+        return self.views[op.outputs[k]]
+
+    def scratch(self, handle: int) -> np.ndarray:
+        return self.scratch_views[handle]

@@ -1,0 +1,71 @@
+"""Which builtin-option fields the loader parses, per options table (explicit, no introspection).
+
+Each entry is ``(key, accessor, kind)``: ``key`` is the snake_case name kernels read from ``op.options``; ``kind``
+says how the raw value is converted (``activation`` and ``padding`` become names like ``"RELU6"``/``"SAME"``,
+``type`` becomes a tensor-type name, ``vector`` a tuple of ints). Option tables not listed here load as ``{}``.
+"""
+
+from __future__ import annotations
+
+ACTIVATIONS = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
+PADDINGS = {0: "SAME", 1: "VALID"}
+
+_ACT = ("fused_activation_function", "FusedActivationFunction", "activation")
+_PAD = ("padding", "Padding", "padding")
+_STRIDES = (("stride_w", "StrideW", "int"), ("stride_h", "StrideH", "int"))
+_DIL = (("dilation_w_factor", "DilationWFactor", "int"), ("dilation_h_factor", "DilationHFactor", "int"))
+
+OPTION_FIELDS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "Conv2DOptions": (_PAD, *_STRIDES, _ACT, *_DIL, ("quantized_bias_type", "QuantizedBiasType", "int")),
+    "DepthwiseConv2DOptions": (_PAD, *_STRIDES, ("depth_multiplier", "DepthMultiplier", "int"), _ACT, *_DIL),
+    "FullyConnectedOptions": (_ACT, ("weights_format", "WeightsFormat", "int"),
+                              ("keep_num_dims", "KeepNumDims", "bool"),
+                              ("asymmetric_quantize_inputs", "AsymmetricQuantizeInputs", "bool"),
+                              ("quantized_bias_type", "QuantizedBiasType", "int")),
+    "TransposeConvOptions": (_PAD, *_STRIDES, _ACT, ("quantized_bias_type", "QuantizedBiasType", "int")),
+    "Pool2DOptions": (_PAD, *_STRIDES, ("filter_width", "FilterWidth", "int"),
+                      ("filter_height", "FilterHeight", "int"), _ACT),
+    "AddOptions": (_ACT, ("pot_scale_int16", "PotScaleInt16", "bool")),
+    "SubOptions": (_ACT, ("pot_scale_int16", "PotScaleInt16", "bool")),
+    "MulOptions": (_ACT,),
+    "DivOptions": (_ACT,),
+    "SoftmaxOptions": (("beta", "Beta", "float"),),
+    "LeakyReluOptions": (("alpha", "Alpha", "float"),),
+    "ReducerOptions": (("keep_dims", "KeepDims", "bool"),),
+    "ReshapeOptions": (("new_shape", "NewShape", "vector"),),
+    "SqueezeOptions": (("squeeze_dims", "SqueezeDims", "vector"),),
+    "ShapeOptions": (("out_type", "OutType", "type"),),
+    "PackOptions": (("values_count", "ValuesCount", "int"), ("axis", "Axis", "int")),
+    "UnpackOptions": (("num", "Num", "int"), ("axis", "Axis", "int")),
+    "SplitOptions": (("num_splits", "NumSplits", "int"),),
+    "SplitVOptions": (("num_splits", "NumSplits", "int"),),
+    "ConcatenationOptions": (("axis", "Axis", "int"), _ACT),
+    "StridedSliceOptions": (("begin_mask", "BeginMask", "int"), ("end_mask", "EndMask", "int"),
+                            ("ellipsis_mask", "EllipsisMask", "int"), ("new_axis_mask", "NewAxisMask", "int"),
+                            ("shrink_axis_mask", "ShrinkAxisMask", "int"), ("offset", "Offset", "bool")),
+    "GatherOptions": (("axis", "Axis", "int"), ("batch_dims", "BatchDims", "int")),
+    "ArgMaxOptions": (("output_type", "OutputType", "type"),),
+    "ArgMinOptions": (("output_type", "OutputType", "type"),),
+    "ResizeNearestNeighborOptions": (("align_corners", "AlignCorners", "bool"),
+                                     ("half_pixel_centers", "HalfPixelCenters", "bool")),
+    "ResizeBilinearOptions": (("align_corners", "AlignCorners", "bool"),
+                              ("half_pixel_centers", "HalfPixelCenters", "bool")),
+    "SVDFOptions": (("rank", "Rank", "int"), _ACT,
+                    ("asymmetric_quantize_inputs", "AsymmetricQuantizeInputs", "bool")),
+    "UnidirectionalSequenceLSTMOptions": (_ACT, ("cell_clip", "CellClip", "float"),
+                                          ("proj_clip", "ProjClip", "float"), ("time_major", "TimeMajor", "bool"),
+                                          ("asymmetric_quantize_inputs", "AsymmetricQuantizeInputs", "bool"),
+                                          ("diagonal_recurrent_tensors", "DiagonalRecurrentTensors", "bool")),
+    "IfOptions": (("then_subgraph_index", "ThenSubgraphIndex", "int"),
+                  ("else_subgraph_index", "ElseSubgraphIndex", "int")),
+    "WhileOptions": (("cond_subgraph_index", "CondSubgraphIndex", "int"),
+                     ("body_subgraph_index", "BodySubgraphIndex", "int")),
+    "CallOnceOptions": (("init_subgraph_index", "InitSubgraphIndex", "int"),),
+}
+
+#: Options naming the subgraphs a control-flow op runs, in the order TFLM marks them.
+SUBGRAPH_OPTION_FIELDS: dict[str, tuple[str, ...]] = {
+    "IF": ("then_subgraph_index", "else_subgraph_index"),
+    "WHILE": ("cond_subgraph_index", "body_subgraph_index"),
+    "CALL_ONCE": ("init_subgraph_index",),
+}

@@ -1,0 +1,131 @@
+"""Buffer lifetimes, following TFLM's ``micro_allocation_info.cc`` exactly.
+
+One :class:`AllocationInfo` per tensor of every subgraph (subgraph 0's tensors first, then 1's, ...), then one per
+scratch-buffer request in request order. A global counter ``scope`` walks the ops:
+
+* subgraph inputs: ``first_created = scope`` (if unset), ``last_used = scope``;
+* per op: ``scope += 1``; outputs get ``first_created`` (if unset); ``start = scope``; for IF/WHILE/CALL_ONCE each
+  referenced subgraph in TFLM's order gets ``scope += 1`` and is marked recursively; then inputs (skipping -1) and
+  outputs get ``last_used = scope``; the op's scratch requests get ``[start, scope]``;
+* subgraph outputs: ``first_created = scope`` (if unset), ``last_used = scope``.
+
+Only subgraph 0 is marked directly. A tensor needs allocating iff it has no constant data, is not a variable (unless
+an offline offset places it) and has a non-zero size. Sizes handed to the planner are rounded up to 16 bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ModelError
+from ..model import Model
+
+ALIGNMENT = 16
+
+
+@dataclass(frozen=True)
+class ScratchRequest:
+    """A kernel's request for a planned scratch buffer of ``nbytes`` while op ``node`` of ``subgraph`` runs."""
+
+    subgraph: int
+    node: int
+    nbytes: int
+
+
+@dataclass
+class AllocationInfo:
+    """One tensor or scratch buffer, with TFLM's lifetime fields (-1 = never set)."""
+
+    kind: str                 # "tensor" or "scratch"
+    subgraph: int             # for tensors: their subgraph; for scratch: the requesting op's subgraph
+    index: int                # tensor index in its subgraph, or scratch request number
+    nbytes: int
+    first_created: int = -1
+    last_used: int = -1
+    offline_offset: int = -1
+    needs_allocating: bool = False
+
+
+@dataclass(frozen=True)
+class BufferRequest:
+    """What the planner sees: an aligned size, an inclusive lifetime and an optional fixed (offline) offset."""
+
+    size: int
+    first: int
+    last: int
+    offline_offset: int = -1
+
+
+def align_up(n: int, alignment: int = ALIGNMENT) -> int:
+    return (n + alignment - 1) // alignment * alignment
+
+
+def allocation_infos(model: Model, scratch: list[ScratchRequest]) -> list[AllocationInfo]:
+    """Build TFLM's AllocationInfo array (tensors of all subgraphs, then scratch requests) with lifetimes."""
+    infos: list[AllocationInfo] = []
+    base: list[int] = []
+    offline = model.offline_offsets
+    for sg in model.subgraphs:
+        base.append(len(infos))
+        for t in sg.tensors:
+            off = offline[len(infos)] if offline is not None else -1
+            needs = t.data is None and (not t.is_variable or off != -1) and t.nbytes != 0
+            infos.append(AllocationInfo("tensor", sg.index, t.index, t.nbytes, offline_offset=off,
+                                        needs_allocating=needs))
+    scratch_infos = [AllocationInfo("scratch", r.subgraph, i, r.nbytes, needs_allocating=True)
+                     for i, r in enumerate(scratch)]
+    scope = [0]
+    visiting: set[int] = set()
+
+    def created(info: AllocationInfo) -> None:
+        if info.first_created == -1:
+            info.first_created = scope[0]
+
+    def mark(si: int) -> None:
+        if si in visiting:
+            raise ModelError(f"subgraph {si} is referenced recursively by a control-flow op")
+        visiting.add(si)
+        sg = model.subgraphs[si]
+        for t in sg.inputs:
+            info = infos[base[si] + t]
+            created(info)
+            info.last_used = scope[0]
+        for op in sg.operators:
+            scope[0] += 1
+            for t in op.outputs:
+                if t >= 0:
+                    created(infos[base[si] + t])
+            start = scope[0]
+            for ref in op.subgraph_refs:
+                scope[0] += 1
+                mark(ref)
+            for t in op.inputs:
+                if t >= 0:
+                    infos[base[si] + t].last_used = scope[0]
+            for t in op.outputs:
+                if t >= 0:
+                    infos[base[si] + t].last_used = scope[0]
+            for req, info in zip(scratch, scratch_infos):
+                if req.subgraph == si and req.node == op.index:
+                    if info.first_created == -1:
+                        info.first_created = start
+                    info.last_used = scope[0]
+        for t in sg.outputs:
+            info = infos[base[si] + t]
+            created(info)
+            info.last_used = scope[0]
+        visiting.discard(si)
+
+    mark(0)
+    return infos + scratch_infos
+
+
+def buffer_requests(infos: list[AllocationInfo]) -> tuple[list[BufferRequest], list[int]]:
+    """The planner's input (aligned sizes, lifetimes, offline offsets) and, per request, its index in ``infos``."""
+    requests, owners = [], []
+    for i, info in enumerate(infos):
+        if info.needs_allocating:
+            requests.append(BufferRequest(align_up(info.nbytes), info.first_created, info.last_used,
+                                          info.offline_offset))
+            owners.append(i)
+    return requests, owners

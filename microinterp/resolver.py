@@ -1,0 +1,154 @@
+"""The op resolver: an explicit registry from op name to kernel, in four layers.
+
+Precedence, lowest to highest::
+
+    reference  <  optimized (on by default)  <  plugins (entry-point group ``microinterp.kernels``, on request)
+               <  explicit ``register(op_name, kernel)`` / ``@register_kernel(op_name)``
+
+Within one layer an op is bound at most once: binding it again without ``replace=True`` raises. Builtin ops are keyed
+by their schema name (``"CONV_2D"``); custom ops (``CUSTOM`` + custom code) by their custom code string. A plugin
+entry point loads to a callable that receives the resolver and calls :meth:`OpResolver.register_plugin` (or to a
+mapping ``{op_name: kernel}``).
+"""
+
+from __future__ import annotations
+
+from importlib import metadata as importlib_metadata
+from typing import Any, Callable, Mapping
+
+from .errors import MicroInterpError
+
+PLUGIN_GROUP = "microinterp.kernels"
+LAYERS = ("reference", "optimized", "plugin", "explicit")
+
+
+class RegistrationError(MicroInterpError, ValueError):
+    """An op is already bound in that layer (use replace=True), or the kernel object is not a kernel."""
+
+
+def _check_kernel(op_name: str, kernel: Any) -> None:
+    if not (callable(getattr(kernel, "prepare", None)) and callable(getattr(kernel, "invoke", None))):
+        raise RegistrationError(f"{op_name}: {kernel!r} is not a kernel (needs prepare(ctx, op) and invoke(ctx, op, data))")
+
+
+def describe_kernel(kernel: Any) -> str:
+    cls = type(kernel)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+class OpResolver:
+    """Resolves op names to kernels. ``optimized=False`` switches the optimized layer off."""
+
+    def __init__(self, optimized: bool = True, plugins: bool = False):
+        from .kernels import REFERENCE_KERNELS
+        from .kernels.optimized import OPTIMIZED_KERNELS
+
+        self._layers: dict[str, dict[str, Any]] = {layer: {} for layer in LAYERS}
+        self._layers["reference"].update(REFERENCE_KERNELS)
+        self._layers["optimized"].update(OPTIMIZED_KERNELS)
+        self.optimized = optimized
+        self._plugins_loaded: list[str] = []
+        if plugins:
+            self.load_plugins()
+
+    # -- registration ----------------------------------------------------------------------------------------------
+    def register(self, op_name: str, kernel: Any, replace: bool = False) -> None:
+        """Bind ``op_name`` to ``kernel`` in the explicit (highest) layer."""
+        self._bind("explicit", op_name, kernel, replace)
+
+    def register_plugin(self, op_name: str, kernel: Any, replace: bool = False) -> None:
+        """Bind ``op_name`` in the plugin layer (what entry-point plugins call)."""
+        self._bind("plugin", op_name, kernel, replace)
+
+    def unregister(self, op_name: str) -> None:
+        """Remove an explicit binding (the op falls back to the lower layers)."""
+        self._layers["explicit"].pop(op_name, None)
+
+    def _bind(self, layer: str, op_name: str, kernel: Any, replace: bool) -> None:
+        if not isinstance(op_name, str) or not op_name:
+            raise RegistrationError(f"op name must be a non-empty string, got {op_name!r}")
+        _check_kernel(op_name, kernel)
+        table = self._layers[layer]
+        if op_name in table and not replace:
+            raise RegistrationError(
+                f"{op_name} is already bound to {describe_kernel(table[op_name])} in the {layer} layer; "
+                f"pass replace=True to rebind it")
+        table[op_name] = kernel
+
+    def load_plugins(self, entry_points: list[Any] | None = None) -> list[str]:
+        """Load kernel plugins from the ``microinterp.kernels`` entry-point group (deterministic: sorted by name)."""
+        eps = entry_points if entry_points is not None else list(
+            importlib_metadata.entry_points(group=PLUGIN_GROUP))
+        loaded = []
+        for ep in sorted(eps, key=lambda e: e.name):
+            if ep.name in self._plugins_loaded:
+                continue
+            target = ep.load()
+            if isinstance(target, Mapping):
+                for op_name, kernel in target.items():
+                    self.register_plugin(op_name, kernel)
+            elif callable(target):
+                target(self)
+            else:
+                raise RegistrationError(f"plugin {ep.name!r} must load to a callable or a mapping, got {target!r}")
+            self._plugins_loaded.append(ep.name)
+            loaded.append(ep.name)
+        return loaded
+
+    # -- lookup ------------------------------------------------------------------------------------------------------
+    def _active_layers(self) -> list[str]:
+        return [layer for layer in reversed(LAYERS) if layer != "optimized" or self.optimized]
+
+    def find(self, op_name: str) -> Any | None:
+        """The kernel ``op_name`` resolves to, or None."""
+        for layer in self._active_layers():
+            kernel = self._layers[layer].get(op_name)
+            if kernel is not None:
+                return kernel
+        return None
+
+    def layer_of(self, op_name: str) -> str | None:
+        for layer in self._active_layers():
+            if op_name in self._layers[layer]:
+                return layer
+        return None
+
+    def ops(self) -> list[str]:
+        return sorted({name for layer in self._active_layers() for name in self._layers[layer]})
+
+    def describe(self, ops: list[str] | None = None) -> dict[str, str]:
+        """``{op_name: "layer: module.Class"}`` for every bound op (or the given ones; unbound ones say so)."""
+        out = {}
+        for name in ops if ops is not None else self.ops():
+            kernel = self.find(name)
+            out[name] = "UNSUPPORTED" if kernel is None else f"{self.layer_of(name)}: {describe_kernel(kernel)}"
+        return out
+
+    @property
+    def plugins_loaded(self) -> list[str]:
+        return list(self._plugins_loaded)
+
+
+_DEFAULT: OpResolver | None = None
+
+
+def default_resolver() -> OpResolver:
+    """The process-wide resolver that ``register_kernel`` writes to and interpreters use by default."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = OpResolver()
+    return _DEFAULT
+
+
+def register_kernel(op_name: str, replace: bool = False) -> Callable[[Any], Any]:
+    """Decorator: ``@register_kernel("CONV_2D")`` on a kernel class (instantiated) or kernel object.
+
+    The kernel goes into the explicit layer of the default resolver.
+    """
+
+    def deco(obj: Any) -> Any:
+        kernel = obj() if isinstance(obj, type) else obj
+        default_resolver().register(op_name, kernel, replace=replace)
+        return obj
+
+    return deco

@@ -1,0 +1,200 @@
+"""Golden-output comparison against TFLM itself (the pinned ``tflite-micro`` wheel, a test dependency only).
+
+:func:`compare_with_tflm` runs microinterp and the wheel on the same inputs with every intermediate tensor preserved
+(microinterp: linear plan; wheel: ``kPreserveAllTensors``), walks the ops in order and reports the first op whose
+output differs: op index and name, tensor, first differing element, both values, and the quantization parameters of
+the op's inputs and outputs. :func:`tflm_arena_head` reads the wheel's "Arena allocation head".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import TfliteMicroUnavailable
+from ..interpreter import Interpreter
+from ..model import Model, load_model
+
+
+def _runtime():
+    try:
+        from tflite_micro import runtime
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise TfliteMicroUnavailable(
+            "the TFLM oracle is not installed: pip install 'microinterp[test]' "
+            "(tflite-micro==0.dev20261023182759)") from e
+    return runtime
+
+
+def model_bytes(model: Any) -> bytes:
+    if isinstance(model, Model):
+        return bytes(model._raw)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return bytes(model)
+    with open(os.fspath(model), "rb") as f:
+        return f.read()
+
+
+@dataclass
+class Mismatch:
+    op_index: int
+    op_name: str
+    tensor_index: int
+    tensor_name: str
+    element: tuple[int, ...]
+    microinterp_value: Any
+    tflm_value: Any
+    count: int
+    quantization: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        q = "; ".join(f"{k}: {v}" for k, v in self.quantization.items())
+        return (f"op {self.op_index} ({self.op_name}) output tensor {self.tensor_index} ({self.tensor_name!r}): "
+                f"{self.count} element(s) differ, first at {self.element}: microinterp {self.microinterp_value} "
+                f"vs TFLM {self.tflm_value} [{q}]")
+
+
+@dataclass
+class Comparison:
+    outputs: list[np.ndarray]
+    tflm_outputs: list[np.ndarray]
+    mismatch: Mismatch | None
+
+    @property
+    def ok(self) -> bool:
+        return self.mismatch is None and all(np.array_equal(a, b) for a, b in zip(self.outputs, self.tflm_outputs))
+
+    def __str__(self) -> str:
+        return "identical" if self.ok else str(self.mismatch or "outputs differ")
+
+
+def _quant_summary(model: Model, tensor_ids: Sequence[int]) -> dict[str, Any]:
+    out = {}
+    for ti in tensor_ids:
+        if ti < 0:
+            continue
+        t = model.main.tensors[ti]
+        q = t.quantization
+        if q is None:
+            continue
+        scales = q.scales if q.scales.size <= 4 else f"{q.scales.size} per-channel scales"
+        out[f"t{ti} {t.type_name}"] = f"scale={scales} zp={q.zero_points[:4].tolist()}"
+    return out
+
+
+class TflmRunner:
+    """The wheel's interpreter on a model, with every tensor preserved (for per-op comparisons)."""
+
+    def __init__(self, model: Any, arena_size: int | None = None, preserve_all: bool = True):
+        rt = _runtime()
+        data = model_bytes(model)
+        cfg = rt.InterpreterConfig.kPreserveAllTensors if preserve_all else rt.InterpreterConfig.kAllocationRecording
+        size = arena_size or max(len(data) * 10, 1 << 20) + 4 * _planned_upper_bound(load_model(data))
+        self.interpreter = rt.Interpreter.from_bytes(data, arena_size=size, intrepreter_config=cfg)
+
+    def run(self, inputs: Sequence[np.ndarray]) -> None:
+        for i, x in enumerate(inputs):
+            self.interpreter.set_input(x, i)
+        self.interpreter.invoke()
+
+    def output(self, i: int) -> np.ndarray:
+        return np.array(self.interpreter.get_output(i), copy=True)
+
+    def tensor(self, ti: int) -> np.ndarray:
+        return np.array(self.interpreter.GetTensor(ti, 0), copy=True)
+
+
+def _planned_upper_bound(model: Model) -> int:
+    return sum(t.nbytes + 16 for sg in model.subgraphs for t in sg.tensors if t.data is None)
+
+
+def compare_with_tflm(model: Any, inputs: Sequence[np.ndarray] | np.ndarray, *, optimized: bool = True,
+                      per_op: bool = True, interpreter: Interpreter | None = None,
+                      tflm: TflmRunner | None = None) -> Comparison:
+    """Run microinterp and the TFLM wheel on ``inputs``; on a mismatch name the first op whose output differs.
+
+    Pass ``interpreter``/``tflm`` to reuse built interpreters across many inputs (microinterp must then have been
+    built with ``preserve_all_tensors=True`` for the per-op walk).
+    """
+    m = load_model(model) if not isinstance(model, Model) else model
+    if isinstance(inputs, np.ndarray):
+        inputs = [inputs]
+    mi = interpreter or Interpreter(m, optimized=optimized, preserve_all_tensors=per_op)
+    ref = tflm or TflmRunner(m, preserve_all=per_op)
+    for i, x in enumerate(inputs):
+        mi.set_input(x, i)
+    mi.invoke()
+    ref.run(inputs)
+    outs = [mi.get_output(i) for i in range(mi.num_outputs)]
+    ref_outs = [ref.output(i) for i in range(mi.num_outputs)]
+    mismatch = None
+    if per_op and mi.preserve_all_tensors:
+        mismatch = _first_op_mismatch(m, mi, ref)
+    if mismatch is None:
+        for i, (a, b) in enumerate(zip(outs, ref_outs)):
+            if a.shape != b.shape or not np.array_equal(a, b):
+                ti = m.main.outputs[i]
+                mismatch = _describe(m, None, ti, a, b)
+                break
+    return Comparison(outs, ref_outs, mismatch)
+
+
+def _first_op_mismatch(m: Model, mi: Interpreter, ref: TflmRunner) -> Mismatch | None:
+    for op in m.main.operators:
+        for ti in op.outputs:
+            if ti < 0 or m.main.tensors[ti].dtype is None:
+                continue
+            a, b = mi.tensor(ti), ref.tensor(ti)
+            if a.size != b.size or not np.array_equal(a.reshape(-1), b.reshape(-1)):
+                return _describe(m, op, ti, a, b)
+    return None
+
+
+def _describe(m: Model, op, ti: int, a: np.ndarray, b: np.ndarray) -> Mismatch:
+    t = m.main.tensors[ti]
+    if a.size != b.size:
+        return Mismatch(op.index if op else -1, op.key if op else "graph output", ti, t.name, (), a.shape, b.shape,
+                        -1, {})
+    b = b.reshape(a.shape)
+    diff = np.argwhere(a != b)
+    first = tuple(int(v) for v in diff[0])
+    ids = list(op.inputs) + list(op.outputs) if op else [ti]
+    return Mismatch(op.index if op else -1, op.key if op else "graph output", ti, t.name, first,
+                    a[first].item(), b[first].item(), len(diff), _quant_summary(m, ids))
+
+
+def tflm_arena_head(model: Any, arena_size: int | None = None) -> int:
+    """The wheel's "Arena allocation head" (its greedy plan size) for ``model``."""
+    return tflm_allocations(model, arena_size)["head"]
+
+
+def tflm_allocations(model: Any, arena_size: int | None = None) -> dict[str, int]:
+    """The wheel's RecordingMicroAllocator summary: ``{"total", "head", "tail"}`` in bytes."""
+    runner = TflmRunner(model, arena_size=arena_size, preserve_all=False)
+    text = _capture_fd2(runner.interpreter.print_allocations)
+    found = {k: int(v) for k, v in re.findall(r"Arena allocation (total|head|tail) (\d+) bytes", text)}
+    if "head" not in found:
+        raise RuntimeError(f"could not read the wheel's allocation report: {text[:200]!r}")
+    return found
+
+
+def _capture_fd2(fn) -> str:
+    """Capture what C code writes to file descriptor 2 while ``fn`` runs."""
+    import sys
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            fn()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        tmp.seek(0)
+        return tmp.read().decode("utf-8", "replace")
