@@ -106,7 +106,8 @@ class TflmRunner:
         return np.array(self.interpreter.get_output(i), copy=True)
 
     def tensor(self, ti: int) -> np.ndarray:
-        return np.array(self.interpreter.GetTensor(ti, 0), copy=True)
+        got = self.interpreter.GetTensor(ti, 0)
+        return np.array(got["tensor_data"] if isinstance(got, dict) else got, copy=True)
 
 
 def _planned_upper_bound(model: Model) -> int:
