@@ -1,0 +1,35 @@
+"""Helpers for differential tests of one op: random quantized inputs and an assertion against the TFLM wheel."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .tflm import compare_with_tflm
+
+_RANGES = {"INT8": (-128, 127), "UINT8": (0, 255), "INT16": (-32768, 32767), "INT32": (-(1 << 31), (1 << 31) - 1)}
+
+
+def random_tensor(rng: np.random.Generator, shape: Sequence[int], type_name: str = "INT8",
+                  low: float | None = None, high: float | None = None) -> np.ndarray:
+    """Uniform random values over the whole range of ``type_name`` (or [low, high]); floats in [-4, 4)."""
+    type_name = type_name.upper()
+    if type_name == "FLOAT32":
+        lo = -4.0 if low is None else low
+        hi = 4.0 if high is None else high
+        return rng.uniform(lo, hi, size=tuple(shape)).astype(np.float32)
+    lo, hi = _RANGES[type_name]
+    lo = lo if low is None else int(low)
+    hi = hi if high is None else int(high)
+    dtype = {"INT8": np.int8, "UINT8": np.uint8, "INT16": np.int16, "INT32": np.int32}[type_name]
+    return rng.integers(lo, hi, size=tuple(shape), endpoint=True).astype(dtype)
+
+
+def assert_matches_tflm(model: Any, inputs: Sequence[np.ndarray] | np.ndarray, *, optimized: bool = False,
+                        per_op: bool = True) -> list[np.ndarray]:
+    """Run ``model`` in microinterp and in the wheel; raise AssertionError naming the first differing op."""
+    result = compare_with_tflm(model, inputs, optimized=optimized, per_op=per_op)
+    if not result.ok:
+        raise AssertionError(f"microinterp differs from TFLM: {result}")
+    return result.outputs
