@@ -181,7 +181,7 @@ class ModelBuilder(SubgraphBuilder):
                 b.StartVector(1, len(data), 16)
                 b.head = b.head - len(data)
                 b.Bytes[b.head:b.head + len(data)] = data
-                vec = b.EndVector(len(data))
+                vec = b.EndVector()
             tflite.BufferStart(b)
             if vec is not None:
                 tflite.BufferAddData(b, vec)
@@ -290,7 +290,7 @@ def _vector_of_offsets(b: flatbuffers.Builder, offs: list[int]) -> int:
     b.StartVector(4, len(offs), 4)
     for o in reversed(offs):
         b.PrependUOffsetTRelative(o)
-    return b.EndVector(len(offs))
+    return b.EndVector()
 
 
 def _options(b: flatbuffers.Builder, op: _OpSpec) -> tuple[int, int | None]:

@@ -1,0 +1,208 @@
+"""The ``microinterp`` command line: ``info``, ``plan``, ``run``, ``demo``.
+
+Every command exits 0 on success, 2 on a usage error and 1 with a one-line message on a microinterp error (bad model,
+unsupported ops, arena too small, wrong input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import __version__
+from .errors import MicroInterpError
+from .interpreter import Interpreter
+from .model import load_model
+from .resolver import default_resolver
+
+
+def _size(text: str) -> int:
+    """Parse a byte count: ``512000``, ``512K``, ``2M`` (K = 1024)."""
+    t = text.strip().upper().rstrip("B")
+    mult = 1
+    if t and t[-1] in "KMG":
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[t[-1]]
+        t = t[:-1]
+    try:
+        value = int(float(t) * mult)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"size must be >= 0: {text!r}")
+    return value
+
+
+# -- info --------------------------------------------------------------------------------------------------------------
+def cmd_info(args: argparse.Namespace) -> int:
+    m = load_model(args.model)
+    resolver = default_resolver()
+    out = []
+    out.append(f"model: {args.model}  ({m.nbytes} bytes, schema v{m.version}, {len(m.subgraphs)} subgraph(s))")
+    if m.description:
+        out.append(f"description: {m.description}")
+    out.append(f"weights: {m.weight_bytes()} bytes in constant tensors")
+    sg = m.main
+    for kind, ids in (("input", sg.inputs), ("output", sg.outputs)):
+        for i, ti in enumerate(ids):
+            t = sg.tensors[ti]
+            q = t.quantization
+            qs = f" scale={q.scale:.6g} zp={q.zero_point}" if q else ""
+            out.append(f"{kind} {i}: tensor {ti} {t.name!r} {t.type_name}{list(t.shape)}{qs}")
+    out.append("")
+    out.append("ops the resolver needs:")
+    desc = resolver.describe(m.op_names())
+    counts: dict[str, int] = {}
+    for s in m.subgraphs:
+        for op in s.operators:
+            counts[op.key] = counts.get(op.key, 0) + 1
+    for name in m.op_names():
+        out.append(f"  {name:<32} x{counts[name]:<4} {desc[name]}")
+    out.append("")
+    out.append(f"{'op':>4}  {'name':<28} {'inputs':<22} {'outputs':<14} options")
+    for op in sg.operators:
+        opts = ", ".join(f"{k}={v}" for k, v in op.options.items())
+        out.append(f"{op.index:>4}  {op.key:<28} {str(list(op.inputs)):<22} {str(list(op.outputs)):<14} {opts}")
+    out.append("")
+    out.append(f"{'tensor':>6}  {'type':<8} {'shape':<20} {'bytes':>9}  kind      name")
+    for t in sg.tensors:
+        kind = "const" if t.is_constant else ("variable" if t.is_variable else "planned")
+        out.append(f"{t.index:>6}  {t.type_name:<8} {str(list(t.shape)):<20} {t.nbytes:>9}  {kind:<9} {t.name}")
+    print("\n".join(out))
+    return 0
+
+
+# -- plan --------------------------------------------------------------------------------------------------------------
+def cmd_plan(args: argparse.Namespace) -> int:
+    it = Interpreter(args.model, arena=args.arena, optimized=not args.reference)
+    rows = it.plan_table()
+    if args.json:
+        doc = {
+            "model": str(args.model),
+            "arena_size": it.arena_size,
+            "head_bytes": it.head_bytes,
+            "tail_bytes": it.tail_bytes,
+            "arena_used_bytes": it.arena_used_bytes,
+            "planner": "linear" if it.preserve_all_tensors else "greedy",
+            "buffers": rows,
+        }
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    print(f"arena {it.arena_size} bytes: head {it.head_bytes} (planned) + tail {it.tail_bytes} (persistent) "
+          f"= {it.arena_used_bytes} used")
+    print()
+    print(f"{'buf':>4} {'kind':<7} {'tensor':>6} {'offset':>9} {'size':>9} {'life':>9}  name")
+    for i, r in enumerate(rows):
+        life = f"{r['first']}..{r['last']}"
+        idx = r["index"] if r["kind"] == "tensor" else "-"
+        print(f"{i:>4} {r['kind']:<7} {idx:>6} {r['offset']:>9} {r['size']:>9} {life:>9}  {r['name']}")
+    print()
+    print(arena_picture(rows, it.head_bytes, width=args.width))
+    return 0
+
+
+def arena_picture(rows: list[dict[str, Any]], head: int, width: int = 64) -> str:
+    """A text picture of the head over time: one line per time step, one column per ``head/width`` bytes.
+
+    Each buffer is drawn with a symbol (its number in the table, modulo the symbol set) where it is alive.
+    """
+    if not rows or head == 0:
+        return "(nothing planned)"
+    symbols = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    t_end = max(max(r["last"], r["first"]) for r in rows)
+    t_start = min(min(r["first"], r["last"]) for r in rows)
+    scale = head / width
+    lines = [f"time  0{'bytes ->':>{width - 1}}|{head}"]
+    for t in range(t_start, t_end + 1):
+        line = ["."] * width
+        for i, r in enumerate(rows):
+            if r["first"] <= t <= r["last"]:
+                a = int(r["offset"] / scale)
+                b = max(a + 1, int(np.ceil((r["offset"] + r["size"]) / scale)))
+                for c in range(a, min(b, width)):
+                    line[c] = symbols[i % len(symbols)]
+        lines.append(f"{t:>4}  {''.join(line)}")
+    return "\n".join(lines)
+
+
+# -- run ---------------------------------------------------------------------------------------------------------------
+def cmd_run(args: argparse.Namespace) -> int:
+    it = Interpreter(args.model, arena=args.arena, optimized=not args.reference)
+    inputs = args.input or []
+    if len(inputs) != it.num_inputs:
+        raise SystemExit(f"microinterp run: the model has {it.num_inputs} input(s); give --input once per input")
+    for i, path in enumerate(inputs):
+        try:
+            x = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"microinterp run: cannot read {path}: {e}") from None
+        it.set_input(x, i)
+    it.invoke()
+    outs = [it.get_output(i) for i in range(it.num_outputs)]
+    if args.output:
+        if len(args.output) != len(outs):
+            raise SystemExit(f"microinterp run: the model has {len(outs)} output(s); give --output once per output")
+        for path, y in zip(args.output, outs):
+            np.save(path, y)
+    for i, y in enumerate(outs):
+        flat = np.array2string(y.reshape(-1)[:16], separator=" ")
+        more = " ..." if y.size > 16 else ""
+        print(f"output {i}: {y.dtype}{list(y.shape)} {flat}{more}")
+    print(f"arena: {it.arena_used_bytes} bytes used of {it.arena_size} (head {it.head_bytes}, tail {it.tail_bytes})")
+    return 0
+
+
+# -- demo --------------------------------------------------------------------------------------------------------------
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(seed=args.seed, workdir=args.workdir)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="microinterp", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"microinterp {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("info", help="ops, tensors, sizes and the kernels a model needs")
+    s.add_argument("model")
+    s.set_defaults(fn=cmd_info)
+
+    s = sub.add_parser("plan", help="the arena plan: head, tail, every buffer's offset, size and lifetime")
+    s.add_argument("model")
+    s.add_argument("--arena", type=_size, default=None, help="arena size in bytes (default: exactly what is needed)")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.add_argument("--width", type=int, default=64, help="columns of the arena picture")
+    s.add_argument("--reference", action="store_true", help="reference kernels only")
+    s.set_defaults(fn=cmd_plan)
+
+    s = sub.add_parser("run", help="run a model on .npy inputs")
+    s.add_argument("model")
+    s.add_argument("--input", action="append", help=".npy file for each input, in order")
+    s.add_argument("--output", action="append", help=".npy file to write each output to")
+    s.add_argument("--arena", type=_size, default=None)
+    s.add_argument("--reference", action="store_true", help="reference kernels only")
+    s.set_defaults(fn=cmd_run)
+
+    s = sub.add_parser("demo", help="build a model in-process, run it and check it against TFLM if installed")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--workdir", default=None, help="where to write the demo model (default: a temporary folder)")
+    s.set_defaults(fn=cmd_demo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except MicroInterpError as e:
+        print(f"microinterp {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""Int8 networks built in-process (random weights, calibrated scales), for demos, tests and benchmarks.
+
+:class:`QuantNet` adds layers one at a time to a :class:`~microinterp.testing.builder.ModelBuilder`, keeping track of
+the current tensor and of an estimate of its real-valued spread. Weights are uniform int8 with per-channel scales from
+He initialisation; each output scale is chosen from the propagated spread so that activations use the int8 range
+without saturating. Architectures: :func:`demo_cnn` (small), :func:`vgg16`, :func:`alexnet`, :func:`mobilenet_v1`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from .builder import ModelBuilder
+
+
+class QuantNet:
+    """Sequential int8 network builder. Every method returns the new current tensor index."""
+
+    def __init__(self, input_shape: Sequence[int], seed: int = 0, name: str = "net"):
+        self.rng = np.random.default_rng(seed)
+        self.b = ModelBuilder(description=name)
+        self.shape = tuple(int(d) for d in input_shape)
+        self.scale, self.zp = 1.0 / 64, 0          # input: real values in about [-2, 2)
+        self.std = 74 * self.scale                  # spread of uniform int8 inputs, in real units
+        self.x = self._tensor("input", self.shape)
+        self.b.inputs = [self.x]
+        self.n = 0
+
+    # -- helpers ---------------------------------------------------------------------------------------------------
+    def _tensor(self, name: str, shape: Sequence[int]) -> int:
+        return self.b.add_tensor(name, shape, "INT8", scale=self.scale, zero_point=self.zp)
+
+    def _out_quant(self, std: float, act: str) -> None:
+        if act in ("RELU", "RELU6"):
+            hi = 6.0 if act == "RELU6" else 4.0 * std
+            self.scale, self.zp = max(hi, 1e-6) / 255.0, -128
+        else:
+            self.scale, self.zp = max(8.0 * std, 1e-6) / 255.0, 0
+        self.std = std
+
+    def _weights(self, shape: tuple[int, ...], fan_in: int, axis: int) -> tuple[np.ndarray, np.ndarray]:
+        channels = shape[axis]
+        w = self.rng.integers(-127, 128, size=shape, dtype=np.int8)
+        w_std = math.sqrt(2.0 / fan_in)
+        scales = np.full(channels, w_std / 73.0, dtype=np.float32) * self.rng.uniform(0.8, 1.2, channels)
+        return w, scales.astype(np.float32)
+
+    def _bias(self, channels: int, w_scales: np.ndarray) -> int:
+        bias_scales = (self.scale * w_scales.astype(np.float64)).astype(np.float32)
+        bias = self.rng.integers(-1000, 1000, size=channels).astype(np.int32)
+        self.n += 1
+        return self.b.add_tensor(f"b{self.n}", (channels,), "INT32", data=bias, scale=bias_scales, zero_point=0)
+
+    # -- layers ------------------------------------------------------------------------------------------------------
+    def conv(self, filters: int, kernel: int = 3, stride: int = 1, padding: str = "SAME", act: str = "RELU") -> int:
+        n, h, w, c = self.shape
+        wt, ws = self._weights((filters, kernel, kernel, c), kernel * kernel * c, 0)
+        w_idx = self.b.add_tensor(f"w{self.n + 1}", wt.shape, "INT8", data=wt, scale=ws, zero_point=0, axis=0)
+        b_idx = self._bias(filters, ws)
+        oh, ow = _out_size(h, kernel, stride, padding), _out_size(w, kernel, stride, padding)
+        self._out_quant(self.std * math.sqrt(2.0), act)
+        y = self._tensor(f"conv{self.n}", (n, oh, ow, filters))
+        self.b.add_op("CONV_2D", [self.x, w_idx, b_idx], [y], padding=padding, stride_w=stride, stride_h=stride,
+                      fused_activation_function=act)
+        self.x, self.shape = y, (n, oh, ow, filters)
+        return y
+
+    def depthwise(self, kernel: int = 3, stride: int = 1, padding: str = "SAME", act: str = "RELU6",
+                  multiplier: int = 1) -> int:
+        n, h, w, c = self.shape
+        oc = c * multiplier
+        wt, ws = self._weights((1, kernel, kernel, oc), kernel * kernel, 3)
+        w_idx = self.b.add_tensor(f"w{self.n + 1}", wt.shape, "INT8", data=wt, scale=ws, zero_point=0, axis=3)
+        b_idx = self._bias(oc, ws)
+        oh, ow = _out_size(h, kernel, stride, padding), _out_size(w, kernel, stride, padding)
+        self._out_quant(self.std * math.sqrt(2.0), act)
+        y = self._tensor(f"dw{self.n}", (n, oh, ow, oc))
+        self.b.add_op("DEPTHWISE_CONV_2D", [self.x, w_idx, b_idx], [y], padding=padding, stride_w=stride,
+                      stride_h=stride, depth_multiplier=multiplier, fused_activation_function=act)
+        self.x, self.shape = y, (n, oh, ow, oc)
+        return y
+
+    def pool(self, kind: str = "MAX", size: int = 2, stride: int = 2, padding: str = "VALID") -> int:
+        n, h, w, c = self.shape
+        oh, ow = _out_size(h, size, stride, padding), _out_size(w, size, stride, padding)
+        self.n += 1
+        y = self._tensor(f"pool{self.n}", (n, oh, ow, c))
+        self.b.add_op(f"{kind}_POOL_2D", [self.x], [y], padding=padding, stride_w=stride, stride_h=stride,
+                      filter_width=size, filter_height=size)
+        self.x, self.shape = y, (n, oh, ow, c)
+        return y
+
+    def flatten(self) -> int:
+        n = self.shape[0]
+        flat = (n, int(np.prod(self.shape[1:])))
+        shape_t = self.b.add_tensor(f"shape{self.n}", (2,), "INT32", data=np.array(flat, np.int32))
+        self.n += 1
+        y = self._tensor(f"flat{self.n}", flat)
+        self.b.add_op("RESHAPE", [self.x, shape_t], [y], new_shape=list(flat))
+        self.x, self.shape = y, flat
+        return y
+
+    def fc(self, units: int, act: str = "RELU") -> int:
+        n, k = self.shape
+        wt, ws = self._weights((units, k), k, 0)
+        ws = np.full(units, ws.mean(), dtype=np.float32)  # per-tensor, as the converter emits for FC
+        w_idx = self.b.add_tensor(f"w{self.n + 1}", wt.shape, "INT8", data=wt, scale=ws[:1], zero_point=0)
+        b_idx = self._bias(units, ws[:1].repeat(units))
+        self._out_quant(self.std * math.sqrt(2.0), act)
+        y = self._tensor(f"fc{self.n}", (n, units))
+        self.b.add_op("FULLY_CONNECTED", [self.x, w_idx, b_idx], [y], fused_activation_function=act)
+        self.x, self.shape = y, (n, units)
+        return y
+
+    def softmax(self) -> int:
+        self.scale, self.zp = 1.0 / 256, -128
+        self.n += 1
+        y = self._tensor(f"softmax{self.n}", self.shape)
+        self.b.add_op("SOFTMAX", [self.x], [y], beta=1.0)
+        self.x = y
+        return y
+
+    def build(self) -> bytes:
+        self.b.outputs = [self.x]
+        return self.b.build()
+
+
+def _out_size(size: int, kernel: int, stride: int, padding: str) -> int:
+    if padding == "SAME":
+        return (size + stride - 1) // stride
+    return (size - kernel + stride) // stride
+
+
+def demo_cnn(seed: int = 0) -> bytes:
+    """A small person-detection-like CNN: 64x64x3 → conv/depthwise/pool/FC/softmax (about 30 K weights)."""
+    net = QuantNet((1, 64, 64, 3), seed=seed, name="microinterp demo CNN")
+    net.conv(16, 3, stride=2, act="RELU6")
+    net.depthwise(3, act="RELU6")
+    net.conv(32, 1, act="RELU6")
+    net.depthwise(3, stride=2, act="RELU6")
+    net.conv(64, 1, act="RELU6")
+    net.pool("MAX", 2, 2)
+    net.depthwise(3, act="RELU6")
+    net.conv(64, 1, act="RELU6")
+    net.pool("AVERAGE", 8, 8)
+    net.flatten()
+    net.fc(10, act="NONE")
+    net.softmax()
+    return net.build()
+
+
+def vgg16(seed: int = 0, input_size: int = 224, classes: int = 1000) -> bytes:
+    """VGG16-shaped int8 model: 13 conv + 5 max-pool + 3 FC (about 138 M weights at 224x224)."""
+    net = QuantNet((1, input_size, input_size, 3), seed=seed, name="VGG16-shaped int8")
+    for block, (filters, convs) in enumerate(((64, 2), (128, 2), (256, 3), (512, 3), (512, 3))):
+        for _ in range(convs):
+            net.conv(filters, 3)
+        net.pool("MAX", 2, 2)
+    net.flatten()
+    net.fc(4096)
+    net.fc(4096)
+    net.fc(classes, act="NONE")
+    net.softmax()
+    return net.build()
+
+
+def alexnet(seed: int = 0, classes: int = 1000) -> bytes:
+    """AlexNet-shaped int8 model (single tower): 5 conv + 3 max-pool + 3 FC on 227x227x3."""
+    net = QuantNet((1, 227, 227, 3), seed=seed, name="AlexNet-shaped int8")
+    net.conv(96, 11, stride=4, padding="VALID")
+    net.pool("MAX", 3, 2)
+    net.conv(256, 5)
+    net.pool("MAX", 3, 2)
+    net.conv(384, 3)
+    net.conv(384, 3)
+    net.conv(256, 3)
+    net.pool("MAX", 3, 2)
+    net.flatten()
+    net.fc(4096)
+    net.fc(4096)
+    net.fc(classes, act="NONE")
+    net.softmax()
+    return net.build()
+
+
+def mobilenet_v1(seed: int = 0, input_size: int = 224, classes: int = 1000) -> bytes:
+    """MobileNet v1 (alpha 1.0) shaped int8 model: conv + 13 depthwise-separable blocks + avg-pool + FC."""
+    net = QuantNet((1, input_size, input_size, 3), seed=seed, name="MobileNet-v1-shaped int8")
+    net.conv(32, 3, stride=2, act="RELU6")
+    for filters, stride in ((64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1), (512, 1),
+                            (512, 1), (512, 1), (512, 1), (1024, 2), (1024, 1)):
+        net.depthwise(3, stride=stride, act="RELU6")
+        net.conv(filters, 1, act="RELU6")
+    net.pool("AVERAGE", net.shape[1], net.shape[1])
+    net.flatten()
+    net.fc(classes, act="NONE")
+    net.softmax()
+    return net.build()

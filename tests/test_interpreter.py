@@ -1,0 +1,175 @@
+"""Interpreter lifecycle and API: arena sizing, errors, inputs/outputs, independence, reset."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import microinterp as mi
+from microinterp.testing import ModelBuilder
+
+
+def reshape_model(shape=(1, 2, 3), new_shape=(3, 2), dtype="INT8", variable=False) -> bytes:
+    b = ModelBuilder()
+    x = b.add_tensor("x", shape, dtype, scale=0.1, zero_point=1)
+    s = b.add_tensor("s", (len(new_shape),), "INT32", data=list(new_shape))
+    y = b.add_tensor("y", new_shape, dtype, scale=0.1, zero_point=1)
+    b.add_op("RESHAPE", [x, s], [y], new_shape=list(new_shape))
+    if variable:
+        b.add_tensor("state", (4,), "INT8", scale=0.5, zero_point=-7, is_variable=True)
+    b.inputs, b.outputs = [x], [y]
+    return b.build()
+
+
+def test_runs_and_sizes_arena_exactly():
+    it = mi.Interpreter(reshape_model())
+    x = np.arange(6, dtype=np.int8).reshape(1, 2, 3)
+    it.set_input(x, 0)
+    it.invoke()
+    np.testing.assert_array_equal(it.get_output(0), x.reshape(3, 2))
+    # two 6-byte tensors alive at the same time, each rounded up to 16
+    assert it.head_bytes == 32
+    assert it.arena_used_bytes == it.head_bytes + it.tail_bytes
+    assert it.arena_size == it.arena_used_bytes
+
+
+def test_tensors_are_views_of_the_arena():
+    it = mi.Interpreter(reshape_model())
+    x = np.arange(6, dtype=np.int8).reshape(1, 2, 3)
+    it.set_input(x, 0)
+    it.invoke()
+    for row in it.plan_table():
+        view = it._views[row["index"]]
+        assert np.shares_memory(view, it.arena.buffer)
+
+
+def test_arena_too_small_names_needed_size():
+    needed = mi.Interpreter(reshape_model()).arena_used_bytes
+    with pytest.raises(mi.ArenaOverflowError) as e:
+        mi.Interpreter(reshape_model(), arena=needed - 1)
+    assert e.value.needed_arena == needed
+    assert f"{needed} bytes" in str(e.value)
+    assert e.value.missing > 0
+    assert isinstance(e.value, mi.MicroInterpError)
+    mi.Interpreter(reshape_model(), arena=needed)  # exactly enough works
+
+
+def test_larger_arena_keeps_counters():
+    it = mi.Interpreter(reshape_model(), arena=10_000)
+    assert it.arena_size == 10_000
+    assert it.head_bytes == 32
+
+
+def test_set_input_checks_shape_dtype_index():
+    it = mi.Interpreter(reshape_model())
+    with pytest.raises(mi.InputError, match=r"expected shape \(1, 2, 3\), got \(2, 3\)"):
+        it.set_input(np.zeros((2, 3), np.int8), 0)
+    with pytest.raises(mi.InputError, match="expected dtype int8, got float32"):
+        it.set_input(np.zeros((1, 2, 3), np.float32), 0)
+    with pytest.raises(mi.InputError, match="index 1 out of range"):
+        it.set_input(np.zeros((1, 2, 3), np.int8), 1)
+    with pytest.raises(ValueError):
+        it.set_input([1, 2, 3], 0)
+    with pytest.raises(mi.InputError):
+        it.get_output(5)
+    with pytest.raises(mi.InputError):
+        it.get_input_details(-1)
+
+
+def test_details_match_tflm_keys():
+    it = mi.Interpreter(reshape_model())
+    d = it.get_input_details(0)
+    assert set(d) >= {"name", "index", "shape", "dtype", "quantization_parameters"}
+    assert d["dtype"] is np.int8
+    assert d["shape"].tolist() == [1, 2, 3]
+    q = d["quantization_parameters"]
+    assert set(q) == {"scales", "zero_points", "quantized_dimension"}
+    assert q["zero_points"].tolist() == [1]
+    np.testing.assert_allclose(q["scales"], [0.1])
+    rt = pytest.importorskip("tflite_micro").runtime
+    ref = rt.Interpreter.from_bytes(reshape_model(), arena_size=4096)
+    rd = ref.get_input_details(0)
+    assert set(rd) <= set(d)
+    assert rd["dtype"] == d["dtype"]
+    assert rd["shape"].tolist() == d["shape"].tolist()
+
+
+def test_get_output_is_a_copy_and_interpreters_are_independent():
+    a = mi.Interpreter(reshape_model())
+    b = mi.Interpreter(reshape_model())
+    a.set_input(np.ones((1, 2, 3), np.int8), 0)
+    b.set_input(np.full((1, 2, 3), 7, np.int8), 0)
+    a.invoke()
+    b.invoke()
+    out = a.get_output(0)
+    out[...] = 99
+    assert (a.get_output(0) == 1).all()
+    assert (b.get_output(0) == 7).all()
+    assert not np.shares_memory(a.arena.buffer, b.arena.buffer)
+
+
+def test_variable_tensors_live_in_tail_and_reset_to_zero_point():
+    it = mi.Interpreter(reshape_model(variable=True))
+    assert it.tail_bytes >= 4
+    state = it._views[3]
+    assert np.shares_memory(state, it.arena.buffer)
+    assert (state == -7).all()
+    state[...] = 5
+    it.reset()
+    assert (it.tensor(3) == -7).all()
+
+
+def test_unsupported_ops_are_all_listed():
+    b = ModelBuilder()
+    x = b.add_tensor("x", (4,), "FLOAT32")
+    y = b.add_tensor("y", (4,), "FLOAT32")
+    z = b.add_tensor("z", (4,), "FLOAT32")
+    b.add_op("FLOOR", [x], [y])
+    b.add_op("CUSTOM", [y], [z], custom_code="MyOp")
+    b.inputs, b.outputs = [x], [z]
+    with pytest.raises(mi.UnsupportedOpError) as e:
+        mi.Interpreter(b.build())
+    assert e.value.missing == [(0, "FLOOR"), (1, "MyOp")]
+    assert "FLOOR" in str(e.value) and "MyOp" in str(e.value)
+
+
+def test_custom_op_registered_explicitly_runs():
+    b = ModelBuilder()
+    x = b.add_tensor("x", (4,), "FLOAT32")
+    y = b.add_tensor("y", (4,), "FLOAT32")
+    b.add_op("CUSTOM", [x], [y], custom_code="Double")
+    b.inputs, b.outputs = [x], [y]
+
+    class Double:
+        def prepare(self, ctx, op):
+            return None
+
+        def invoke(self, ctx, op, data):
+            ctx.output(op, 0)[...] = 2 * ctx.input(op, 0)
+
+    resolver = mi.OpResolver()
+    resolver.register("Double", Double())
+    it = mi.Interpreter(b.build(), resolver=resolver)
+    it.set_input(np.arange(4, dtype=np.float32), 0)
+    it.invoke()
+    assert it.get_output(0).tolist() == [0, 2, 4, 6]
+    assert it.describe()["Double"].startswith("explicit:")
+
+
+def test_backing_not_available_yet_is_clear():
+    with pytest.raises(NotImplementedError, match="backing"):
+        mi.Interpreter(reshape_model(), arena=512_000, backing="sd.img")
+
+
+def test_from_file_and_from_bytes(tmp_path):
+    path = tmp_path / "m.tflite"
+    path.write_bytes(reshape_model())
+    a = mi.Interpreter.from_file(path, arena_size=4096)
+    b = mi.Interpreter.from_bytes(reshape_model(), arena_size=4096)
+    assert a.arena_size == b.arena_size == 4096
+    assert a.head_bytes == b.head_bytes
+
+
+def test_malformed_model_is_model_error():
+    with pytest.raises(mi.ModelError):
+        mi.Interpreter(b"not a model at all")
