@@ -1,0 +1,57 @@
+"""The command line: info, plan (text and JSON), run, demo, and error exits."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from microinterp.cli import main
+
+from .test_interpreter import reshape_model
+
+
+def test_info(tmp_path, capsys):
+    path = tmp_path / "m.tflite"
+    path.write_bytes(reshape_model())
+    assert main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "RESHAPE" in out and "reference: microinterp.kernels.reshape.Reshape" in out
+    assert "input 0: tensor 0 'x' INT8[1, 2, 3]" in out
+
+
+def test_plan_json_and_text(tmp_path, capsys):
+    path = tmp_path / "m.tflite"
+    path.write_bytes(reshape_model())
+    assert main(["plan", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["head_bytes"] == 32
+    assert doc["arena_used_bytes"] == doc["head_bytes"] + doc["tail_bytes"]
+    assert [b["offset"] for b in doc["buffers"]] == [16, 0] or [b["offset"] for b in doc["buffers"]] == [0, 16]
+    assert {"offset", "size", "first", "last", "name"} <= set(doc["buffers"][0])
+    assert main(["plan", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "head 32" in text and "time" in text
+
+
+def test_run_writes_outputs(tmp_path, capsys):
+    path = tmp_path / "m.tflite"
+    path.write_bytes(reshape_model())
+    x = np.arange(6, dtype=np.int8).reshape(1, 2, 3)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["run", str(path), "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy")]) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), x.reshape(3, 2))
+
+
+def test_errors_exit_1_with_message(tmp_path, capsys):
+    path = tmp_path / "bad.tflite"
+    path.write_bytes(b"garbage" * 10)
+    assert main(["info", str(path)]) == 1
+    assert "ModelError" in capsys.readouterr().err
+    good = tmp_path / "m.tflite"
+    good.write_bytes(reshape_model())
+    assert main(["plan", str(good), "--arena", "8"]) == 1
+    assert "smallest arena that works is" in capsys.readouterr().err
+    np.save(tmp_path / "x.npy", np.zeros((3,), np.int8))
+    assert main(["run", str(good), "--input", str(tmp_path / "x.npy")]) == 1
+    assert "expected shape" in capsys.readouterr().err
