@@ -6,7 +6,11 @@
 from __future__ import annotations
 
 from . import reshape
+from . import svdf, transpose_conv, unidirectional_sequence_lstm
 
 REFERENCE_KERNELS: dict[str, object] = {
     "RESHAPE": reshape.KERNEL,
+    "SVDF": svdf.KERNEL,
+    "TRANSPOSE_CONV": transpose_conv.KERNEL,
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": unidirectional_sequence_lstm.KERNEL,
 }
