@@ -1,12 +1,161 @@
-"""Work in progress."""
+"""SVDF: TFLM's reference kernel (int8 input with int8 or int16 state/time weights, and float32).
+
+TFLM (``micro/kernels/svdf.cc``, ``svdf_common.cc``). Inputs: 0 = input ``[B, I]``, 1 = weights_feature
+``[F, I]``, 2 = weights_time ``[F, M]``, 3 = bias ``[F / rank]``, 4 = activation state (a *variable* tensor
+``[B, F·M]``, viewed as ``[B, F, M]``); output ``[B, F / rank]``. One invoke:
+
+1. shift the whole flat state buffer left by one element (``state[i] = state[i + 1]``);
+2. feature matmul into the newest slot ``state[b, f, M - 1]``: int8: ``d = MBQM(Σ wf·(x − zp_in), e1)``
+   clamped to the state type's range, then ``state = d + zp_state`` cast to the state type, i.e. *wrapping*
+   (the wheel adds the zero point after the clamp; newer TFLM sources add it before); float: a sequential
+   float32 dot product;
+3. time matmul ``s[b, f] = Σ_m wt[f, m]·(state[b, f, m] − zp_state)`` (int32, wrapping; float: sequential
+   float32);
+4. ``out[b, u] = bias[u] + Σ_{r < rank} s[b, u·rank + r]``; int8: ``clamp(MBQM(out, e2) + zp_out, -128, 127)``
+   (no fused activation in the integer path); float: the fused activation (``ActivationValFloat``: RELU,
+   RELU6, RELU_N1_TO_1, TANH via libm ``tanhf``, SIGN_BIT).
+
+``e1 = s_in·s_wf/s_state`` and ``e2 = s_state·s_wt/s_out`` in double (wheel), QuantizeMultiplier. Prepare
+requires ``|s_bias − s_state·s_wt| < 1e-5`` for int8. The integer kernel is templated on the weights_time type
+and reads the state with the same type, so both must agree. Scratch requests (planned): int8
+``[4·B·F, 4·B·units]``, float ``[4·B·F]``. TFLM dereferences the bias unconditionally (TODO #1751; the wheel
+segfaults without one), so a missing bias is refused here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
+from .float_math import tanhf
 
 
-class _Pending:
-    def prepare(self, ctx, op):
-        raise ctx.fail(op, "kernel not implemented yet")
+@dataclass(frozen=True)
+class SvdfData:
+    quantized: bool
+    rank: int
+    activation: str
+    e1: tuple[int, int]
+    e2: tuple[int, int]
+    input_zp: int
+    state_zp: int
+    output_zp: int
+    state_min: int
+    state_max: int
 
-    def invoke(self, ctx, op, data) -> None:  # pragma: no cover
-        raise NotImplementedError
+
+class Svdf:
+    def prepare(self, ctx, op) -> SvdfData:
+        ctx.check_io_count(op, 5, 1)
+        x, wf, wt = (ctx.require_input(op, k) for k in range(3))
+        bias, state, y = ctx.input(op, 3), ctx.require_input(op, 4), ctx.output(op, 0)
+        rank = int(op.options.get("rank", 0))
+        if rank <= 0:
+            raise ctx.fail(op, f"rank must be positive, got {rank}")
+        if len(x.shape) != 2 or len(wf.shape) != 2 or len(wt.shape) != 2:
+            raise ctx.fail(op, "input, weights_feature and weights_time must be 2-D")
+        batch, input_size = x.shape
+        filters, memory = wf.shape[0], wt.shape[1]
+        if filters % rank:
+            raise ctx.fail(op, f"{filters} filters are not a multiple of rank {rank}")
+        units = filters // rank
+        if x.type_name not in ("FLOAT32", "INT8"):
+            raise ctx.fail(op, f"input type {x.type_name} not supported")
+        if y.shape != (batch, units):
+            raise ctx.fail(op, f"output shape {y.shape} must be {(batch, units)}")
+        if wf.shape[1] != input_size or wt.shape[0] != filters:
+            raise ctx.fail(op, f"weight shapes {wf.shape}, {wt.shape} do not match input {x.shape}")
+        if bias is None:
+            raise ctx.fail(op, "a bias is required (TFLM dereferences it unconditionally)")
+        if bias.shape[:1] != (units,):
+            raise ctx.fail(op, f"bias shape {bias.shape} must start with {units}")
+        if state.shape != (batch, memory * filters):
+            raise ctx.fail(op, f"state shape {state.shape} must be {(batch, memory * filters)}")
+        if not state.is_variable:
+            raise ctx.fail(op, "the activation state must be a variable tensor")
+        act = op.options.get("fused_activation_function", "NONE")
+
+        if x.type_name == "INT8":
+            if wf.type_name != "INT8":
+                raise ctx.fail(op, f"weights_feature type {wf.type_name} must be INT8")
+            if wt.type_name not in ("INT8", "INT16") or state.type_name not in ("INT8", "INT16"):
+                raise ctx.fail(op, "weights_time and state must be INT8 or INT16")
+            if wt.type_name != state.type_name:
+                raise ctx.fail(op, f"state type {state.type_name} must match weights_time type "
+                                   f"{wt.type_name}")
+            if bias.type_name != "INT32":
+                raise ctx.fail(op, f"bias type {bias.type_name} must be INT32")
+            if y.type_name != "INT8":
+                raise ctx.fail(op, f"output type {y.type_name} must be INT8")
+            q = [t.quantization for t in (x, wf, wt, bias, state, y)]
+            if any(v is None for v in q):
+                raise ctx.fail(op, "int8 SVDF needs quantization on every tensor")
+            qx, qwf, qwt, qb, qs, qy = q
+            s_state = np.float64(qs.scale)
+            if not abs(np.float64(qb.scale) - s_state * np.float64(qwt.scale)) < 1e-5:
+                raise ctx.fail(op, "bias scale must equal state scale * weights_time scale")
+            e1 = quantize_multiplier(np.float64(qx.scale) * np.float64(qwf.scale) / s_state)
+            e2 = quantize_multiplier(s_state * np.float64(qwt.scale) / np.float64(qy.scale))
+            ctx.request_scratch(op, batch * filters * 4)
+            ctx.request_scratch(op, batch * units * 4)
+            return SvdfData(True, rank, act, e1, e2, qx.zero_point, qs.zero_point, qy.zero_point,
+                            QMIN[state.type_name], QMAX[state.type_name])
+        for t, what in ((wf, "weights_feature"), (wt, "weights_time"), (state, "state"), (bias, "bias"),
+                        (y, "output")):
+            if t.type_name != "FLOAT32":
+                raise ctx.fail(op, f"{what} type {t.type_name} must be FLOAT32")
+        if act not in _FLOAT_ACTIVATIONS:
+            raise ctx.fail(op, f"activation {act} not supported")
+        ctx.request_scratch(op, batch * filters * 4)
+        return SvdfData(False, rank, act, (0, 0), (0, 0), 0, 0, 0, 0, 0)
+
+    def invoke(self, ctx, op, data: SvdfData) -> None:
+        x, wf, wt, bias, state_view = (ctx.input(op, k) for k in range(5))
+        out = ctx.output(op, 0)
+        batch = x.shape[0]
+        filters, memory = wt.shape
+        flat = state_view.reshape(-1)
+        flat[:-1] = flat[1:].copy()
+        state = flat.reshape(batch, filters, memory)
+        if data.quantized:
+            dot = (x.astype(np.float64) - data.input_zp) @ wf.astype(np.float64).T    # exact: |acc| < 2^53
+            d = np.clip(mbqm(wrap_int32(dot.astype(np.int64)), *data.e1), data.state_min, data.state_max)
+            state[:, :, -1] = (d + data.state_zp).astype(state.dtype)    # C narrowing cast: wraps
+            centred = state.astype(np.int64) - data.state_zp
+            s = wrap_int32(np.einsum("bfm,fm->bf", centred, wt.astype(np.int64)))
+            acc = wrap_int32(s.reshape(batch, -1, data.rank).sum(axis=2) + bias.astype(np.int64))
+            out[...] = np.clip(mbqm(acc, *data.e2) + data.output_zp, -128, 127)
+            return
+        # Float: every sum is sequential float32, in TFLM's order.
+        dot = np.zeros((batch, filters), np.float32)
+        for k in range(x.shape[1]):
+            dot += wf[:, k][None, :] * x[:, k:k + 1]
+        state[:, :, -1] = dot
+        s = np.zeros((batch, filters), np.float32)
+        for m in range(memory):
+            s += wt[:, m][None, :] * state[:, :, m]
+        s = s.reshape(batch, -1, data.rank)
+        acc = np.broadcast_to(bias.reshape(-1)[:s.shape[1]], s.shape[:2]).astype(np.float32)
+        for r in range(data.rank):
+            acc = acc + s[:, :, r]
+        out[...] = _FLOAT_ACTIVATIONS[data.activation](acc)
 
 
-KERNEL = _Pending()
+def _relu(a: np.ndarray) -> np.ndarray:
+    """TfLiteMax(0.0f, a)."""
+    return np.where(a > 0, a, np.float32(0))
+
+
+_FLOAT_ACTIVATIONS = {
+    "NONE": lambda a: a,
+    "RELU": lambda a: _relu(a),
+    "RELU_N1_TO_1": lambda a: np.maximum(np.float32(-1), np.minimum(a, np.float32(1))),
+    "RELU6": lambda a: _relu(np.minimum(a, np.float32(6))),
+    "TANH": tanhf,
+    "SIGN_BIT": lambda a: np.signbit(a).astype(np.float32),
+}
+
+
+KERNEL = Svdf()

@@ -1,23 +1,25 @@
 """TRANSPOSE_CONV: TFLM's scatter-based reference kernel (int8 per-channel, 16x8 and float32).
 
-TFLM (``micro/kernels/transpose_conv.cc``, ``reference/integer_ops/transpose_conv.h``, ``reference/transpose_conv.h``):
+TFLM (``micro/kernels/transpose_conv.cc``, ``reference/integer_ops/transpose_conv.h``,
+``reference/transpose_conv.h``):
 
-* inputs: 0 = output_shape (ignored: TFLM has no dynamic shapes, the output tensor's shape is used), 1 = filter
-  ``[C_out, KH, KW, C_in]``, 2 = input ``[N, H, W, C_in]``, 3 = bias (optional); dilation is always 1.
-* padding: computed with ``in := output H/W`` (``ComputePaddingHeightWidth``): ``out = SAME ? ceil(in/s) :
-  (in + s - k) / s``; ``pad = max(0, (out - 1)·s + k - in) // 2``.
-* scatter: every input pixel ``(iy, ix)`` and tap ``(ky, kx)`` adds ``x·w`` into ``acc[iy·sh - pad_h + ky,
-  ix·sw - pad_w + kx]`` when inside the output. int8: ``acc`` is an int32 scratch buffer and ``x - zp_in`` is used;
-  out = clamp(MBQM(acc + bias[c], M_c, s_c) + zp_out) (double-rounding MBQM). 16x8: ``acc`` is int64, no input or
-  output offset is applied (the activation range still uses the output zero point), out = clamp(MBQM64(acc + bias)).
-  The int16 bias of old 16x8 models is widened into a second scratch buffer; an int32 bias is reinterpreted as int64
-  by TFLM (garbage), so it is refused here.
-* float: the output itself is the accumulator, summed in float32 in the scatter order (input pixel raster order,
-  then input channel), then ``+ bias`` and clamped to the fused activation range.
+* inputs: 0 = output_shape (ignored: TFLM has no dynamic shapes, the output tensor's shape is used),
+  1 = filter ``[C_out, KH, KW, C_in]``, 2 = input ``[N, H, W, C_in]``, 3 = bias (optional); dilation is 1.
+* padding: computed with ``in := output H/W`` (``ComputePaddingHeightWidth``):
+  ``out = SAME ? ceil(in/s) : (in + s - k) / s``; ``pad = max(0, (out - 1)·s + k - in) // 2``.
+* scatter: every input pixel ``(iy, ix)`` and tap ``(ky, kx)`` adds ``x·w`` into
+  ``acc[iy·sh - pad_h + ky, ix·sw - pad_w + kx]`` when inside the output. int8: ``acc`` is an int32 scratch
+  buffer and ``x - zp_in`` is used; out = clamp(MBQM(acc + bias[c], M_c, s_c) + zp_out) (double-rounding
+  MBQM). 16x8: ``acc`` is int64, no input or output offset is applied (the activation range still uses the
+  output zero point), out = clamp(MBQM64(acc + bias)). The int16 bias of old 16x8 models is widened into a
+  second scratch buffer; an int32 bias is reinterpreted as int64 by TFLM (garbage), so it is refused here.
+* float: the output itself is the accumulator, summed in float32 in the scatter order (input pixel raster
+  order, then input channel), then ``+ bias`` and clamped to the fused activation range.
 
-Multipliers: ``double(s_in)·double(s_w[c])/double(s_out)`` per output channel (per-tensor filter scales broadcast).
-Scratch requests, in order: the accumulator (``4·prod(out)`` int8, ``8·prod(out)`` int16), then ``8·len(bias)``
-for an int16 bias. Prepare also allocates two persistent int32 arrays of ``C_out`` entries (multipliers, shifts).
+Multipliers: ``double(s_in)·double(s_w[c])/double(s_out)`` per output channel (per-tensor filter scales are
+broadcast). Scratch requests, in order: the accumulator (``4·prod(out)`` int8, ``8·prod(out)`` int16), then
+``8·len(bias)`` for an int16 bias. Prepare also allocates two persistent int32 arrays of ``C_out`` entries
+(multipliers and shifts), for every type, as TFLM does.
 """
 
 from __future__ import annotations
@@ -26,7 +28,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..quant import activation_range, activation_range_float, mbqm, mbqm_int64, quantize_multipliers, wrap_int32
+from ..quant import (
+    activation_range,
+    activation_range_float,
+    mbqm,
+    mbqm_int64,
+    quantize_multipliers,
+    wrap_int32,
+)
 
 
 @dataclass(frozen=True)
@@ -81,7 +90,7 @@ class TransposeConv:
         padding = op.options.get("padding", "SAME")
         act = op.options.get("fused_activation_function", "NONE")
 
-        # Persistent per-channel multiplier and shift arrays (allocated for every type, as TFLM's Prepare does).
+        # Persistent per-channel multiplier and shift arrays (TFLM's Prepare allocates them for every type).
         mult = np.zeros(c_out, np.int32)
         shift = np.zeros(c_out, np.int32)
         out_elems = int(np.prod(y.shape))
@@ -163,7 +172,8 @@ def _scatter_int(x: np.ndarray, w: np.ndarray, out_shape, stride, pad) -> np.nda
     canvas = np.zeros((n, ch, cw, c_out), np.int64)
     for ky in range(kh):
         for kx in range(kw):
-            canvas[:, ky:ky + (h - 1) * sh + 1:sh, kx:kx + (wd - 1) * sw + 1:sw, :] += taps[:, :, :, ky, kx, :]
+            rows, cols = slice(ky, ky + (h - 1) * sh + 1, sh), slice(kx, kx + (wd - 1) * sw + 1, sw)
+            canvas[:, rows, cols, :] += taps[:, :, :, ky, kx, :]
     ph, pw = pad
     return canvas[:, ph:ph + out_shape[1], pw:pw + out_shape[2], :]
 
@@ -171,9 +181,10 @@ def _scatter_int(x: np.ndarray, w: np.ndarray, out_shape, stride, pad) -> np.nda
 def _scatter_float(x: np.ndarray, w: np.ndarray, out_shape, stride, pad) -> np.ndarray:
     """Float scatter in TFLM's summation order.
 
-    For one output element TFLM adds contributions in raster order of the input pixel, then by input channel. The
-    input row grows as the tap row shrinks, so walking taps from the last (ky, kx) to the first and input channels
-    upwards, each as one vectorized float32 add, reproduces that order exactly (skipped taps add nothing).
+    For one output element TFLM adds contributions in raster order of the input pixel, then by input channel.
+    The input row grows as the tap row shrinks, so walking taps from the last (ky, kx) to the first and input
+    channels upwards, each as one vectorized float32 add, reproduces that order exactly (skipped taps add
+    nothing).
     """
     n, h, wd, c_in = x.shape
     c_out, kh, kw, _ = w.shape
