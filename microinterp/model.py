@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
+import flatbuffers
 import numpy as np
 import tflite
 
@@ -45,6 +46,8 @@ _OPTION_TYPE_NAMES: dict[int, str] = {
 
 #: Largest tensor we accept (bytes). Anything larger is certainly a corrupted shape.
 MAX_TENSOR_BYTES = 1 << 34
+#: Largest non-constant tensor: TFLM's memory planner takes buffer sizes as 32-bit ``int``.
+MAX_PLANNED_BYTES = (1 << 31) - 1
 MAX_RANK = 16
 
 
@@ -318,7 +321,12 @@ class _Parser:
         return arr
 
     def _opcode(self, c: Any, i: int) -> tuple[str, str | None, int]:
-        code = max(c.BuiltinCode(), c.DeprecatedBuiltinCode())
+        # TFLM's GetBuiltinCode: max(builtin_code, deprecated_builtin_code), on the raw fields. (The ``tflite``
+        # package's BuiltinCode() substitutes the deprecated code whenever builtin_code < 127, which would turn
+        # builtin_code=22, deprecated=0 into ADD instead of RESHAPE.)
+        slot = c._tab.Offset(10)
+        builtin = c._tab.Get(flatbuffers.number_types.Int32Flags, c._tab.Pos + slot) if slot else 0
+        code = max(builtin, c.DeprecatedBuiltinCode())
         name = BUILTIN_OP_NAMES.get(code)
         if name is None:
             name = f"BUILTIN_{code}"
@@ -382,6 +390,9 @@ class _Parser:
         quant = self._quant(t.Quantization(), where, shape)
         raw = buffers[bi]
         data = None
+        if raw is None and dtype is not None and n_elem * dtype.itemsize > MAX_PLANNED_BYTES:
+            raise self.fail(f"{where} ({name!r}): non-constant tensor of shape {shape} needs "
+                            f"{n_elem * dtype.itemsize} bytes; TFLM plans at most {MAX_PLANNED_BYTES} (32-bit sizes)")
         if raw is not None:
             if dtype is None:
                 data = raw  # strings/resources: keep the bytes
@@ -390,12 +401,9 @@ class _Parser:
                 if raw.nbytes != expected:
                     raise self.fail(f"{where} ({name!r}): constant buffer {bi} has {raw.nbytes} bytes, "
                                     f"shape {shape} of {type_name} needs {expected}")
-                if type_name == "INT4":
-                    data = raw
-                elif raw.ctypes.data % dtype.alignment == 0:
-                    data = raw.view(dtype).reshape(shape)
-                else:  # unaligned constant: a copy is the only portable way to get an aligned array
-                    data = np.frombuffer(raw.tobytes(), dtype=dtype).reshape(shape)
+                # Always a view, even when the data is not aligned to its dtype (numpy reads unaligned arrays
+                # correctly): weights are never copied. INT4 stays packed, two values per byte.
+                data = raw if type_name == "INT4" else raw.view(dtype).reshape(shape)
         return Tensor(ti, name, shape, type_name, dtype, bi, quant, bool(t.IsVariable()), data)
 
     def _quant(self, q: Any, where: str, shape: tuple[int, ...]) -> Quantization | None:
@@ -462,4 +470,10 @@ class _Parser:
         total = sum(len(sg.tensors) for sg in subgraphs)
         if n != total or len(words) != 3 + n:
             raise self.fail(f"Nbr of offline buffer offsets ({n}) in metadata not equal nbr tensors ({total})")
-        return tuple(int(v) for v in words[3:])
+        offsets = tuple(int(v) for v in words[3:])
+        flat = [(sg.index, t.index) for sg in subgraphs for t in sg.tensors]
+        for (si, ti), v in zip(flat, offsets):
+            if v < -1:
+                raise self.fail(f"OfflineMemoryAllocation: subgraph {si} tensor {ti} has offset {v}; "
+                                f"an offset must be >= 0, or -1 for an online-planned tensor")
+        return offsets
