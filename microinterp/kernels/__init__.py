@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from . import reshape
 from . import svdf, transpose_conv, unidirectional_sequence_lstm
+from . import mean, reduce_max, sum
 
 REFERENCE_KERNELS: dict[str, object] = {
     "RESHAPE": reshape.KERNEL,
     "SVDF": svdf.KERNEL,
     "TRANSPOSE_CONV": transpose_conv.KERNEL,
     "UNIDIRECTIONAL_SEQUENCE_LSTM": unidirectional_sequence_lstm.KERNEL,
+    "MEAN": mean.KERNEL,
+    "SUM": sum.KERNEL,
+    "REDUCE_MAX": reduce_max.KERNEL,
 }

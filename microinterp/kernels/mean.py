@@ -1,0 +1,76 @@
+"""MEAN (reduce_mean) over constant or runtime axes: float32, int8, int16.
+
+TFLM (``micro/kernels/reduce.cc`` + ``reduce_common.cc`` PrepareMeanOrSumHelper / EvalMeanHelper,
+``reference/reduce.h`` Mean and QuantizedMeanOrSum):
+
+* Prepare: int8/int16 get ``(M, s) = QuantizeMultiplier(double(s_in) / double(s_out))`` and request three planned
+  scratch buffers in this order: ``4*num_outputs`` (int32 sums), ``4*rank``, ``4*num_axis_entries``; float32 requests
+  only the last two. The sizes and the order decide the arena head (mobilenet_v2's head depends on them).
+* int8/int16 (always the requantizing path, even when input and output quantization are equal): per output the int32
+  sum of its N reduced elements (wrapping), then the 1/N factor is folded into the multiplier:
+  ``k = min(floor(log2 N), 32, 31 + s)``, ``M' = (M << k) // N`` (int64), ``s' = s - k``, and
+  ``out = clamp(MBQM(int32(sum - zp_in*N), M', s') + zp_out)`` with the double-rounding int32 MBQM. Pitfall: this is
+  not ``round(mean)`` and not a per-element requantization; the truncating ``// N`` loses low bits of M on purpose.
+* float32: sequential float32 sum from +0.0 in TFLM's visiting order, then ``sum / float(N)`` (the 4-D keep_dims
+  axes-{1,2} special case computes the same sequence).
+Types other than these fail TFLM's Eval; we refuse them at prepare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..quant import quantize_multiplier
+from . import reduce_common as rc
+
+SUPPORTED = ("FLOAT32", "INT8", "INT16")
+
+
+@dataclass(frozen=True)
+class MeanData:
+    io: rc.ReduceIO
+    multiplier: int              # QuantizeMultiplier(s_in / s_out), before the 1/N fold
+    shift: int
+    folded: tuple[int, int] | None  # (M', s') when the axes are constant
+    input_zp: int
+    output_zp: int
+
+
+def fold_mean_multiplier(multiplier: int, shift: int, n: int) -> tuple[int, int]:
+    """Fold 1/N into (M, s) as TFLM's QuantizedMeanOrSum does (int64 truncating division)."""
+    k = min(n.bit_length() - 1, 32, 31 + shift)
+    return int((multiplier << k) // n), shift - k
+
+
+class Mean:
+    def prepare(self, ctx, op) -> MeanData:
+        io = rc.prepare_reduce(ctx, op, SUPPORTED)
+        x, y = ctx.require_input(op, 0), ctx.output(op, 0)
+        quantized = io.input_type != "FLOAT32"
+        multiplier = shift = in_zp = out_zp = 0
+        folded = None
+        if quantized:
+            if x.quantization is None or y.quantization is None:
+                raise ctx.fail(op, f"{io.input_type} MEAN needs quantized input and output tensors")
+            multiplier, shift = quantize_multiplier(x.quantization.scale / y.quantization.scale)
+            in_zp, out_zp = x.quantization.zero_point, y.quantization.zero_point
+            if io.axes is not None:
+                folded = fold_mean_multiplier(multiplier, shift, max(rc.reduced_count(io.input_shape, io.axes), 1))
+        rc.request_scratch(ctx, op, io, with_sums=quantized)
+        return MeanData(io, multiplier, shift, folded, in_zp, out_zp)
+
+    def invoke(self, ctx, op, data: MeanData) -> None:
+        axes = rc.runtime_axes(ctx, op, data.io)
+        r = rc.rows(ctx.input(op, 0), axes)
+        out = ctx.output(op, 0)
+        if data.io.input_type == "FLOAT32":
+            result = rc.float_sum(r) / np.float32(max(r.shape[1], 1))
+        else:
+            m, s = data.folded or fold_mean_multiplier(data.multiplier, data.shift, max(r.shape[1], 1))
+            result = rc.requantize_sums(r, data.io.input_type, data.input_zp, m, s, data.output_zp)
+        out.reshape(-1)[...] = result
+
+
+KERNEL = Mean()

@@ -1,0 +1,141 @@
+"""What MEAN, SUM and REDUCE_MAX share: validation, axis resolution, scratch requests and TFLM's visiting order.
+
+TFLM (``micro/kernels/reduce_common.cc``, ``kernels/internal/reference/reduce.h``):
+
+* inputs are ``(input, axis)``; the axis tensor must be INT32 (``PrepareSimple``); its values are read at Eval, so a
+  non-constant axis tensor is allowed (we then resolve the axes at invoke);
+* ``ResolveAxis``: negative axes get ``+= rank``, duplicates are dropped (first kept); an out-of-range axis fails
+  Eval (int8/int16 MEAN only logs it and outputs zeros); we refuse it at prepare (constant axes) or invoke;
+* ``Reduce`` walks the input in row-major order and folds every element into ``output[ReducedOutputOffset(...)]``.
+  For one output element the reduced elements are therefore visited in row-major order over the reduced axes (in
+  ascending axis order), whatever order the axis tensor lists them in. :func:`rows` reproduces exactly that order:
+  kept axes first, reduced axes (ascending) last, flattened to ``(num_outputs, N)``. This matters for float32 sums,
+  which are not associative: they are folded strictly left to right here (``np.add.accumulate``), never pairwise.
+* the output's flat order is the input's row-major order with the reduced axes removed, whatever ``keep_dims`` says
+  (the kernel never looks at the output shape; we refuse outputs whose element count does not fit).
+* scratch buffers are planned like tensors (TFLM ``RequestScratchBufferInArena``), so their sizes and request order
+  decide the arena head: MEAN/SUM request ``[4*num_outputs (int8/int16 only), 4*rank, 4*num_axis_entries]``,
+  REDUCE_MAX ``[4*rank, 4*num_axis_entries]`` (the axis tensor's element count, duplicates included).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+from ..quant import QMAX, QMIN, mbqm, wrap_int32
+
+
+@dataclass(frozen=True)
+class ReduceIO:
+    """Validated operands of a reduce op; ``axes`` is None when the axis tensor is only known at invoke."""
+
+    input_type: str
+    input_shape: tuple[int, ...]
+    num_axis_entries: int
+    axes: tuple[int, ...] | None
+
+
+def resolve_axes(values, rank: int) -> tuple[int, ...]:
+    """TFLM ResolveAxis: ``+= rank`` for negative axes, drop duplicates (keeping the first); ValueError if invalid."""
+    if rank == 0:
+        return ()
+    out: list[int] = []
+    for v in np.asarray(values).reshape(-1).tolist():
+        axis = v + rank if v < 0 else v
+        if not 0 <= axis < rank:
+            raise ValueError(f"axis {v} out of range for a tensor of rank {rank}")
+        if axis not in out:
+            out.append(axis)
+    return tuple(out)
+
+
+def prepare_reduce(ctx, op, supported: tuple[str, ...]) -> ReduceIO:
+    """Checks common to MEAN/SUM/REDUCE_MAX; resolves constant axes and checks the output's element count."""
+    ctx.check_io_count(op, 2, 1)
+    x, axis, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)
+    if axis.type_name != "INT32":
+        raise ctx.fail(op, f"axis tensor must be INT32, got {axis.type_name}")
+    if x.type_name not in supported:
+        raise ctx.fail(op, f"input type {x.type_name} not supported (TFLM supports {', '.join(supported)}; "
+                           "it refuses others when the op is invoked)")
+    if y.type_name != x.type_name:
+        raise ctx.fail(op, f"output type {y.type_name} differs from input type {x.type_name}")
+    axes = None
+    if axis.data is not None:
+        try:
+            axes = resolve_axes(axis.data, len(x.shape))
+        except ValueError as e:
+            raise ctx.fail(op, str(e)) from None
+        expected = output_count(x.shape, axes)
+        if y.num_elements != expected:
+            raise ctx.fail(op, f"output has {y.num_elements} elements, the reduction of {x.shape} over axes "
+                               f"{list(axes)} has {expected}")
+    return ReduceIO(x.type_name, x.shape, axis.num_elements, axes)
+
+
+def request_scratch(ctx, op, io: ReduceIO, with_sums: bool) -> None:
+    """TFLM's planned scratch requests, in order: [int32 sums per output,] resolved-index array, resolved-axis array."""
+    if with_sums:
+        ctx.request_scratch(op, 4 * ctx.output(op, 0).num_elements)
+    ctx.request_scratch(op, 4 * len(io.input_shape))
+    ctx.request_scratch(op, 4 * io.num_axis_entries)
+
+
+def runtime_axes(ctx, op, io: ReduceIO) -> tuple[int, ...]:
+    """The resolved axes: from prepare, or read from the (non-constant) axis tensor now, as TFLM's Eval does."""
+    if io.axes is not None:
+        return io.axes
+    try:
+        axes = resolve_axes(ctx.input(op, 1), len(io.input_shape))
+    except ValueError as e:
+        raise InputError(f"op {op.index} ({op.name}): {e} (TFLM fails the invoke)") from None
+    out = ctx.output(op, 0)
+    if out.size != output_count(io.input_shape, axes):
+        raise InputError(f"op {op.index} ({op.name}): axes {list(axes)} do not match the output shape {out.shape}")
+    return axes
+
+
+def output_count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    return int(np.prod([d for i, d in enumerate(shape) if i not in axes], dtype=np.int64))
+
+
+def reduced_count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+
+
+def rows(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """``x`` as ``(num_outputs, N)``: row r holds output r's reduced elements in TFLM's visiting order."""
+    kept = [d for d in range(x.ndim) if d not in axes]
+    order = kept + sorted(axes)
+    n_out = int(np.prod([x.shape[d] for d in kept], dtype=np.int64))
+    return np.transpose(x, order).reshape(n_out, reduced_count(x.shape, axes))
+
+
+def float_sum(r: np.ndarray) -> np.ndarray:
+    """Sequential float32 fold ``((0 + x0) + x1) + ...`` of each row, as TFLM's Reduce loop adds.
+
+    ``np.add.accumulate`` folds strictly left to right (``np.sum`` would sum pairwise and round differently). It
+    starts from ``x0`` instead of ``+0.0``; the two only differ when every element is ``-0.0``, which the final
+    ``+ 0.0`` maps back to TFLM's ``+0.0``.
+    """
+    if r.shape[1] == 0:
+        return np.zeros(r.shape[0], np.float32)
+    return np.add.accumulate(r, axis=1, dtype=np.float32)[:, -1] + np.float32(0.0)
+
+
+def int_sum(r: np.ndarray) -> np.ndarray:
+    """int32 sum of each row with TFLM's wrap-around (``AddTensorValuesWithExpectedOverflow``), held in int64."""
+    return wrap_int32(r.sum(axis=1, dtype=np.int64))
+
+
+def requantize_sums(r: np.ndarray, type_name: str, input_zp: int, multiplier: int, shift: int,
+                    output_zp: int) -> np.ndarray:
+    """TFLM QuantizedMeanOrSum<T, int32> after the multiplier is chosen: per output,
+    ``clamp(MBQM(int32(sum - zp_in*N), M, s) + zp_out)`` with the int32 double-rounding MBQM."""
+    n = r.shape[1]
+    shifted = wrap_int32(int_sum(r) - np.int64(input_zp) * n)
+    out = wrap_int32(mbqm(shifted, multiplier, shift) + output_zp)
+    return np.clip(out, QMIN[type_name], QMAX[type_name])
