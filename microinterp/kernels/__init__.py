@@ -8,6 +8,7 @@ from __future__ import annotations
 from . import reshape
 from . import svdf, transpose_conv, unidirectional_sequence_lstm
 from . import mean, reduce_max, sum
+from . import hard_swish, logistic, softmax, tanh
 
 REFERENCE_KERNELS: dict[str, object] = {
     "RESHAPE": reshape.KERNEL,
@@ -17,4 +18,8 @@ REFERENCE_KERNELS: dict[str, object] = {
     "MEAN": mean.KERNEL,
     "SUM": sum.KERNEL,
     "REDUCE_MAX": reduce_max.KERNEL,
+    "SOFTMAX": softmax.KERNEL,
+    "LOGISTIC": logistic.KERNEL,
+    "TANH": tanh.KERNEL,
+    "HARD_SWISH": hard_swish.KERNEL,
 }

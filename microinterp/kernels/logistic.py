@@ -1,0 +1,151 @@
+"""LOGISTIC (sigmoid): float32, int8 (gemmlowp fixed point) and int16 (sigmoid table), as TFLM computes them.
+
+TFLM (``micro/kernels/logistic.cc``, ``logistic_common.cc``, ``reference/integer_ops/logistic.h``,
+``reference/logistic.h``):
+
+* Prepare: input and output types equal. int8: output zero point must be -128 (scale 1/256 assumed, not checked);
+  ``(q, ls) = frexp(double(s_in) * 2^27)``, ``M = round(q * 2^31)`` (no QuantizeMultiplier fix-up);
+  ``radius = floor(15 * 2^27 / 2^ls)``. int16: input and output zero point 0, output scale 2^-15 (CheckedLog2);
+  input scale 2^-12 is the power-of-two case (multiplier 3, shift 0), otherwise ``m = s_in * 4096 * 3`` doubled
+  (shift += 1) while ``m <= 32767/2`` and shift <= 30, multiplier ``int(m)``.
+* int8: ``v = x - zp_in``; ``v <= -radius -> -128``; ``v >= radius -> 127``; else
+  ``clamp(RDBPOT(logistic(MBQM(v, M, ls) as Q4.27), 23) - 128)``.
+* int16: :func:`sigmoid_table_int16` (``input = (x * M + round) >> shift`` in Q.9 of the 1/24-step table).
+* float32: ``x > 16.619047 -> 1``; ``x < -9 -> expf(x)``; else ``1 / (1 + expf(-x))`` (float32, C library expf).
+* Other types pass TFLM's Prepare and fail in Eval; here they are refused at prepare.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import libm
+from ..quant import (
+    QMAX,
+    QMIN,
+    calculate_input_radius,
+    checked_log2,
+    fixed_point_logistic,
+    mbqm,
+    rdbpot,
+    sigmoid_table_uint16,
+    wrap_int32,
+)
+
+_INPUT_INTEGER_BITS = 4  # int8 path: input rescaled to Q4.27
+
+
+@dataclass(frozen=True)
+class LogisticData:
+    mode: str               # "float", "int8" or "int16"
+    input_zero_point: int
+    input_range_radius: int
+    input_multiplier: int
+    input_left_shift: int
+
+
+def qparams(t) -> tuple[float, int]:
+    q = t.quantization
+    return (q.scale, q.zero_point) if q is not None and q.scales.size else (0.0, 0)
+
+
+def int8_input_params(scale: float) -> tuple[int, int, int]:
+    """(multiplier, left shift, radius) of the int8 LOGISTIC/TANH Prepare: frexp(s_in * 2^27), no fix-up."""
+    q, shift = math.frexp(float(np.float32(scale)) * float(1 << (31 - _INPUT_INTEGER_BITS)))
+    multiplier = math.floor(abs(q) * (1 << 31) + 0.5) * (1 if q >= 0 else -1)
+    return multiplier, shift, calculate_input_radius(_INPUT_INTEGER_BITS, shift, 31)
+
+
+def int16_input_params(ctx, op, x, y, pot_shifts: tuple[int, ...]) -> tuple[int, int]:
+    """(multiplier, left shift) of the int16 LOGISTIC/TANH Prepare (multiplier 0 = power-of-two case)."""
+    s_in, zp_in = qparams(x)
+    s_out, zp_out = qparams(y)
+    if zp_in != 0 or zp_out != 0:
+        raise ctx.fail(op, "int16 input and output zero points must be 0")
+    pot, log2_in = checked_log2(s_in)
+    left_shift = (15 - 3) + log2_in
+    if pot and left_shift in pot_shifts:
+        multiplier = 0
+    else:
+        m = float(np.float32(s_in)) * 4096.0 * 3.0
+        left_shift = 0
+        while m <= 32767.0 / 2.0 and left_shift <= 30:
+            left_shift += 1
+            m *= 2.0
+        multiplier = int(m)
+    out_pot, log2_out = checked_log2(s_out)
+    if not out_pot or log2_out != -15:
+        raise ctx.fail(op, f"int16 output scale must be 2^-15, got {s_out}")
+    return multiplier, left_shift
+
+
+def scale_int16_input(x: np.ndarray, multiplier: int, left_shift: int) -> np.ndarray:
+    """``(x * M + round) >> shift`` of the int16 LOGISTIC/TANH kernels (int32 maths; POT case M = 3 << shift)."""
+    if multiplier == 0:
+        multiplier, left_shift = 3 << left_shift, 0
+    rounding = (1 << (left_shift - 1)) if left_shift > 0 else 0
+    return wrap_int32(x.astype(np.int64) * multiplier + rounding) >> left_shift
+
+
+def sigmoid_table_int16(v: np.ndarray) -> np.ndarray:
+    """int16 logistic from the scaled input ``v`` (reference_integer_ops::Logistic, int16 overload).
+
+    ``a = |v|``, ``uh = a >> 9``; ``uh >= 255 -> 0x7FFF << 10``; else ``(T[uh] << 9) + (a & 0x1ff) * (T[uh+1] -
+    T[uh])`` (uint32); ``v >= 0 -> r + 2^9``, else ``2^25 - r + 2^9 - 1``; result ``>> 10``.
+    """
+    table = sigmoid_table_uint16().astype(np.int64)
+    a = np.abs(v)
+    uh = a >> 9
+    idx = np.minimum(uh, 254)
+    ua, ub = table[idx], table[idx + 1]
+    r = np.where(uh >= 255, 0x7FFF << 10, (ua << 9) + (a & 0x1FF) * (ub - ua)) & 0xFFFFFFFF
+    r = np.where(v >= 0, r + (1 << 9), (1 << 25) - r + (1 << 9) - 1) & 0xFFFFFFFF
+    return r >> 10
+
+
+class Logistic:
+    def prepare(self, ctx, op) -> LogisticData:
+        x, y = ctx.require_input(op, 0), ctx.output(op, 0)
+        if x.type_name != y.type_name:
+            raise ctx.fail(op, f"input type {x.type_name} differs from output type {y.type_name}")
+        if x.type_name == "INT8":
+            if qparams(y)[1] != -128:
+                raise ctx.fail(op, f"int8 output zero point must be -128, got {qparams(y)[1]}")
+            m, shift, radius = int8_input_params(qparams(x)[0])
+            return LogisticData("int8", qparams(x)[1], radius, m, shift)
+        if x.type_name == "INT16":
+            m, shift = int16_input_params(ctx, op, x, y, pot_shifts=(0,))
+            return LogisticData("int16", 0, 0, m, shift)
+        if x.type_name == "FLOAT32":
+            return LogisticData("float", 0, 0, 0, 0)
+        raise ctx.fail(op, f"unsupported type {x.type_name}")
+
+    def invoke(self, ctx, op, data: LogisticData) -> None:
+        x = ctx.input(op, 0)
+        out = ctx.output(op, 0)
+        if data.mode == "float":
+            out[...] = _logistic_float(x)
+        elif data.mode == "int8":
+            v = x.astype(np.int64) - data.input_zero_point
+            q = fixed_point_logistic(mbqm(v, data.input_multiplier, data.input_left_shift), _INPUT_INTEGER_BITS)
+            value = np.clip(rdbpot(q, 31 - 8) + QMIN["INT8"], QMIN["INT8"], QMAX["INT8"])
+            out[...] = np.where(v <= -data.input_range_radius, QMIN["INT8"],
+                                np.where(v >= data.input_range_radius, QMAX["INT8"], value))
+        else:
+            v = scale_int16_input(x, data.input_multiplier, data.input_left_shift)
+            out[...] = sigmoid_table_int16(v).astype(np.uint16).view(np.int16)
+
+
+def _logistic_float(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    one = np.float32(1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mid = (one / (one + libm.expf(-x))).astype(np.float32)
+        return np.where(x > np.float32(16.619047164916992188), one,
+                        np.where(x < np.float32(-9.0), libm.expf(x), mid)).astype(np.float32)
+
+
+KERNEL = Logistic()

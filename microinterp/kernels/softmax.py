@@ -1,0 +1,189 @@
+"""SOFTMAX over the last axis: float32, int8 -> int8, int8 -> int16 and int16 -> int16, as TFLM computes them.
+
+TFLM (``micro/kernels/softmax.cc``, ``softmax_common.cc``, ``kernels/internal/reference/softmax.h``):
+
+* Prepare: 1 input (rank >= 1), 1 output. Output int16 needs input int8 or int16; otherwise input and output types
+  are equal. int16 input: input and output zero point 0, output scale 1/32768 (+- 0.1 %). int8 -> int16: output zp
+  -32768, scale 1/65536 (+- 0.1 %). int8 -> int8: output zp -128 and scale *exactly* 1/256 (float32 compare).
+  Any other type pair fails (only FLOAT32 remains).
+* int8 input (gemmlowp fixed point, no LUT): ``real = min(beta * s_in * 2^26, 2^31 - 1)`` (double) ->
+  QuantizeMultiplierGreaterThanOne -> (M, ls) (TFLM aborts when real <= 1; refused here);
+  ``diff_min = -floor(31 * 2^26 / 2^ls)``. Per row: ``d = x - max``; where ``d >= diff_min``:
+  ``e = exp_on_negative_values(SRDHM(d * 2^ls, M))`` (input Q5.26, output Q0.31), ``sum += RDBPOT(e, 12)`` (Q12.19,
+  int32 wrap). ``(recip, nbits) = GetReciprocal(sum, 12)``; ``E = nbits + 31 - bits(out)``;
+  ``out = clamp(RDBPOT(SRDHM(recip, e), E) + type_min)``; elements with ``d < diff_min`` get ``type_min``.
+* int16 input (two 513-entry LUTs built in Prepare with ``LUTPopulate<int16_t>`` in float32 and kept in persistent
+  memory: exp on [-10, 0] and 1/(1+x) on [0, 1]): ``(M, s) = QuantizeMultiplier(s_in * beta / (10/65535))``;
+  ``e = LUT_exp(clamp16(MBQM(x - max, M, s) + 32767))``; ``sum = sum(e)`` (int32); ``h = clz32(sum)``;
+  ``r = LUT_recip(clamp16((((sum << (h-1)) + 2^13) >> 14) - 98304))``;
+  ``out = clamp((e * r + 2^(30-h)) >> (31 - h), 0, 32767)``.
+* float32: ``e = expf((x - max) * float(beta))``, ``sum`` accumulated left to right in float32, ``out = e / sum``.
+  ``expf`` is the C library's (see :mod:`microinterp.libm`), not NumPy's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import libm
+from ..quant import (
+    QMAX,
+    QMIN,
+    calculate_input_radius,
+    clz32,
+    exp_on_negative_values,
+    get_reciprocal,
+    lut_lookup_int16,
+    lut_populate_int16,
+    mbqm,
+    quantize_multiplier,
+    rdbpot,
+    srdhm,
+    wrap_int32,
+)
+
+_SCALED_DIFF_INTEGER_BITS = 5
+_ACCUMULATION_INTEGER_BITS = 12
+
+
+@dataclass(frozen=True)
+class SoftmaxData:
+    mode: str                       # "float", "int8" (int8 input, int8 or int16 output) or "int16"
+    beta: float                     # float32 beta (float mode)
+    input_multiplier: int
+    input_left_shift: int
+    diff_min: int
+    output_bits: int                # 8 or 16 (int8 mode)
+    exp_lut: np.ndarray | None      # int16 mode: persistent 513-entry LUTs
+    one_over_one_plus_x_lut: np.ndarray | None
+
+
+def _qparams(t) -> tuple[float, int]:
+    q = t.quantization
+    return (q.scale, q.zero_point) if q is not None and q.scales.size else (0.0, 0)
+
+
+def _near(value: float, target: float, tolerance: float) -> bool:
+    """TF_LITE_ENSURE_NEAR in float32."""
+    f32 = np.float32
+    return not abs(f32(value) - f32(target)) > f32(tolerance)
+
+
+def _exp_f32(v):
+    return libm.expf(v)
+
+
+def _one_over_one_plus_x_f32(v):
+    return (np.float32(1.0) / (np.float32(1.0) + np.asarray(v, np.float32))).astype(np.float32)
+
+
+def int16_softmax_luts() -> tuple[np.ndarray, np.ndarray]:
+    """The two LUTs of the int16 softmax (they do not depend on the op's parameters)."""
+    f32 = np.float32
+    range_ = f32(65535)
+    exp_lut = lut_populate_int16(_exp_f32, f32(10.0) / range_, 32767, f32(2.0) / range_, 0)
+    recip_lut = lut_populate_int16(_one_over_one_plus_x_f32, f32(1.0) / range_, -32768, f32(2.0) / range_, 0)
+    return exp_lut, recip_lut
+
+
+class Softmax:
+    def prepare(self, ctx, op) -> SoftmaxData:
+        ctx.check_io_count(op, 1, 1)
+        x, y = ctx.require_input(op, 0), ctx.output(op, 0)
+        if len(x.shape) < 1:
+            raise ctx.fail(op, "input must have at least one dimension")
+        beta = float(np.float32(op.options.get("beta", 1.0)))
+        if y.type_name == "INT16":
+            if x.type_name not in ("INT8", "INT16"):
+                raise ctx.fail(op, f"INT16 output needs an INT8 or INT16 input, got {x.type_name}")
+        elif x.type_name != y.type_name:
+            raise ctx.fail(op, f"input type {x.type_name} differs from output type {y.type_name}")
+        s_in, zp_in = _qparams(x)
+        s_out, zp_out = _qparams(y)
+        if x.type_name == "INT16":
+            if zp_out != 0 or zp_in != 0:
+                raise ctx.fail(op, "int16 softmax needs input and output zero point 0")
+            if not _near(s_out, np.float32(1.0) / np.float32(32768), np.float32(0.001) / np.float32(32768)):
+                raise ctx.fail(op, f"int16 softmax needs output scale 1/32768, got {s_out}")
+            exp_lut, recip_lut = int16_softmax_luts()
+            m, s = quantize_multiplier(float(np.float32(s_in)) * beta / (10.0 / 65535.0))
+            return SoftmaxData("int16", beta, m, s, 0, 16, ctx.persistent(exp_lut), ctx.persistent(recip_lut))
+        if x.type_name == "INT8":
+            if y.type_name == "INT16":
+                if zp_out != -32768:
+                    raise ctx.fail(op, f"int8->int16 softmax needs output zero point -32768, got {zp_out}")
+                if not _near(s_out, np.float32(1.0) / np.float32(65536), np.float32(0.001) / np.float32(65536)):
+                    raise ctx.fail(op, f"int8->int16 softmax needs output scale 1/65536, got {s_out}")
+            else:
+                if zp_out != -128:
+                    raise ctx.fail(op, f"int8 softmax needs output zero point -128, got {zp_out}")
+                if np.float32(s_out) != np.float32(1.0 / 256):
+                    raise ctx.fail(op, f"int8 softmax needs output scale exactly 1/256, got {s_out}")
+            real = min(beta * float(np.float32(s_in)) * float(1 << (31 - _SCALED_DIFF_INTEGER_BITS)),
+                       float((1 << 31) - 1))
+            if not real > 1.0:
+                # TFLITE_CHECK_GT in QuantizeMultiplierGreaterThanOne aborts the process in TFLM.
+                raise ctx.fail(op, f"beta * input_scale * 2^26 = {real} must exceed 1")
+            m, ls = quantize_multiplier(real)
+            diff_min = -calculate_input_radius(_SCALED_DIFF_INTEGER_BITS, ls)
+            return SoftmaxData("int8", beta, m, ls, diff_min, 16 if y.type_name == "INT16" else 8, None, None)
+        if x.type_name != "FLOAT32":
+            raise ctx.fail(op, f"unsupported type {x.type_name}")
+        return SoftmaxData("float", beta, 0, 0, 0, 32, None, None)
+
+    def invoke(self, ctx, op, data: SoftmaxData) -> None:
+        x = ctx.input(op, 0)
+        out = ctx.output(op, 0)
+        rows = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
+        if data.mode == "float":
+            result = _softmax_float(rows, data.beta)
+        elif data.mode == "int8":
+            result = _softmax_int8(rows, data)
+        else:
+            result = _softmax_int16(rows, data)
+        out[...] = result.reshape(out.shape).astype(out.dtype)
+
+
+def _softmax_float(rows: np.ndarray, beta: float) -> np.ndarray:
+    with np.errstate(invalid="ignore", over="ignore"):
+        v = ((rows - rows.max(axis=1, keepdims=True)) * np.float32(beta)).astype(np.float32)
+        e = libm.expf(v)
+        total = np.cumsum(e, axis=1, dtype=np.float32)[:, -1:]  # sequential float32 sum, as the C loop
+        return (e / total).astype(np.float32)
+
+
+def _softmax_int8(rows: np.ndarray, data: SoftmaxData) -> np.ndarray:
+    x = rows.astype(np.int64)
+    d = x - x.max(axis=1, keepdims=True)
+    valid = d >= data.diff_min
+    scaled = srdhm(d << data.input_left_shift, data.input_multiplier)  # no overflow: |d| <= radius
+    e = exp_on_negative_values(scaled, _SCALED_DIFF_INTEGER_BITS)
+    # Rescale<12>(Q0.31) = RDBPOT(e, 12); the C loop adds in int32 (wraps).
+    total = wrap_int32(np.where(valid, rdbpot(e, _ACCUMULATION_INTEGER_BITS), 0).sum(axis=1))
+    recip, num_bits_over_unit = get_reciprocal(total, _ACCUMULATION_INTEGER_BITS)
+    exponent = num_bits_over_unit + 31 - data.output_bits
+    if np.any((exponent < 0) | (exponent > 31)):
+        raise RuntimeError("softmax: reciprocal exponent out of [0, 31] (TFLITE_CHECK in TFLM)")
+    type_min = QMIN["INT16" if data.output_bits == 16 else "INT8"]
+    type_max = QMAX["INT16" if data.output_bits == 16 else "INT8"]
+    value = rdbpot(srdhm(recip[:, None], e), exponent[:, None]) + type_min
+    return np.where(valid, np.clip(value, type_min, type_max), type_min)
+
+
+def _softmax_int16(rows: np.ndarray, data: SoftmaxData) -> np.ndarray:
+    x = rows.astype(np.int64)
+    diff = x - x.max(axis=1, keepdims=True)
+    scaled = mbqm(diff, data.input_multiplier, data.input_left_shift)
+    e = lut_lookup_int16(np.clip(scaled + 32767, -32768, 32767), data.exp_lut)
+    total = wrap_int32(e.sum(axis=1))
+    headroom_plus_one = clz32(total)
+    shifted = wrap_int32(((total << (headroom_plus_one - 1)) + (1 << 13)) >> 14)
+    recip = lut_lookup_int16(np.clip(shifted - ((1 << 15) + (1 << 16)), -32768, 32767), data.one_over_one_plus_x_lut)
+    right_shift = (31 - headroom_plus_one)[:, None]
+    result = (e * recip[:, None] + (np.int64(1) << (right_shift - 1))) >> right_shift
+    return np.clip(wrap_int32(result), 0, 32767)
+
+
+KERNEL = Softmax()

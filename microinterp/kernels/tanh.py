@@ -1,0 +1,84 @@
+"""TANH: float32, int8 (gemmlowp fixed point) and int16 (sigmoid table), as TFLM computes them.
+
+TFLM (``micro/kernels/tanh.cc``, ``reference/integer_ops/tanh.h``, ``reference/tanh.h``):
+
+* Prepare: 1 input, 1 output, equal types. int8: the same (M, ls, radius) as LOGISTIC (``frexp(s_in * 2^27)``);
+  no check at all on the output quantization (zero point 0 and scale 1/128 are assumed). int16: input and output
+  zero point 0, output scale 2^-15; input scales 2^-12 and 2^-11 are the power-of-two cases (multiplier
+  ``3 << shift``), any other scale gets the doubled ``s_in * 4096 * 3`` multiplier as in LOGISTIC.
+* int8: ``v = x - zp_in``; ``v <= -radius -> -128``; ``v >= radius -> 127``; else
+  ``clamp(RDBPOT(tanh(MBQM(v, M, ls) as Q4.27), 24), -128, 127)`` -- pitfall: the output zero point is *not*
+  added.
+* int16: ``a = |v|``, ``uh = a >> 8``; ``uh >= 255 -> 0xFFFF << 8``; else ``(T[uh] << 8) + (a & 0xff) * (T[uh+1] -
+  T[uh])``; ``v >= 0 -> r - 2^23 + 2^7``, else ``-r + 2^23 + 2^7 - 1``; result ``>> 8`` (tanh(x) = 2 sigmoid(2x) - 1
+  on the same table).
+* float32: the C library's ``tanhf`` (see :mod:`microinterp.libm`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import libm
+from ..quant import QMAX, QMIN, fixed_point_tanh, mbqm, rdbpot, sigmoid_table_uint16
+from .logistic import int8_input_params, int16_input_params, qparams, scale_int16_input
+
+_INPUT_INTEGER_BITS = 4
+
+
+@dataclass(frozen=True)
+class TanhData:
+    mode: str               # "float", "int8" or "int16"
+    input_zero_point: int
+    input_range_radius: int
+    input_multiplier: int
+    input_left_shift: int
+
+
+def tanh_table_int16(v: np.ndarray) -> np.ndarray:
+    """int16 tanh from the scaled input ``v`` (reference_integer_ops::Tanh, int16 overload)."""
+    table = sigmoid_table_uint16().astype(np.int64)
+    a = np.abs(v)
+    uh = a >> 8
+    idx = np.minimum(uh, 254)
+    ua, ub = table[idx], table[idx + 1]
+    r = np.where(uh >= 255, 0xFFFF << 8, (ua << 8) + (a & 0xFF) * (ub - ua))
+    r = np.where(v >= 0, r - (1 << 23) + (1 << 7), -r + (1 << 23) + (1 << 7) - 1)
+    return r >> 8
+
+
+class Tanh:
+    def prepare(self, ctx, op) -> TanhData:
+        ctx.check_io_count(op, 1, 1)
+        x, y = ctx.require_input(op, 0), ctx.output(op, 0)
+        if x.type_name != y.type_name:
+            raise ctx.fail(op, f"input type {x.type_name} differs from output type {y.type_name}")
+        if x.type_name == "INT8":
+            m, shift, radius = int8_input_params(qparams(x)[0])
+            return TanhData("int8", qparams(x)[1], radius, m, shift)
+        if x.type_name == "INT16":
+            m, shift = int16_input_params(ctx, op, x, y, pot_shifts=(0, 1))
+            return TanhData("int16", 0, 0, m, shift)
+        if x.type_name == "FLOAT32":
+            return TanhData("float", 0, 0, 0, 0)
+        raise ctx.fail(op, f"unsupported type {x.type_name}")
+
+    def invoke(self, ctx, op, data: TanhData) -> None:
+        x = ctx.input(op, 0)
+        out = ctx.output(op, 0)
+        if data.mode == "float":
+            out[...] = libm.tanhf(x)
+        elif data.mode == "int8":
+            v = x.astype(np.int64) - data.input_zero_point
+            t = fixed_point_tanh(mbqm(v, data.input_multiplier, data.input_left_shift), _INPUT_INTEGER_BITS)
+            value = np.clip(rdbpot(t, 31 - 7), QMIN["INT8"], QMAX["INT8"])
+            out[...] = np.where(v <= -data.input_range_radius, QMIN["INT8"],
+                                np.where(v >= data.input_range_radius, QMAX["INT8"], value))
+        else:
+            v = scale_int16_input(x, data.input_multiplier, data.input_left_shift)
+            out[...] = tanh_table_int16(v).astype(np.int64).astype(np.uint16).view(np.int16)
+
+
+KERNEL = Tanh()
