@@ -6,12 +6,15 @@
 from __future__ import annotations
 
 from . import reshape
+from . import conv, depthwise_conv
 from . import svdf, transpose_conv, unidirectional_sequence_lstm
 from . import mean, reduce_max, sum
 from . import hard_swish, logistic, softmax, tanh
 
 REFERENCE_KERNELS: dict[str, object] = {
     "RESHAPE": reshape.KERNEL,
+    "CONV_2D": conv.KERNEL,
+    "DEPTHWISE_CONV_2D": depthwise_conv.KERNEL,
     "SVDF": svdf.KERNEL,
     "TRANSPOSE_CONV": transpose_conv.KERNEL,
     "UNIDIRECTIONAL_SEQUENCE_LSTM": unidirectional_sequence_lstm.KERNEL,

@@ -1,0 +1,302 @@
+"""CONV_2D: TFLM's reference convolution (``micro/kernels/conv.cc``, ``conv_common.cc``,
+``kernels/internal/reference/integer_ops/conv.h`` ConvPerChannel and ``reference/conv.h`` for float32).
+
+Layouts: input NHWC, filter OHWI (``[C_out, KH, KW, C_in / groups]``), output NHWC; ``groups = C_in / filter_C``
+and output channel ``oc`` belongs to group ``oc // (C_out / groups)``.
+
+Algorithm (docs/tflm-facts.md §4-§6):
+
+* Prepare: padding from :mod:`.padding` (only the before-padding is used); per output channel
+  ``eff_c = double(s_in) * double(s_w[c] or s_w[0]) / double(s_out)`` -> QuantizeMultiplier -> ``(M_c, shift_c)``
+  (per-tensor filter scales are broadcast, so the per-channel code always runs); activation clamp from the output's
+  scale/zero point with float32 ``roundf``. int4 filters: a scratch buffer of ``prod(filter dims)`` bytes is
+  requested (it takes part in memory planning) and the packed weights are unpacked into it on every invoke
+  (element ``2i`` in the low nibble, sign-extended).
+* Invoke: ``acc[oc] = sum over taps inside the image of w * (x - zp_in)`` — taps outside the image are *skipped*
+  (zero-point padding), loops run over the output tensor's H/W — then ``+ bias``, requantize, ``+ zp_out``, clamp.
+  int8: int32 accumulator (wraps), double-rounding MBQM. 16x8 (int16 activations, int8 weights): no zero points are
+  applied; int64 bias -> int64 accumulator and the single-rounding 16-bit-multiplier MBQM; int32 or no bias ->
+  int32 accumulator and the int32 MBQM. float32: ``total += x * w`` in float32 in (ky, kx, ic) order, then
+  ``+ bias``, clamp to the activation range (``FLT_MAX`` bounds for NONE).
+
+Implementation: :func:`conv_rows` computes a band of output rows from an input view (so an out-of-core pager can
+run row tiles with the same code); invoke calls it once for all rows. Integer convolutions are im2col + float64
+matmul — exact, since every partial sum stays far below 2^53 — followed by vectorized int64 requantization. The
+float path accumulates tap by tap in float32 to reproduce TFLM's rounding order exactly.
+
+Refusals follow TFLM's Prepare (type combinations, missing quantization, per-channel scale counts, per-channel int4
+filters). Shape inconsistencies that TFLM only DCHECKs (and that would make its release build read or write out of
+bounds) are refused too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import numpy as np
+
+from ..quant import activation_range, mbqm_int64, quantize_multiplier
+from ._blas import matmul
+from .padding import compute_padding_height_width, windows
+
+INT32_TYPE = 2          # TensorType.INT32, as stored in Conv2DOptions.quantized_bias_type
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+@dataclass(frozen=True)
+class ConvData:
+    kind: str                   # "float32", "int8", "int16_acc32" or "int16_acc64"
+    stride_h: int
+    stride_w: int
+    dilation_h: int
+    dilation_w: int
+    pad_h: int
+    pad_w: int
+    in_h: int
+    groups: int
+    input_offset: int           # -zp_in for int8, 0 otherwise
+    output_offset: int          # zp_out for int8, 0 otherwise
+    act_min: float
+    act_max: float
+    multipliers: np.ndarray | None  # persistent int32 per output channel
+    shifts: np.ndarray | None       # persistent int32 per output channel
+    has_bias: bool
+    int4_scratch: int | None = None                 # scratch handle of the unpacked int4 filter
+    int4_packed: np.ndarray | None = None           # packed int4 filter bytes (constant)
+    filter_shape: tuple[int, ...] = ()
+
+
+# -- prepare helpers shared with DEPTHWISE_CONV_2D --------------------------------------------------------------------
+def check_strides(ctx, op) -> tuple[int, int, int, int]:
+    """Strides and dilations from the options. 0 works as in TFLM (every output row/tap reads the same input row);
+    negative values are refused (TFLM would run them, skipping most taps; no converter writes them)."""
+    o = op.options
+    vals = tuple(int(o.get(k, 1)) for k in ("stride_h", "stride_w", "dilation_h_factor", "dilation_w_factor"))
+    if min(vals) < 0:
+        raise ctx.fail(op, f"strides and dilations must be >= 0, got (stride_h, stride_w, dilation_h, dilation_w) "
+                           f"= {vals}")
+    return vals  # type: ignore[return-value]
+
+
+def populate_quantization(ctx, op, x, w, y, channels: int, activation: str) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """TFLM PopulateConvolutionQuantizationParams: per-channel (M, shift) as persistent int32 arrays + act range."""
+    if x.quantization is None:
+        raise ctx.fail(op, "input must be affine-quantized")
+    if w.quantization is None:
+        raise ctx.fail(op, "filter must be affine-quantized")
+    if y.quantization is None:
+        raise ctx.fail(op, "output must be affine-quantized")
+    wq = w.quantization
+    if wq.per_channel:
+        if w.type_name not in ("INT8", "INT4"):
+            raise ctx.fail(op, f"per-channel quantization needs an INT8 or INT4 filter, got {w.type_name}")
+        if wq.scales.size != channels:
+            raise ctx.fail(op, f"{wq.scales.size} filter scales for {channels} output channels")
+        if not 0 <= wq.axis < len(w.shape) or w.shape[wq.axis] != channels:
+            raise ctx.fail(op, f"filter quantized_dimension {wq.axis} does not hold the {channels} output channels")
+    s_in, s_out = float(x.quantization.scale), float(y.quantization.scale)
+    scales = wq.scales if wq.per_channel else np.repeat(wq.scales[:1], channels)
+    pairs = [quantize_multiplier(s_in * float(s) / s_out) for s in scales]
+    mult = ctx.persistent(np.array([p[0] for p in pairs], dtype=np.int32))
+    shift = ctx.persistent(np.array([p[1] for p in pairs], dtype=np.int32))
+    if y.type_name not in ("INT8", "INT16"):
+        raise ctx.fail(op, f"output type {y.type_name} has no quantized activation range")
+    act_min, act_max = activation_range(activation, s_out, y.quantization.zero_point, y.type_name)
+    return mult, shift, act_min, act_max
+
+
+def float_activation_range(activation: str) -> tuple[float, float]:
+    """CalculateActivationRange<float>: NONE (and anything unknown) clamps to [lowest, max] of float32."""
+    return {"RELU": (0.0, FLT_MAX), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}.get(
+        activation, (-FLT_MAX, FLT_MAX))
+
+
+def unpack_int4(packed: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """UnpackDenseInt4IntoInt8: element 2i = low nibble, 2i+1 = high nibble, both sign-extended; writes ``out``."""
+    b = np.asarray(packed).reshape(-1).view(np.int8)
+    flat = out.reshape(-1)
+    n = flat.size
+    flat[0::2] = ((b[:(n + 1) // 2] << 4) >> 4)
+    flat[1::2] = b[:n // 2] >> 4
+    return out
+
+
+def requantize(acc: np.ndarray, data, out_dtype: np.dtype) -> np.ndarray:
+    """Accumulators with the bias added (int64 or integral float64, channels last) ->
+    ``clamp(MBQM(acc, M_c, s_c) + zp_out, act_min, act_max)`` in ``out_dtype``.
+
+    int32 accumulators (int8 and 16x8-with-int32-bias paths): the sum wraps to int32 as TFLM's does, then
+    :func:`mbqm_int32_fast`. int64 accumulators (16x8 with int64 or no bias): :func:`~microinterp.quant.mbqm_int64`.
+    """
+    mult = data.multipliers.astype(np.int64)
+    shift = data.shifts.astype(np.int64)
+    if data.kind == "int16_acc64":
+        v = mbqm_int64(np.asarray(acc, np.int64), mult, shift)
+    else:
+        x32 = acc if acc.dtype == np.int32 else np.asarray(acc, np.int64).astype(np.int32)   # wraps like C
+        v = mbqm_int32_fast(x32, mult, shift)
+    v += data.output_offset
+    np.clip(v, data.act_min, data.act_max, out=v)
+    return v.astype(out_dtype)
+
+
+def mbqm_int32_fast(x: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """TFLM's double-rounding MultiplyByQuantizedMultiplier for int32 ``x`` (same results as
+    :func:`~microinterp.quant.mbqm`, in fewer passes; ``mult``/``shift`` broadcast along the last axis, M >= 0).
+
+    Identities used (exact for int64 two's complement, checked against ``quant.mbqm`` in the tests):
+
+    * SRDHM(a, M) = ``(a*M + 2^30) >> 31``: for ``a*M >= 0`` gemmlowp's ``trunc((a*M + 2^30) / 2^31)`` is a floor;
+      for ``a*M < 0`` it is ``trunc((a*M + 1 - 2^30) / 2^31)`` = ``floor((a*M + 1 - 2^30 + 2^31 - 1) / 2^31)``.
+      (The INT32_MIN * INT32_MIN saturation cannot occur since M >= 0.)
+    * RDBPOT(v, e) = ``(v + 2^(e-1) - (v < 0)) >> e`` for e >= 1, and ``v`` for e = 0.
+    """
+    left = np.maximum(shift, 0)
+    right = np.maximum(-shift, 0)
+    if left.any():
+        x = (x.astype(np.int64) << left).astype(np.int32)     # x * 2^left wraps in int32
+    v = np.multiply(x, mult, dtype=np.int64)
+    v += 1 << 30
+    v >>= 31
+    if right.any():
+        neg = v < 0
+        if not (right > 0).all():
+            neg &= right > 0
+        v -= neg
+        v += (np.int64(1) << right) >> 1
+        v >>= right
+    return v
+
+
+# -- the kernel -------------------------------------------------------------------------------------------------------
+def conv_rows(data: ConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray, y0: int,
+              x_row0: int = 0) -> None:
+    """Compute output rows ``[y0, y0 + out.shape[1])`` into ``out`` (an NHWC view of those rows).
+
+    ``x`` holds input rows ``[x_row0, x_row0 + x.shape[1])`` (whole tensor or a band with its halo), ``w`` is the
+    (unpacked) OHWI filter, ``bias`` the bias vector or None.
+    """
+    n, oh, ow, c_out = out.shape
+    if out.size == 0:
+        return
+    _, kh, kw, c_grp = w.shape
+    is_float = data.kind == "float32"
+    win = windows(x, y0=y0, out_h=oh, out_w=ow, filter_h=kh, filter_w=kw, stride_h=data.stride_h,
+                  stride_w=data.stride_w, dilation_h=data.dilation_h, dilation_w=data.dilation_w, pad_h=data.pad_h,
+                  pad_w=data.pad_w, in_h=data.in_h, x_row0=x_row0, offset=data.input_offset,
+                  dtype=np.float32 if is_float else np.float64)
+    per_group = c_out // data.groups
+    rows = n * oh * ow
+    acc = np.empty((rows, c_out), np.float32 if is_float else np.float64)
+    for g in range(data.groups):
+        cols = win[..., g * c_grp:(g + 1) * c_grp].reshape(rows, kh * kw * c_grp)   # im2col, (ky, kx, ic) order
+        wg = w[g * per_group:(g + 1) * per_group].reshape(per_group, kh * kw * c_grp)
+        if is_float:
+            acc[:, g * per_group:(g + 1) * per_group] = _float_taps(cols, wg)
+        else:
+            matmul(cols, wg.T.astype(np.float64), out=acc[:, g * per_group:(g + 1) * per_group])
+    if is_float:
+        if bias is not None:
+            acc += bias.astype(np.float32)
+        np.clip(acc, np.float32(data.act_min), np.float32(data.act_max), out=acc)
+        out[...] = acc.reshape(out.shape)
+        return
+    if bias is not None:
+        acc += bias   # float64 stays exact: |acc| + |bias| < 2^53
+    out[...] = requantize(acc, data, out.dtype).reshape(out.shape)
+
+
+def _float_taps(cols: np.ndarray, wg: np.ndarray) -> np.ndarray:
+    """float32 ``total += x * w`` over the taps in order (TFLM's rounding sequence), for all pixels and channels."""
+    total = np.zeros((cols.shape[0], wg.shape[0]), np.float32)
+    for k in range(cols.shape[1]):
+        total += cols[:, k, None] * wg[None, :, k]
+    return total
+
+
+class Conv2D:
+    def prepare(self, ctx, op) -> ConvData:
+        ctx.check_io_count(op, (2, 3), 1)
+        y = ctx.output(op, 0)
+        x = ctx.require_input(op, 0)
+        w = ctx.require_input(op, 1)
+        bias_t = ctx.input(op, 2)
+        if x.type_name != y.type_name:
+            raise ctx.fail(op, f"input type {x.type_name} differs from output type {y.type_name}")
+        combo = (x.type_name, w.type_name)
+        if combo not in (("FLOAT32", "FLOAT32"), ("INT16", "INT8"), ("INT8", "INT8"), ("INT8", "INT4")):
+            raise ctx.fail(op, f"Hybrid models are not supported on TFLite Micro (input {x.type_name}, "
+                               f"filter {w.type_name})")
+        _check_shapes(ctx, op, x, w, y, bias_t)
+        stride_h, stride_w, dil_h, dil_w = check_strides(ctx, op)
+        channels = w.shape[0]
+        activation = op.options.get("fused_activation_function", "NONE")
+        quantized = x.type_name != "FLOAT32"
+        if quantized and w.quantization is not None and w.quantization.scales.size not in (1, channels):
+            raise ctx.fail(op, f"filter has {w.quantization.scales.size} scales, expected 1 or {channels}")
+        pad = compute_padding_height_width(stride_h, stride_w, dil_h, dil_w, x.shape[1], x.shape[2], w.shape[1],
+                                           w.shape[2], op.options.get("padding", "SAME"))
+        mult = shift = None
+        if quantized:
+            mult, shift, act_min, act_max = populate_quantization(ctx, op, x, w, y, channels, activation)
+        else:
+            act_min, act_max = float_activation_range(activation)
+        kind = _kind(ctx, op, x, bias_t)
+        int4_scratch = int4_packed = None
+        if w.type_name == "INT4":
+            if w.data is None:
+                raise ctx.fail(op, "an INT4 filter must be a constant tensor")
+            int4_scratch = ctx.request_scratch(op, w.num_elements)
+            int4_packed = w.data
+        zp_in = x.quantization.zero_point if quantized else 0
+        zp_out = y.quantization.zero_point if quantized else 0
+        return ConvData(kind, stride_h, stride_w, dil_h, dil_w, pad.height, pad.width, x.shape[1],
+                        x.shape[3] // w.shape[3], -zp_in if kind == "int8" else 0, zp_out if kind == "int8" else 0,
+                        act_min, act_max, mult, shift, bias_t is not None, int4_scratch, int4_packed, tuple(w.shape))
+
+    def invoke(self, ctx, op, data: ConvData) -> None:
+        x = ctx.input(op, 0)
+        if data.int4_scratch is not None:
+            w = unpack_int4(data.int4_packed, ctx.scratch(data.int4_scratch).view(np.int8).reshape(data.filter_shape))
+        else:
+            w = ctx.input(op, 1)
+        bias = ctx.input(op, 2) if data.has_bias else None
+        conv_rows(data, x, w, bias, ctx.output(op, 0), 0)
+
+
+def _kind(ctx, op, x, bias_t) -> str:
+    """Which TFLM code path runs, from the input and bias types (the Eval switch), checked at prepare time."""
+    bias_type = bias_t.type_name if bias_t is not None else None
+    if x.type_name == "FLOAT32":
+        if bias_type not in (None, "FLOAT32"):
+            raise ctx.fail(op, f"float convolution needs a FLOAT32 bias, got {bias_type}")
+        return "float32"
+    if x.type_name == "INT8":
+        if bias_type not in (None, "INT32"):
+            raise ctx.fail(op, f"int8 convolution needs an INT32 bias, got {bias_type}")
+        return "int8"
+    if bias_type == "INT32" or (bias_type is None and op.options.get("quantized_bias_type", 0) == INT32_TYPE):
+        return "int16_acc32"   # no bias: the int32 path only when options.quantized_bias_type says INT32
+    if bias_type in (None, "INT64"):
+        return "int16_acc64"
+    raise ctx.fail(op, f"Bias type {bias_type} not supported (16x8 convolution takes INT32 or INT64)")
+
+
+def _check_shapes(ctx, op, x, w, y, bias_t) -> None:
+    """Shape rules TFLM only DCHECKs (its release build would read/write out of bounds): refused here."""
+    for name, t in (("input", x), ("filter", w), ("output", y)):
+        if len(t.shape) != 4:
+            raise ctx.fail(op, f"{name} must be 4-D, got shape {t.shape}")
+    if x.shape[0] != y.shape[0]:
+        raise ctx.fail(op, f"input batch {x.shape[0]} differs from output batch {y.shape[0]}")
+    if w.shape[0] != y.shape[3]:
+        raise ctx.fail(op, f"filter has {w.shape[0]} output channels, output has {y.shape[3]}")
+    if w.shape[3] <= 0 or x.shape[3] % w.shape[3]:
+        raise ctx.fail(op, f"input depth {x.shape[3]} is not a multiple of the filter depth {w.shape[3]}")
+    groups = x.shape[3] // w.shape[3]
+    if y.shape[3] % groups:
+        raise ctx.fail(op, f"{y.shape[3]} output channels cannot be split into {groups} groups")
+    if bias_t is not None and bias_t.num_elements != y.shape[3]:
+        raise ctx.fail(op, f"bias has {bias_t.num_elements} elements, expected {y.shape[3]}")
+
+
+KERNEL = Conv2D()

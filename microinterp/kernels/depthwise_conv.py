@@ -1,0 +1,160 @@
+"""DEPTHWISE_CONV_2D: TFLM's reference depthwise convolution (``micro/kernels/depthwise_conv.cc``,
+``depthwise_conv_common.cc``, ``reference/integer_ops/depthwise_conv.h`` DepthwiseConvPerChannel,
+``reference/depthwiseconv_float.h``).
+
+Layouts: input NHWC, filter ``[1, KH, KW, C_out]``, output NHWC with ``C_out = C_in * M`` where
+``M = options.depth_multiplier`` is taken as-is (not derived from the shapes); output channel ``oc = ic * M + m``
+reads input channel ``ic`` and filter column ``oc``.
+
+Algorithm (docs/tflm-facts.md §4-§6): as CONV_2D per output channel — ``acc = sum over taps inside the image of
+w[0, ky, kx, oc] * (x[iy, ix, ic] - zp_in)`` (taps outside the image skipped = zero-point padding; the loops use the
+output tensor's H/W), ``+ bias[oc]``, per-channel requantization (filter quantized along dim 3), ``+ zp_out``, clamp.
+int8 (int8 or packed int4 weights): int32 accumulator, double-rounding MBQM; int4 weights are unpacked every invoke
+into a planned scratch buffer of ``prod(filter dims)`` bytes. 16x8: zero points not applied, int64 accumulator,
+int64 bias only, single-rounding 16-bit-multiplier MBQM. float32: ``total += x * w`` in float32 in (ky, kx) order,
+then ``+ bias``, clamp.
+
+Implementation: :func:`depthwise_rows` computes a band of output rows from an input view (for row-tiled
+out-of-core execution); invoke calls it for all rows. It loops over the KH*KW taps only, each tap a vectorized
+multiply-add over (pixels, channels, multiplier), then one vectorized requantization.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .conv import check_strides, float_activation_range, populate_quantization, requantize, unpack_int4
+from .padding import compute_padding_height_width, windows
+
+
+@dataclass(frozen=True)
+class DepthwiseData:
+    kind: str                   # "float32", "int8" or "int16_acc64"
+    stride_h: int
+    stride_w: int
+    dilation_h: int
+    dilation_w: int
+    pad_h: int
+    pad_w: int
+    in_h: int
+    depth_multiplier: int
+    input_offset: int
+    output_offset: int
+    act_min: float
+    act_max: float
+    multipliers: np.ndarray | None
+    shifts: np.ndarray | None
+    has_bias: bool
+    int4_scratch: int | None = None
+    int4_packed: np.ndarray | None = None
+    filter_shape: tuple[int, ...] = ()
+
+
+def depthwise_rows(data: DepthwiseData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray,
+                   y0: int, x_row0: int = 0) -> None:
+    """Compute output rows ``[y0, y0 + out.shape[1])`` into ``out`` from ``x`` (input rows from ``x_row0`` on)."""
+    n, oh, ow, c_out = out.shape
+    if out.size == 0:
+        return
+    _, kh, kw, _ = w.shape
+    c_in, m = x.shape[3], data.depth_multiplier
+    acc_dtype = {"float32": np.float32, "int8": np.int32, "int16_acc64": np.int64}[data.kind]
+    win = windows(x, y0=y0, out_h=oh, out_w=ow, filter_h=kh, filter_w=kw, stride_h=data.stride_h,
+                  stride_w=data.stride_w, dilation_h=data.dilation_h, dilation_w=data.dilation_w, pad_h=data.pad_h,
+                  pad_w=data.pad_w, in_h=data.in_h, x_row0=x_row0, offset=data.input_offset, dtype=acc_dtype)
+    taps = w[0].reshape(kh, kw, c_in, m).astype(acc_dtype)   # TFLM reads filter[0, ky, kx, oc]
+    acc = np.zeros((n, oh, ow, c_in, m), acc_dtype)
+    for ky in range(kh):
+        for kx in range(kw):
+            acc += win[:, :, :, ky, kx, :, None] * taps[ky, kx]
+    acc = acc.reshape(n, oh, ow, c_out)
+    if data.kind == "float32":
+        if bias is not None:
+            acc += bias.astype(np.float32)
+        np.clip(acc, np.float32(data.act_min), np.float32(data.act_max), out=acc)
+        out[...] = acc
+        return
+    if bias is not None:
+        acc += bias.astype(acc_dtype)   # int32 accumulators wrap like TFLM's
+    out[...] = requantize(acc, data, out.dtype)
+
+
+class DepthwiseConv2D:
+    def prepare(self, ctx, op) -> DepthwiseData:
+        ctx.check_io_count(op, (2, 3), 1)
+        y = ctx.output(op, 0)
+        x = ctx.require_input(op, 0)
+        w = ctx.require_input(op, 1)
+        bias_t = ctx.input(op, 2)
+        for name, t in (("input", x), ("filter", w), ("output", y)):
+            if len(t.shape) != 4:
+                raise ctx.fail(op, f"{name} must be 4-D, got shape {t.shape}")
+        channels = w.shape[3]
+        if x.type_name == "INT8":
+            if w.quantization is None:
+                raise ctx.fail(op, "filter must be affine-quantized")
+            if w.quantization.scales.size not in (1, channels):
+                raise ctx.fail(op, f"filter has {w.quantization.scales.size} scales, expected 1 or {channels}")
+        combo = (x.type_name, w.type_name)
+        if combo not in (("FLOAT32", "FLOAT32"), ("INT16", "INT8"), ("INT8", "INT8"), ("INT8", "INT4")):
+            raise ctx.fail(op, f"Hybrid models are not supported on TFLite Micro (input {x.type_name}, "
+                               f"filter {w.type_name})")
+        if x.type_name != y.type_name:
+            raise ctx.fail(op, f"input type {x.type_name} differs from output type {y.type_name}")
+        multiplier = int(op.options.get("depth_multiplier", 1))
+        _check_shapes(ctx, op, x, w, y, bias_t, multiplier)
+        int4_scratch = int4_packed = None
+        if w.type_name == "INT4":
+            if w.data is None:
+                raise ctx.fail(op, "an INT4 filter must be a constant tensor")
+            int4_scratch = ctx.request_scratch(op, w.num_elements)
+            int4_packed = w.data
+        stride_h, stride_w, dil_h, dil_w = check_strides(ctx, op)
+        pad = compute_padding_height_width(stride_h, stride_w, dil_h, dil_w, x.shape[1], x.shape[2], w.shape[1],
+                                           w.shape[2], op.options.get("padding", "SAME"))
+        activation = op.options.get("fused_activation_function", "NONE")
+        mult = shift = None
+        if x.type_name == "FLOAT32":
+            act_min, act_max = float_activation_range(activation)
+        else:
+            mult, shift, act_min, act_max = populate_quantization(ctx, op, x, w, y, channels, activation)
+        kind = _kind(ctx, op, x, bias_t)
+        zp_in = x.quantization.zero_point if kind == "int8" else 0
+        zp_out = y.quantization.zero_point if kind == "int8" else 0
+        return DepthwiseData(kind, stride_h, stride_w, dil_h, dil_w, pad.height, pad.width, x.shape[1], multiplier,
+                             -zp_in, zp_out, act_min, act_max, mult, shift, bias_t is not None, int4_scratch,
+                             int4_packed, tuple(w.shape))
+
+    def invoke(self, ctx, op, data: DepthwiseData) -> None:
+        x = ctx.input(op, 0)
+        if data.int4_scratch is not None:
+            w = unpack_int4(data.int4_packed, ctx.scratch(data.int4_scratch).view(np.int8).reshape(data.filter_shape))
+        else:
+            w = ctx.input(op, 1)
+        bias = ctx.input(op, 2) if data.has_bias else None
+        depthwise_rows(data, x, w, bias, ctx.output(op, 0), 0)
+
+
+def _kind(ctx, op, x, bias_t) -> str:
+    bias_type = bias_t.type_name if bias_t is not None else None
+    want = {"FLOAT32": "FLOAT32", "INT8": "INT32", "INT16": "INT64"}[x.type_name]
+    if bias_type not in (None, want):
+        raise ctx.fail(op, f"{x.type_name} depthwise convolution needs a {want} bias, got {bias_type}")
+    return {"FLOAT32": "float32", "INT8": "int8", "INT16": "int16_acc64"}[x.type_name]
+
+
+def _check_shapes(ctx, op, x, w, y, bias_t, multiplier: int) -> None:
+    """Shape rules TFLM only DCHECKs (its release build would read/write out of bounds): refused here."""
+    if x.shape[0] != y.shape[0]:
+        raise ctx.fail(op, f"input batch {x.shape[0]} differs from output batch {y.shape[0]}")
+    if w.shape[3] != y.shape[3]:
+        raise ctx.fail(op, f"filter has {w.shape[3]} output channels, output has {y.shape[3]}")
+    if multiplier < 1 or x.shape[3] * multiplier != y.shape[3]:
+        raise ctx.fail(op, f"output depth {y.shape[3]} != input depth {x.shape[3]} x depth_multiplier {multiplier}")
+    if bias_t is not None and bias_t.num_elements != y.shape[3]:
+        raise ctx.fail(op, f"bias has {bias_t.num_elements} elements, expected {y.shape[3]}")
+
+
+KERNEL = DepthwiseConv2D()

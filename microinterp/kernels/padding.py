@@ -1,0 +1,169 @@
+"""Output size and padding of windowed ops, as TFLM computes them (``micro/kernels/padding.h``, the checked
+version of ``tensorflow/lite/kernels/padding.h`` that the wheel uses).
+
+Used by CONV_2D, DEPTHWISE_CONV_2D, the pooling ops (dilation 1) and TRANSPOSE_CONV (with ``in_size`` := the output
+tensor's H/W, dilation 1). The algorithm, per spatial axis (docs/tflm-facts.md §6), all in int64::
+
+    eff   = (filter - 1) * dilation + 1                       effective (dilated) filter size
+    out   = SAME:  (in + stride - 1) / stride                 C integer division (truncates toward zero)
+            VALID: (in + stride - eff) / stride
+    total = max(0, (out - 1) * stride + eff - in)
+    pad   = total / 2,  offset = total % 2                     the odd pixel goes at the end
+
+Checked variant (what the wheel runs): an axis is *invalid* when the padding is neither SAME nor VALID, or
+``in < 0``, ``filter <= 0``, ``stride <= 0``, ``dilation <= 0``, or ``out < 0``, or a value leaves the int range.
+ComputePaddingHeightWidth starts from all zeros and computes, in this order, out_width, out_height, pad_height,
+pad_width, **stopping at the first invalid step** (so e.g. a zero height dilation leaves out_height and both paddings
+at 0 while out_width keeps its value). Nothing fails: the kernels run with whatever was computed.
+
+Kernels use only ``pad`` (the "before" padding); the extra odd pixel is implicit because taps outside the image are
+skipped. Pitfall: TFLM's kernels loop over the *output tensor's* H/W, not over ``out`` computed here (the two
+agree for converter-made models); ``out`` only enters ``pad``.
+
+Helpers for row tiling (out-of-core execution): :func:`input_rows_for` names the input rows a band of output rows
+reads, so a pager can hand a kernel the input band plus its halo; :func:`windows` gives all filter windows of a
+band as one strided view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _cdiv(a: int, b: int) -> int:
+    """C integer division (truncation toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def effective_filter_size(filter_size: int, dilation: int = 1) -> int:
+    return (filter_size - 1) * dilation + 1
+
+
+def compute_out_size_checked(padding: str, in_size: int, filter_size: int, stride: int,
+                             dilation: int = 1) -> int | None:
+    """TFLM ComputeOutSizeChecked: the output extent of one axis, or None where TFLM reports an error."""
+    if padding not in ("SAME", "VALID") or in_size < 0 or filter_size <= 0 or stride <= 0 or dilation <= 0:
+        return None
+    if padding == "SAME":
+        value = _cdiv(in_size + stride - 1, stride)
+    else:
+        value = _cdiv(in_size + stride - effective_filter_size(filter_size, dilation), stride)
+    return value if 0 <= value <= _INT_MAX else None
+
+
+def compute_out_size(padding: str, in_size: int, filter_size: int, stride: int, dilation: int = 1) -> int:
+    """TFLM ComputeOutSize: as :func:`compute_out_size_checked`, 0 on error."""
+    out = compute_out_size_checked(padding, in_size, filter_size, stride, dilation)
+    return 0 if out is None else out
+
+
+def compute_padding_with_offset_checked(stride: int, dilation: int, in_size: int, filter_size: int,
+                                        out_size: int) -> tuple[int, int] | None:
+    """TFLM ComputePaddingWithOffsetChecked: ``(pad_before, odd_offset)`` for one axis, or None on error."""
+    if in_size < 0 or filter_size <= 0 or out_size < 0 or stride <= 0 or dilation <= 0:
+        return None
+    total = max(0, (out_size - 1) * stride + effective_filter_size(filter_size, dilation) - in_size)
+    return (total // 2, total % 2) if total // 2 <= _INT_MAX else None
+
+
+def compute_padding_with_offset(stride: int, dilation: int, in_size: int, filter_size: int,
+                                out_size: int) -> tuple[int, int]:
+    """TFLM ComputePaddingWithOffset: as the checked version, ``(0, 0)`` on error."""
+    return compute_padding_with_offset_checked(stride, dilation, in_size, filter_size, out_size) or (0, 0)
+
+
+@dataclass(frozen=True)
+class Padding:
+    """Result of :func:`compute_padding_height_width` (names follow TfLitePaddingValues)."""
+
+    height: int
+    width: int
+    height_offset: int
+    width_offset: int
+    out_height: int
+    out_width: int
+
+
+def compute_padding_height_width(stride_h: int, stride_w: int, dilation_h: int, dilation_w: int, in_h: int,
+                                 in_w: int, filter_h: int, filter_w: int, padding: str) -> Padding:
+    """TFLM ComputePaddingHeightWidth: out W, out H, pad H, pad W in that order, stopping at the first error."""
+    vals = {"out_width": 0, "out_height": 0, "height": 0, "height_offset": 0, "width": 0, "width_offset": 0}
+
+    def result() -> Padding:
+        return Padding(**vals)
+
+    out_w = compute_out_size_checked(padding, in_w, filter_w, stride_w, dilation_w)
+    if out_w is None:
+        return result()
+    vals["out_width"] = out_w
+    out_h = compute_out_size_checked(padding, in_h, filter_h, stride_h, dilation_h)
+    if out_h is None:
+        return result()
+    vals["out_height"] = out_h
+    ph = compute_padding_with_offset_checked(stride_h, dilation_h, in_h, filter_h, out_h)
+    if ph is None:
+        return result()
+    vals["height"], vals["height_offset"] = ph
+    pw = compute_padding_with_offset_checked(stride_w, dilation_w, in_w, filter_w, out_w)
+    if pw is None:
+        return result()
+    vals["width"], vals["width_offset"] = pw
+    return result()
+
+
+def input_rows_for(y0: int, y1: int, stride: int, dilation: int, filter_size: int, pad: int,
+                   in_size: int) -> tuple[int, int]:
+    """Input rows ``[lo, hi)`` (clipped to ``[0, in_size)``) read by output rows ``[y0, y1)``; ``(0, 0)`` if none.
+
+    Output row ``oy`` reads rows ``oy * stride - pad + k * dilation`` for taps ``k < filter_size``; rows outside the
+    image are padding (skipped taps) and need no data.
+    """
+    if y1 <= y0 or filter_size <= 0:
+        return 0, 0
+    rows = [oy * stride - pad + k * dilation for oy in (y0, y1 - 1) for k in (0, filter_size - 1)]
+    lo, hi = max(0, min(rows)), min(in_size, max(rows) + 1)
+    return (lo, hi) if lo < hi else (0, 0)
+
+
+def windows(x: np.ndarray, *, y0: int, out_h: int, out_w: int, filter_h: int, filter_w: int, stride_h: int,
+            stride_w: int, dilation_h: int, dilation_w: int, pad_h: int, pad_w: int, in_h: int | None = None,
+            x_row0: int = 0, offset: int | float = 0, fill: int | float = 0, dtype: Any = None) -> np.ndarray:
+    """All filter windows of output rows ``[y0, y0 + out_h)`` as one read-only 6-D view ``(N, out_h, out_w, fh, fw, C)``.
+
+    Element ``[n, oy, ox, ky, kx, c]`` is ``x[n, iy, ix, c] + offset`` with ``iy = (y0 + oy) * stride_h - pad_h +
+    ky * dilation_h`` and ``ix = ox * stride_w - pad_w + kx * dilation_w``, or ``fill`` where ``(iy, ix)`` lies
+    outside the ``in_h x W`` image (TFLM skips those taps; ``fill = 0`` after the offset makes them contribute
+    nothing). ``x`` is an NHWC view holding input rows ``[x_row0, x_row0 + x.shape[1])`` — the whole tensor, or a
+    row band with its halo (see :func:`input_rows_for`); ``in_h`` is the full image height (default: the view's).
+
+    Algorithm: copy the needed part of ``x`` (plus ``offset``, in ``dtype``) into a ``fill``-initialised buffer that
+    covers every tap position of the band, then ``as_strided`` it with strides ``(stride*row, dilation*row)`` per
+    axis — no per-tap copies, and any output size (even larger than the padding formula's) works.
+    """
+    n, rows_in_view, width, channels = x.shape
+    in_h = rows_in_view if in_h is None else in_h
+    dtype = np.dtype(x.dtype if dtype is None else dtype)
+    rows = max(0, (out_h - 1) * stride_h + (filter_h - 1) * dilation_h + 1)
+    cols = max(0, (out_w - 1) * stride_w + (filter_w - 1) * dilation_w + 1)
+    buf = np.full((n, rows, cols, channels), fill, dtype)
+    base_r, base_c = y0 * stride_h - pad_h, -pad_w
+    r_lo, r_hi = max(base_r, 0), min(base_r + rows, in_h)
+    c_lo, c_hi = max(base_c, 0), min(base_c + cols, width)
+    if r_lo < r_hi and c_lo < c_hi:
+        if r_lo < x_row0 or r_hi > x_row0 + rows_in_view:
+            raise ValueError(f"input rows [{x_row0}, {x_row0 + rows_in_view}) do not cover rows [{r_lo}, {r_hi}) "
+                             f"needed by output rows [{y0}, {y0 + out_h})")
+        dst = buf[:, r_lo - base_r:r_hi - base_r, c_lo - base_c:c_hi - base_c]
+        dst[...] = x[:, r_lo - x_row0:r_hi - x_row0, c_lo:c_hi]
+        if offset:
+            dst += dtype.type(offset)
+    s = buf.strides
+    return np.lib.stride_tricks.as_strided(
+        buf, (n, out_h, out_w, filter_h, filter_w, channels),
+        (s[0], stride_h * s[1], stride_w * s[2], dilation_h * s[1], dilation_w * s[2], s[3]), writeable=False)
