@@ -389,12 +389,9 @@ def lut_populate_int16(transform, input_scale: float, input_zero_point: int, out
 
 
 def round_half_away_f32(x) -> np.ndarray:
-    """std::round on float32 values (half away from zero), result float32."""
-    x = np.asarray(x, dtype=np.float32)
-    r = np.trunc(x + np.copysign(np.float32(0.5), x).astype(np.float32))
-    # x + 0.5 can round up in float32 for the largest value below a half (e.g. 0.49999997); fix those.
-    too_far = np.abs(r - x) > np.float32(0.5)
-    return np.where(too_far, r - np.sign(x), r).astype(np.float32)
+    """std::round on float32 values (half away from zero), result float32 (exact: done in float64)."""
+    x = np.asarray(x, dtype=np.float32).astype(np.float64)
+    return (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(np.float32)
 
 
 def lut_lookup_int16(value, lut: np.ndarray):
