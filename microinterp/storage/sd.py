@@ -1,0 +1,516 @@
+"""The SD image: a block device of 512-byte sectors on a file, with a checksum on every tile.
+
+On-disk layout (all offsets in whole sectors; T, W, A = sectors of table, weights and activations)::
+
+    sector 0     1                1+T                     1+T+W                    1+T+W+A
+    ┌──────────┬────────────────┬───────────────────────┬────────────────────────┐
+    │ header   │ checksum table │ weights area          │ activations area       │
+    │ 1 sector │ 64 B per entry │ written once, sealed  │ scratch for swapped    │
+    │          │ (weights only) │ by commit_weights()   │ tiles, any time        │
+    └──────────┴────────────────┴───────────────────────┴────────────────────────┘
+
+Header (little-endian, one sector): magic ``MISDIMG\\0``, format version, sector size, state (``building`` /
+``ready``), checksum algorithm name, geometry (start and length of each area), the requested sizes (weights bytes,
+activation bytes, table entries), the number of table entries in use and the digest of the used part of the table,
+the model fingerprint (UTF-8, at most 256 bytes) and, in the last 4 bytes, a crc32 of the other 508 bytes.
+A table entry is ``(key digest: blake2b-128 of the tile key, offset in the area, length, tile digest)``.
+
+Life cycle and crash safety:
+
+- A new (or empty) file: the header is written with state ``building`` and fsync'ed, the file is sized (sparse);
+  the caller writes the weights tiles; :meth:`SdImage.commit_weights` writes the table, fsyncs, then rewrites the
+  header with state ``ready`` and fsyncs again. A crash anywhere before the last write leaves ``building`` (or a
+  header whose crc fails), which the next open detects and rebuilds; the weights area is never trusted unless the
+  header says ``ready``. After the commit the weights area is sealed (writes to it raise StorageError).
+- Reopening with the same fingerprint, checksum, weights size and table size, state ``ready``, an intact table and
+  a file long enough: ``weights_ready`` is True and *nothing is written* (``action == "reused"``). If only the
+  activation size differs the weights are kept and the activations area is resized (``reason`` says so).
+- Another fingerprint / checksum / weights or table size, or another format version or sector size:
+  re-initialised (``action == "reinitialised"``). State ``building``, a bad header crc, a corrupted table or a file
+  shorter than its geometry: rebuilt (``action == "rebuilt"``). ``reason`` says why in both cases.
+- An existing file that does not start with the magic is never touched: :class:`StorageError`. An *empty* file is
+  taken over (it is what a crash between creating the file and writing the first header leaves, and holds nothing
+  to lose). A damaged magic therefore makes an image look foreign: it is refused, never overwritten.
+- The file is locked (``flock``, exclusive) while open, so two pagers cannot share an image.
+
+IO is sector-granular like a real card: offsets inside an area must be multiples of 512, a tile of ``n`` bytes
+occupies ``ceil(n / 512)`` sectors, the unused tail of the last sector is written as zeros and is not
+checksummed. ``read`` and ``write`` are one ``os.preadv`` / ``os.pwritev`` each (payload + a small pad buffer), so a
+read lands straight in the caller's numpy buffer without a copy. Checksums of activation tiles live in memory
+only: the activations area is scratch whose contents do not survive a reopen (reading such a tile after reopening
+raises IntegrityError, "never written"). Counters per area (commands and bytes, physical and payload) and the
+time spent hashing are kept for the cost model (:meth:`SdImage.stats`). POSIX only (``os.preadv``, ``flock``);
+one thread at a time.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import operator
+import os
+import struct
+import time
+import zlib
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..errors import IntegrityError, StorageError
+from .checksum import DEFAULT_CHECKSUM, Checksum, get_checksum
+
+SECTOR_SIZE = 512
+MAGIC = b"MISDIMG\x00"
+FORMAT_VERSION = 1
+MAX_FINGERPRINT_BYTES = 256
+TABLE_ENTRY_SIZE = 64
+AREAS = ("header", "table", "weights", "activations")
+DATA_AREAS = ("weights", "activations")
+
+_BUILDING, _READY = 1, 2
+_STATE_NAMES = {_BUILDING: "building", _READY: "ready"}
+# magic, version, sector size, state, reserved, checksum name, 6 x geometry, weights bytes, activation bytes,
+# table entries, entries in use, table digest, fingerprint length, fingerprint.
+_HEADER = struct.Struct("<8sIIII16s6Q3QQ16sH2x256s")
+_HEADER_CRC_AT = SECTOR_SIZE - 4
+_ENTRY = struct.Struct("<16sQQ16s16x")   # key digest, offset, length, tile digest, reserved
+assert _HEADER.size <= _HEADER_CRC_AT and _ENTRY.size == TABLE_ENTRY_SIZE
+
+
+def _sectors(nbytes: int) -> int:
+    return -(-nbytes // SECTOR_SIZE)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Start and length, in sectors, of each area; derived from the requested sizes."""
+
+    table_start: int
+    table_sectors: int
+    weights_start: int
+    weights_sectors: int
+    activations_start: int
+    activations_sectors: int
+
+    @classmethod
+    def for_sizes(cls, weights_bytes: int, activation_bytes: int, table_entries: int) -> Geometry:
+        table = _sectors(table_entries * TABLE_ENTRY_SIZE)
+        weights = _sectors(weights_bytes)
+        return cls(1, table, 1 + table, weights, 1 + table + weights, _sectors(activation_bytes))
+
+    @property
+    def total_bytes(self) -> int:
+        return (self.activations_start + self.activations_sectors) * SECTOR_SIZE
+
+    def area(self, name: str) -> tuple[int, int]:
+        """(absolute byte offset, size in bytes) of area ``name``."""
+        start, count = {"header": (0, 1), "table": (self.table_start, self.table_sectors),
+                        "weights": (self.weights_start, self.weights_sectors),
+                        "activations": (self.activations_start, self.activations_sectors)}[name]
+        return start * SECTOR_SIZE, count * SECTOR_SIZE
+
+    def as_tuple(self) -> tuple[int, ...]:
+        return (self.table_start, self.table_sectors, self.weights_start, self.weights_sectors,
+                self.activations_start, self.activations_sectors)
+
+
+@dataclass(frozen=True)
+class AreaStats:
+    """IO counters of one area. ``bytes_*`` are whole sectors moved; ``payload_*`` the tile bytes asked for."""
+
+    reads: int = 0
+    writes: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    payload_bytes_read: int = 0
+    payload_bytes_written: int = 0
+
+
+@dataclass(frozen=True)
+class SdStats:
+    """Snapshot of an image's counters: per area (header, table, weights, activations) and hashing."""
+
+    areas: Mapping[str, AreaStats]
+    hash_bytes: int
+    hash_seconds: float
+
+    @property
+    def total(self) -> AreaStats:
+        return AreaStats(*(sum(getattr(a, f) for a in self.areas.values()) for f in AreaStats.__annotations__))
+
+
+class _Entry(NamedTuple):
+    offset: int
+    length: int
+    digest: bytes
+
+
+def _canonical_key(key: Any) -> Any:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, (tuple, list)):
+        return [_canonical_key(k) for k in key]
+    try:
+        return operator.index(key)
+    except TypeError:
+        raise StorageError(f"a tile key must be a str, an int or a tuple of them, got {key!r}") from None
+
+
+def _key_digest(key: Hashable) -> bytes:
+    text = json.dumps(_canonical_key(key), separators=(",", ":"))
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
+def _describe(key: Any) -> tuple[Any, Any, str]:
+    """(tensor, tile, text) for a key like (tensor_name, tile_index); other keys name themselves."""
+    if isinstance(key, tuple) and len(key) >= 2 and isinstance(key[0], str):
+        tile = key[1] if len(key) == 2 else key[1:]
+        return key[0], tile, f"tensor {key[0]!r} tile {tile}"
+    return key, None, f"tile {key!r}"
+
+
+def _byte_view(data: Any, writable: bool = False) -> memoryview:
+    if isinstance(data, np.ndarray):
+        if not data.flags.c_contiguous:
+            if writable:
+                raise StorageError("the `out` buffer must be C-contiguous")
+            data = np.ascontiguousarray(data)
+        data = data.reshape(-1).view(np.uint8)
+    view = memoryview(data)
+    if writable and view.readonly:
+        raise StorageError("the `out` buffer is read-only")
+    return view if (view.format == "B" and view.ndim == 1) else view.cast("B")
+
+
+class SdImage:
+    """A file-backed SD image; create or reopen it with :meth:`SdImage.open` (see the module docstring)."""
+
+    def __init__(self, fd: int, path: str, fingerprint: str, weights_bytes: int, activation_bytes: int,
+                 table_entries: int, checksum: Checksum):
+        self._fd: int | None = fd
+        self.path = path
+        self.fingerprint = fingerprint
+        self.weights_bytes = weights_bytes
+        self.activation_bytes = activation_bytes
+        self.table_entries = table_entries
+        self.checksum = checksum
+        self.geometry = Geometry.for_sizes(weights_bytes, activation_bytes, table_entries)
+        self.action = ""                 # "created", "reused", "reinitialised" or "rebuilt"
+        self.reason: str | None = None   # why it was not simply created / reused as it was
+        self._weights_ready = False
+        self._table_digest = b""
+        self._entries: dict[str, dict[bytes, _Entry]] = {a: {} for a in DATA_AREAS}
+        self._pad = bytearray(SECTOR_SIZE)
+        self._zeros = bytes(SECTOR_SIZE)
+        self.reset_stats()
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, fingerprint: str, weights_bytes: int, activation_bytes: int,
+             table_entries: int, checksum: str = DEFAULT_CHECKSUM) -> SdImage:
+        """Create, reuse, re-initialise or rebuild the image at ``path`` (``action``/``reason`` tell which)."""
+        sizes = {}
+        for name, value in (("weights_bytes", weights_bytes), ("activation_bytes", activation_bytes),
+                            ("table_entries", table_entries)):
+            sizes[name] = operator.index(value)
+            if sizes[name] < 0:
+                raise StorageError(f"{name} must be >= 0, got {value}")
+        if len(fingerprint.encode()) > MAX_FINGERPRINT_BYTES:
+            raise StorageError(f"model fingerprint longer than {MAX_FINGERPRINT_BYTES} bytes (UTF-8)")
+        algo = get_checksum(checksum)
+        path = os.fspath(path)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise StorageError(f"cannot open SD image {path}: {e.strerror or e}") from e
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                raise StorageError(f"SD image {path} is in use by another open SdImage") from e
+            image = cls(fd, path, fingerprint, sizes["weights_bytes"], sizes["activation_bytes"],
+                        sizes["table_entries"], algo)
+            image._attach()
+        except BaseException:
+            os.close(fd)
+            raise
+        return image
+
+    def _attach(self) -> None:
+        size = os.fstat(self._fd).st_size
+        if size == 0:
+            self._initialise("created", None)
+            return
+        head = self._pread(SECTOR_SIZE, 0, "header")
+        if not head.startswith(MAGIC):
+            raise StorageError(
+                f"{self.path} exists and is not a microinterp SD image (no magic {MAGIC!r} at offset 0); "
+                "refusing to overwrite it: delete it or choose another path")
+        verdict = self._judge(head, size)
+        if verdict is not None:
+            self._initialise(*verdict)
+
+    def _judge(self, head: bytes, size: int) -> tuple[str, str] | None:
+        """None if the image is reused as it is (table loaded), else (action, reason) to re-initialise."""
+        if len(head) < SECTOR_SIZE:
+            return "rebuilt", f"truncated: the file is {size} bytes, shorter than its header"
+        (version,) = struct.unpack_from("<I", head, len(MAGIC))
+        if version != FORMAT_VERSION:
+            return "reinitialised", f"format version {version}, this build writes {FORMAT_VERSION}"
+        (crc,) = struct.unpack_from("<I", head, _HEADER_CRC_AT)
+        if crc != zlib.crc32(head[:_HEADER_CRC_AT]):
+            return "rebuilt", "header checksum mismatch (torn or corrupted header)"
+        (_, _, sector, state, _, algo, *rest) = _HEADER.unpack_from(head)
+        geometry, (w_bytes, a_bytes, entries, used), table_digest, fp_len, fp = \
+            rest[:6], rest[6:10], rest[10], rest[11], rest[12]
+        algo = algo.rstrip(b"\0").decode(errors="replace")
+        fingerprint = fp[:fp_len].decode(errors="replace")
+        if sector != SECTOR_SIZE:
+            return "reinitialised", f"sector size {sector}, this build uses {SECTOR_SIZE}"
+        if state != _READY:
+            return "rebuilt", (f"left half-written (state {_STATE_NAMES.get(state, state)!r}: "
+                               "the weights were never committed)")
+        stored = Geometry(*geometry)
+        if stored != Geometry.for_sizes(w_bytes, a_bytes, entries) or used > entries:
+            return "rebuilt", "inconsistent geometry in the header"
+        if fingerprint != self.fingerprint:
+            return "reinitialised", f"made for another model (fingerprint {fingerprint!r}, not {self.fingerprint!r})"
+        if algo != self.checksum.name:
+            return "reinitialised", f"checksum {algo!r}, {self.checksum.name!r} requested"
+        if (w_bytes, entries) != (self.weights_bytes, self.table_entries):
+            return "reinitialised", (f"geometry differs (weights {w_bytes} bytes / {entries} table entries, "
+                                     f"requested {self.weights_bytes} / {self.table_entries})")
+        if size < stored.total_bytes:
+            return "rebuilt", f"truncated: the file is {size} bytes, its geometry needs {stored.total_bytes}"
+        table_start, _ = stored.area("table")
+        table = self._pread(used * TABLE_ENTRY_SIZE, table_start, "table", whole_sectors=True)
+        if self._digest(table) != table_digest[:self.checksum.digest_size]:
+            return "rebuilt", "checksum table corrupted"
+        weights = {}
+        for key, offset, length, digest in _ENTRY.iter_unpack(table):
+            if offset % SECTOR_SIZE or offset + length > self.geometry.area("weights")[1]:
+                return "rebuilt", "checksum table entry outside the weights area"
+            weights[key] = _Entry(offset, length, digest[:self.checksum.digest_size])
+        self._entries["weights"] = weights
+        self._table_digest = table_digest
+        self._weights_ready = True
+        self.action = "reused"
+        if a_bytes != self.activation_bytes:
+            self.reason = f"activations area resized from {a_bytes} to {self.activation_bytes} bytes"
+            if self.geometry.total_bytes > size:
+                self._truncate(self.geometry.total_bytes)
+            self._write_header(_READY, self._table_digest)
+            if self.geometry.total_bytes < size:
+                self._truncate(self.geometry.total_bytes)
+        return None
+
+    def _initialise(self, action: str, reason: str | None) -> None:
+        """Header 'building' (durable) first, then drop every old byte and size the file (sparse)."""
+        self.action, self.reason = action, reason
+        self._entries = {a: {} for a in DATA_AREAS}
+        self._weights_ready = False
+        self._table_digest = b""
+        self._write_header(_BUILDING)
+        self._truncate(SECTOR_SIZE)
+        self._truncate(self.geometry.total_bytes)
+
+    def _write_header(self, state: int, table_digest: bytes = b"") -> None:
+        fp = self.fingerprint.encode()
+        head = bytearray(SECTOR_SIZE)
+        _HEADER.pack_into(head, 0, MAGIC, FORMAT_VERSION, SECTOR_SIZE, state, 0, self.checksum.name.encode(),
+                          *self.geometry.as_tuple(), self.weights_bytes, self.activation_bytes,
+                          self.table_entries, len(self._entries["weights"]) if state == _READY else 0,
+                          table_digest, len(fp), fp)
+        struct.pack_into("<I", head, _HEADER_CRC_AT, zlib.crc32(head[:_HEADER_CRC_AT]))
+        self._pwritev([memoryview(head)], 0, "header", SECTOR_SIZE)
+        os.fsync(self._fd)
+
+    def _truncate(self, nbytes: int) -> None:
+        os.ftruncate(self._fd, nbytes)
+        os.fsync(self._fd)
+
+    def commit_weights(self) -> None:
+        """Persist the weights' checksum table, then mark the image ready (each step fsync'ed); seals weights."""
+        self._check_open()
+        if self._weights_ready:
+            return
+        table = b"".join(_ENTRY.pack(k, e.offset, e.length, e.digest) for k, e in self._entries["weights"].items())
+        if table:
+            self._pwritev([memoryview(table), memoryview(self._zeros)[:(-len(table)) % SECTOR_SIZE]],
+                          self.geometry.area("table")[0], "table", len(table))
+        os.fsync(self._fd)
+        self._table_digest = self._digest(table)
+        self._write_header(_READY, self._table_digest)
+        self._weights_ready = True
+
+    # ------------------------------------------------------------------ tile IO
+    @property
+    def weights_ready(self) -> bool:
+        """True when the weights area holds committed weights for this model (reused or just committed)."""
+        return self._weights_ready
+
+    def area_offset(self, area: str) -> int:
+        """Absolute byte offset of an area in the file."""
+        return self._area(area)[0]
+
+    def area_size(self, area: str) -> int:
+        """Size in bytes of an area (the requested size rounded up to whole sectors)."""
+        return self._area(area)[1]
+
+    def write(self, area: str, offset: int, data: Any, *, key: Hashable) -> None:
+        """Write one tile (bytes-like or numpy array) at ``offset`` in ``area`` and record its checksum."""
+        self._check_open()
+        start, size = self._area(area, data=True)
+        if area == "weights" and self._weights_ready:
+            raise StorageError("the weights area is sealed (weights committed); open the image for a new model "
+                               "to rewrite it")
+        view = _byte_view(data)
+        nbytes = view.nbytes
+        self._check_range(area, offset, nbytes, size)
+        digest_key = _key_digest(key)
+        entries = self._entries[area]
+        if area == "weights" and digest_key not in entries and len(entries) >= self.table_entries:
+            raise StorageError(f"checksum table full ({self.table_entries} entries) writing {_describe(key)[2]}")
+        entries.pop(digest_key, None)    # a failed write must not leave the old checksum behind
+        digest = self._digest(view)
+        self._pwritev([view, memoryview(self._zeros)[:(-nbytes) % SECTOR_SIZE]], start + offset, area, nbytes)
+        entries[digest_key] = _Entry(offset, nbytes, digest)
+
+    def read(self, area: str, offset: int, nbytes: int, *, key: Hashable,
+             out: np.ndarray | None = None) -> np.ndarray:
+        """Read the tile ``key`` (``nbytes`` at ``offset``) into ``out`` (or a new uint8 array) and verify it.
+
+        Raises IntegrityError, naming tensor, tile and absolute SD byte offset, when the tile was never written
+        (at this offset and length) or its checksum does not match.
+        """
+        self._check_open()
+        start, size = self._area(area, data=True)
+        self._check_range(area, offset, nbytes, size)
+        entry = self._entries[area].get(_key_digest(key))
+        if entry is None or (entry.offset, entry.length) != (offset, nbytes):
+            written = "never written" if entry is None else (
+                f"written at offset {entry.offset} with {entry.length} bytes, not {offset} / {nbytes}")
+            raise self._integrity_error(key, area, offset, nbytes, written)
+        if out is None:
+            out = np.empty(nbytes, dtype=np.uint8)
+        view = _byte_view(out, writable=True)
+        if view.nbytes != nbytes:
+            raise StorageError(f"the `out` buffer has {view.nbytes} bytes, the tile {nbytes}")
+        self._preadv([view, memoryview(self._pad)[:(-nbytes) % SECTOR_SIZE]], start + offset, area, nbytes)
+        digest = self._digest(view)
+        if digest != entry.digest:
+            raise self._integrity_error(key, area, offset, nbytes,
+                                        f"checksum mismatch ({self.checksum.name} stored {entry.digest.hex()}, "
+                                        f"read {digest.hex()})")
+        return out
+
+    def _integrity_error(self, key: Any, area: str, offset: int, nbytes: int, what: str) -> IntegrityError:
+        tensor, tile, text = _describe(key)
+        sd_offset = self._area(area)[0] + offset
+        err = IntegrityError(f"{text}: {what} at SD offset {sd_offset} ({area} area + {offset}, {nbytes} bytes) "
+                             f"in {self.path}")
+        err.key, err.tensor, err.tile, err.area, err.sd_offset = key, tensor, tile, area, sd_offset
+        return err
+
+    # ------------------------------------------------------------------ counters
+    def stats(self) -> SdStats:
+        """Counters since open (or the last reset_stats): commands and bytes per area, hashing bytes and time."""
+        areas = {a: AreaStats(*c) for a, c in self._counters.items()}
+        return SdStats(MappingProxyType(areas), self._hash_bytes, self._hash_seconds)
+
+    def reset_stats(self) -> None:
+        self._counters = {a: [0] * 6 for a in AREAS}
+        self._hash_bytes = 0
+        self._hash_seconds = 0.0
+
+    # ------------------------------------------------------------------ closing
+    def close(self) -> None:
+        """Close the file (releases the lock). Uncommitted weights stay 'building' and are rebuilt next time."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+    def __enter__(self) -> SdImage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"SdImage({self.path!r}, {self.action}, weights_ready={self._weights_ready}, "
+                f"weights={self.weights_bytes}, activations={self.activation_bytes}, checksum={self.checksum.name})")
+
+    # ------------------------------------------------------------------ private helpers
+    def _check_open(self) -> None:
+        if self._fd is None:
+            raise StorageError(f"SD image {self.path} is closed")
+
+    def _area(self, area: str, data: bool = False) -> tuple[int, int]:
+        if area not in (DATA_AREAS if data else AREAS):
+            raise StorageError(f"unknown area {area!r}; use one of {', '.join(DATA_AREAS if data else AREAS)}")
+        return self.geometry.area(area)
+
+    @staticmethod
+    def _check_range(area: str, offset: int, nbytes: int, size: int) -> None:
+        if offset < 0 or offset % SECTOR_SIZE:
+            raise StorageError(f"offset {offset} in the {area} area is not a multiple of {SECTOR_SIZE} (sectors)")
+        if nbytes < 0 or offset + _sectors(nbytes) * SECTOR_SIZE > size:
+            raise StorageError(f"{nbytes} bytes at offset {offset} do not fit the {area} area ({size} bytes)")
+
+    def _digest(self, buffer: Any) -> bytes:
+        t0 = time.perf_counter()
+        digest = self.checksum(buffer)
+        self._hash_seconds += time.perf_counter() - t0
+        self._hash_bytes += memoryview(buffer).nbytes
+        return digest
+
+    def _count(self, area: str, write: bool, physical: int, payload: int) -> None:
+        c = self._counters[area]
+        i = 1 if write else 0
+        c[i] += 1
+        c[2 + i] += physical
+        c[4 + i] += payload
+
+    def _pread(self, nbytes: int, pos: int, area: str, whole_sectors: bool = False) -> bytes:
+        """A small read (header, table); returns what the file has (maybe short) trimmed to nbytes."""
+        physical = _sectors(nbytes) * SECTOR_SIZE if whole_sectors else nbytes
+        if not physical:
+            return b""
+        data = os.pread(self._fd, physical, pos)
+        self._count(area, False, physical, nbytes)
+        return data[:nbytes]
+
+    def _preadv(self, views: list[memoryview], pos: int, area: str, payload: int) -> None:
+        total = self._io(os.preadv, views, pos, "read")
+        self._count(area, False, total, payload)
+
+    def _pwritev(self, views: list[memoryview], pos: int, area: str, payload: int) -> None:
+        total = self._io(os.pwritev, views, pos, "write")
+        self._count(area, True, total, payload)
+
+    def _io(self, call: Any, views: list[memoryview], pos: int, verb: str) -> int:
+        """Vectored IO to completion (short transfers are resumed); returns the byte count."""
+        views = [v for v in views if v.nbytes]
+        total, done = sum(v.nbytes for v in views), 0
+        while views:
+            try:
+                n = call(self._fd, views, pos + done)
+            except OSError as e:
+                raise StorageError(f"cannot {verb} {total} bytes at SD offset {pos} of {self.path}: {e}") from e
+            if n == 0:
+                raise StorageError(f"short {verb} at SD offset {pos + done} of {self.path}: the file ends early")
+            done += n
+            while views and n >= views[0].nbytes:
+                n -= views[0].nbytes
+                views.pop(0)
+            if views and n:
+                views[0] = views[0][n:]
+        return total
