@@ -10,6 +10,7 @@ from . import conv, depthwise_conv
 from . import svdf, transpose_conv, unidirectional_sequence_lstm
 from . import mean, reduce_max, sum
 from . import hard_swish, logistic, softmax, tanh
+from . import pad, padv2, transpose
 
 REFERENCE_KERNELS: dict[str, object] = {
     "RESHAPE": reshape.KERNEL,
@@ -25,4 +26,7 @@ REFERENCE_KERNELS: dict[str, object] = {
     "LOGISTIC": logistic.KERNEL,
     "TANH": tanh.KERNEL,
     "HARD_SWISH": hard_swish.KERNEL,
+    "PAD": pad.KERNEL,
+    "PADV2": padv2.KERNEL,
+    "TRANSPOSE": transpose.KERNEL,
 }
