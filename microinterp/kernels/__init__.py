@@ -11,6 +11,7 @@ from . import svdf, transpose_conv, unidirectional_sequence_lstm
 from . import mean, reduce_max, sum
 from . import hard_swish, logistic, softmax, tanh
 from . import pad, padv2, transpose
+from . import concatenation, expand_dims, pack, shape, split, split_v, squeeze, unpack
 
 REFERENCE_KERNELS: dict[str, object] = {
     "RESHAPE": reshape.KERNEL,
@@ -29,4 +30,12 @@ REFERENCE_KERNELS: dict[str, object] = {
     "PAD": pad.KERNEL,
     "PADV2": padv2.KERNEL,
     "TRANSPOSE": transpose.KERNEL,
+    "SQUEEZE": squeeze.KERNEL,
+    "EXPAND_DIMS": expand_dims.KERNEL,
+    "SHAPE": shape.KERNEL,
+    "PACK": pack.KERNEL,
+    "UNPACK": unpack.KERNEL,
+    "SPLIT": split.KERNEL,
+    "SPLIT_V": split_v.KERNEL,
+    "CONCATENATION": concatenation.KERNEL,
 }

@@ -7,8 +7,9 @@ graph input); :func:`check` feeds random inputs and requires microinterp's outpu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pytest

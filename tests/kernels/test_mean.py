@@ -11,6 +11,7 @@ from hypothesis import given
 from microinterp import Interpreter
 from microinterp.kernels.mean import fold_mean_multiplier
 from microinterp.testing.tflm import tflm_arena_head
+
 from .shape_op_models import T, assert_refused, check, const, model, quant, reduce_cases
 
 

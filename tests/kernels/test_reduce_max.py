@@ -11,6 +11,7 @@ from hypothesis import given
 from microinterp import Interpreter
 from microinterp.kernels.reduce_max import float_max
 from microinterp.testing.tflm import compare_with_tflm, tflm_arena_head
+
 from .shape_op_models import T, assert_refused, check, const, model, quant, reduce_cases
 
 

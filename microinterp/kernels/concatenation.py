@@ -1,0 +1,82 @@
+"""CONCATENATION: join up to 10 tensors along an axis, without requantization.
+
+TFLM (``micro/kernels/concatenation.cc``): Prepare requires ``fused_activation_function == NONE``; input type in
+{float32, int8, int16, int32, int64, bool}, every input and the output of that same type; at most 10 inputs; rank <= 6
+(``RuntimeShape::kMaxSmallSize``); int8: every input must have *exactly* the output's scale (compared as double) and
+zero point (TFLM never rescales, unlike LiteRT); int16: every input and the output have zero point 0 (scales are not
+compared). ``axis < 0`` gets ``+= output rank``. Eval copies, for each outer index, each input's
+``dim[axis] * inner`` chunk in turn (reference ``Concatenation``). We also refuse shapes that do not concatenate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SUPPORTED = ("FLOAT32", "INT8", "INT16", "INT32", "INT64", "BOOL")
+MAX_INPUTS = 10
+MAX_DIMS = 6
+
+
+@dataclass(frozen=True)
+class ConcatenationData:
+    axis: int
+
+
+def _q(t) -> tuple[float, int]:
+    q = t.quantization
+    return (q.scale, q.zero_point) if q is not None else (0.0, 0)
+
+
+class Concatenation:
+    def prepare(self, ctx, op) -> ConcatenationData:
+        if len(op.inputs) < 1 or len(op.outputs) != 1:
+            raise ctx.fail(op, f"expected at least 1 input and 1 output, got {len(op.inputs)} and {len(op.outputs)}")
+        x0, y = ctx.require_input(op, 0), ctx.output(op, 0)
+        act = op.options.get("fused_activation_function", "NONE")
+        if act != "NONE":
+            raise ctx.fail(op, f"fused activation {act} not supported (must be NONE)")
+        if x0.type_name not in SUPPORTED:
+            raise ctx.fail(op, f"type {x0.type_name} not supported (TFLM supports {', '.join(SUPPORTED)})")
+        if y.type_name != x0.type_name:
+            raise ctx.fail(op, f"output type {y.type_name} differs from input type {x0.type_name}")
+        if len(op.inputs) > MAX_INPUTS:
+            raise ctx.fail(op, f"{len(op.inputs)} inputs; TFLM supports at most {MAX_INPUTS}")
+        out_scale, out_zp = _q(y)
+        for k in range(len(op.inputs)):
+            t = ctx.require_input(op, k)
+            if t.type_name != x0.type_name:
+                raise ctx.fail(op, f"input {k} type {t.type_name} differs from input 0 type {x0.type_name}")
+            if len(t.shape) > MAX_DIMS:
+                raise ctx.fail(op, f"input {k} has {len(t.shape)} dims; TFLM supports at most {MAX_DIMS}")
+            scale, zp = _q(t)
+            if t.type_name == "INT8" and (scale != out_scale or zp != out_zp):
+                raise ctx.fail(op, f"input {k} quantization (scale {scale}, zp {zp}) differs from the output's "
+                                   f"(scale {out_scale}, zp {out_zp}); TFLM's int8 CONCATENATION never rescales")
+            if t.type_name == "INT16" and zp != 0:
+                raise ctx.fail(op, f"input {k} zero point {zp} must be 0 for INT16")
+        if y.type_name == "INT16" and out_zp != 0:
+            raise ctx.fail(op, f"output zero point {out_zp} must be 0 for INT16")
+        rank = len(y.shape)
+        axis = int(op.options.get("axis", 0))
+        if axis < 0:
+            axis += rank
+        if not 0 <= axis < rank:
+            raise ctx.fail(op, f"axis {op.options.get('axis', 0)} out of range for output rank {rank}")
+        total = 0
+        for k in range(len(op.inputs)):
+            s = ctx.require_input(op, k).shape
+            if len(s) != rank or any(s[i] != y.shape[i] for i in range(rank) if i != axis):
+                raise ctx.fail(op, f"input {k} shape {s} does not concatenate into {y.shape} along axis {axis}")
+            total += s[axis]
+        if total != y.shape[axis]:
+            raise ctx.fail(op, f"inputs add up to {total} along axis {axis}, the output has {y.shape[axis]}")
+        return ConcatenationData(axis)
+
+    def invoke(self, ctx, op, data: ConcatenationData) -> None:
+        parts = [ctx.input(op, k) for k in range(len(op.inputs))]
+        np.concatenate(parts, axis=data.axis, out=ctx.output(op, 0))
+
+
+KERNEL = Concatenation()
