@@ -12,6 +12,7 @@ from . import mean, reduce_max, sum
 from . import hard_swish, logistic, softmax, tanh
 from . import pad, padv2, transpose
 from . import concatenation, expand_dims, pack, shape, split, split_v, squeeze, unpack
+from . import gather, slice, strided_slice
 
 REFERENCE_KERNELS: dict[str, object] = {
     "RESHAPE": reshape.KERNEL,
@@ -38,4 +39,7 @@ REFERENCE_KERNELS: dict[str, object] = {
     "SPLIT": split.KERNEL,
     "SPLIT_V": split_v.KERNEL,
     "CONCATENATION": concatenation.KERNEL,
+    "STRIDED_SLICE": strided_slice.KERNEL,
+    "SLICE": slice.KERNEL,
+    "GATHER": gather.KERNEL,
 }

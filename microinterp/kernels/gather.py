@@ -1,0 +1,78 @@
+"""GATHER: pick slices of ``input`` along ``axis`` at INT32 positions (float32 and int8), with ``batch_dims``.
+
+TFLM (``micro/kernels/gather.cc``): inputs ``(input, positions)``; Prepare requires INT32 positions and a float32 or
+int8 input (output takes the input type), ``axis`` (negative ``+= rank(input)``) in range, ``batch_dims`` (negative
+``+= rank(positions)``) with ``0 <= batch_dims <= axis``, ``batch_dims < rank(input)``, ``batch_dims <=
+rank(positions)`` and equal leading batch dims. It then rewrites the output dims to ``input[:axis] +
+positions[batch_dims:] + input[axis+1:]`` (we require the model's output shape to be exactly that). Eval, viewing the
+input as ``[batch, outer, axis_size, inner]`` and the positions as ``[batch, coords]``:
+``out[b, o, c, :] = in[b, o, pos[b, c], :]``; a position outside ``[0, axis_size)`` fails the invoke (``InputError``
+here). No requantization.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+
+SUPPORTED = ("FLOAT32", "INT8")
+
+
+@dataclass(frozen=True)
+class GatherData:
+    in_view: tuple[int, int, int, int]     # batch, outer, axis_size, inner
+    pos_view: tuple[int, int]              # batch, coords
+
+
+def _prod(dims) -> int:
+    return int(np.prod(dims, dtype=np.int64))
+
+
+class Gather:
+    def prepare(self, ctx, op) -> GatherData:
+        ctx.check_io_count(op, 2, 1)
+        x, pos, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)
+        if pos.type_name != "INT32":
+            raise ctx.fail(op, f"Positions of type '{pos.type_name}' are not supported by gather.")
+        if x.type_name not in SUPPORTED:
+            raise ctx.fail(op, f"Type '{x.type_name}' is not supported by gather.")
+        if y.type_name != x.type_name:
+            raise ctx.fail(op, f"output type {y.type_name} differs from input type {x.type_name}")
+        rank, prank = len(x.shape), len(pos.shape)
+        axis = int(op.options.get("axis", 0))
+        if axis < 0:
+            axis += rank
+        if not 0 <= axis < rank:
+            raise ctx.fail(op, f"axis {op.options.get('axis', 0)} out of range for input rank {rank}")
+        batch_dims = int(op.options.get("batch_dims", 0))
+        if batch_dims < 0:
+            batch_dims += prank
+        if not (batch_dims <= axis and 0 <= batch_dims < rank and batch_dims <= prank):
+            raise ctx.fail(op, f"batch_dims {op.options.get('batch_dims', 0)} invalid for axis {axis}, input rank "
+                               f"{rank} and positions rank {prank}")
+        if x.shape[:batch_dims] != pos.shape[:batch_dims]:
+            raise ctx.fail(op, f"batch dims differ: input {x.shape[:batch_dims]}, positions "
+                               f"{pos.shape[:batch_dims]}")
+        expected = x.shape[:axis] + pos.shape[batch_dims:] + x.shape[axis + 1:]
+        if y.shape != expected:
+            raise ctx.fail(op, f"output shape {y.shape} differs from the gathered shape {expected}")
+        batch = _prod(x.shape[:batch_dims])
+        return GatherData((batch, _prod(x.shape[batch_dims:axis]), x.shape[axis], _prod(x.shape[axis + 1:])),
+                          (batch, _prod(pos.shape[batch_dims:])))
+
+    def invoke(self, ctx, op, data: GatherData) -> None:
+        batch, outer, axis_size, _ = data.in_view
+        x = ctx.input(op, 0).reshape(data.in_view)
+        pos = ctx.input(op, 1).reshape(data.pos_view)
+        if pos.size and (pos.min() < 0 or pos.max() >= axis_size):
+            raise InputError(f"op {op.index} (GATHER): a position is outside [0, {axis_size}) "
+                             "(TFLM fails the invoke)")
+        b = np.arange(batch)[:, None, None]
+        o = np.arange(outer)[None, :, None]
+        ctx.output(op, 0).reshape(-1)[...] = x[b, o, pos[:, None, :]].reshape(-1)
+
+
+KERNEL = Gather()
