@@ -1,0 +1,187 @@
+"""UNIDIRECTIONAL_SEQUENCE_LSTM against the TFLM wheel: int8x8->16, 16x8->16 and float32, several invokes in a
+row without reset (hidden and cell states are variables), plus the zoo model trained_lstm_int8."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from microinterp import Interpreter
+from microinterp.errors import PrepareError
+from microinterp.testing.builder import ModelBuilder
+from microinterp.testing.single_op import random_tensor
+from microinterp.testing.tflm import TflmRunner, compare_with_tflm, tflm_arena_head
+
+from ..conftest import zoo_model
+
+
+def build(rng: np.random.Generator, *, kind: str = "INT8", batch: int = 1, steps: int = 3, n_in: int = 4,
+          n_state: int = 3, time_major: bool = False, cell_power: int = -12, cell_scale: float | None = None,
+          cell_clip: float = 0.0, zp_in: int = 0, zp_h: int = 0, w_zp: int = 0, w_factor: float = 1.0,
+          intermediates: bool = True, per_channel: bool = False, act: str = "TANH",
+          omit: tuple[int, ...] = (),
+          cell_type: str | None = None, variable_states: bool = True) -> tuple[bytes, tuple[int, ...]]:
+    """A one-op LSTM model laid out as the TF converter writes it (24 inputs, 5 intermediates for int8/int16).
+
+    Weights get scales that put the gate pre-activations around ±4 for typical inputs (``w_factor`` scales
+    that), biases around ±2, so sigmoid/tanh work in their interesting range instead of saturating.
+    """
+    b = ModelBuilder()
+    xshape = (steps, batch, n_in) if time_major else (batch, steps, n_in)
+    yshape = (*xshape[:2], n_state)
+    shapes = {k: (n_state, n_in) if k <= 4 else (n_state, n_state) for k in range(1, 9)}
+    inter = []
+    if kind == "FLOAT32":
+        x = b.add_tensor("input", xshape, "FLOAT32")
+        ws = [b.add_tensor(f"w{k}", shapes[k], "FLOAT32", data=rng.normal(size=shapes[k]) * w_factor)
+              for k in range(1, 9)]
+        bs = [b.add_tensor(f"b{k}", (n_state,), "FLOAT32", data=rng.normal(size=n_state))
+              for k in range(12, 16)]
+        h = b.add_tensor("hidden", (batch, n_state), "FLOAT32", is_variable=variable_states)
+        c = b.add_tensor("cell", (batch, n_state), cell_type or "FLOAT32", is_variable=variable_states)
+        y = b.add_tensor("output", yshape, "FLOAT32")
+    else:
+        qmax = 127 if kind == "INT8" else 32767
+        s_in = float(rng.uniform(0.004, 0.05) if kind == "INT8" else rng.uniform(3e-5, 3e-4))
+        s_h = float(rng.uniform(0.004, 0.02) if kind == "INT8" else rng.uniform(2e-5, 1e-4))
+        x = b.add_tensor("input", xshape, kind, scale=s_in, zero_point=zp_in)
+        ws, w_scales = [], []
+        for k in range(1, 9):
+            src = s_in if k <= 4 else s_h
+            s_w = 8.0 / (qmax * src * 127 * shapes[k][1] ** 0.5) * w_factor * float(rng.uniform(0.5, 2.0))
+            w_scales.append(s_w)
+            scale = s_w * rng.uniform(0.5, 2, n_state) if per_channel else s_w
+            ws.append(b.add_tensor(f"w{k}", shapes[k], "INT8", data=rng.integers(-127, 128, shapes[k]),
+                                   scale=scale, zero_point=w_zp))
+        bias_type = "INT32" if kind == "INT8" else "INT64"
+        bs = []
+        for k in range(12, 16):
+            bias_scale = s_in * w_scales[k - 12]
+            lim = int(2.0 / bias_scale)
+            bs.append(b.add_tensor(f"b{k}", (n_state,), bias_type, data=rng.integers(-lim, lim, n_state),
+                                   scale=bias_scale, zero_point=0))
+        h = b.add_tensor("hidden", (batch, n_state), kind, scale=s_h, zero_point=zp_h,
+                         is_variable=variable_states)
+        c = b.add_tensor("cell", (batch, n_state), cell_type or "INT16",
+                         scale=cell_scale if cell_scale is not None else 2.0 ** cell_power, zero_point=0,
+                         is_variable=variable_states)
+        y = b.add_tensor("output", yshape, kind, scale=s_h, zero_point=zp_h)
+        if intermediates:
+            for gate in ("input", "forget", "cell", "output"):
+                inter.append(b.add_tensor(f"input_to_{gate}_intermediate", (0,), "FLOAT32"))
+            inter.append(b.add_tensor("effective_hidden_scale_intermediate", (0,), kind, scale=s_h,
+                                      zero_point=0))
+    inputs = [x, *ws, -1, -1, -1, *bs, -1, -1, h, c, -1, -1, -1, -1]
+    for k in omit:
+        inputs[k] = -1
+    b.add_op("UNIDIRECTIONAL_SEQUENCE_LSTM", inputs, [y], intermediates=inter, fused_activation_function=act,
+             cell_clip=cell_clip, proj_clip=0.0, time_major=time_major)
+    b.inputs, b.outputs = [x], [y]
+    return b.build(), xshape
+
+
+def assert_sequence_matches(model, inputs: list[np.ndarray]) -> None:
+    """Invoke microinterp and the wheel on each input in turn, without reset; every invoke must match."""
+    mi = Interpreter(model, preserve_all_tensors=True)
+    ref = TflmRunner(model)
+    for step, x in enumerate(inputs):
+        result = compare_with_tflm(model, [x], interpreter=mi, tflm=ref)
+        assert result.ok, f"invoke {step}: {result}"
+
+
+@st.composite
+def cases(draw):
+    kind = draw(st.sampled_from(["INT8", "INT16", "FLOAT32"]))
+    quant = kind != "FLOAT32"
+    zps = [-128, 0, 127, 11] if kind == "INT8" else [0, -3000, 2500]
+    return {
+        "kind": kind, "batch": draw(st.integers(1, 3)), "steps": draw(st.integers(1, 5)),
+        "n_in": draw(st.integers(1, 6)), "n_state": draw(st.integers(1, 6)),
+        "time_major": draw(st.booleans()),
+        "cell_power": draw(st.integers(-15, -9)),
+        "cell_scale": draw(st.sampled_from([None, None, 3e-4])) if quant else None,
+        "cell_clip": draw(st.sampled_from([0.0, 0.0, 0.5, 3.0])),
+        "zp_in": draw(st.sampled_from(zps)) if quant else 0,
+        "zp_h": draw(st.sampled_from(zps)) if quant else 0,
+        "w_factor": draw(st.sampled_from([0.2, 1.0, 4.0])), "intermediates": draw(st.booleans()),
+    }, draw(st.integers(0, 2**32 - 1))
+
+
+@given(cases())
+@example(({"kind": "INT16", "zp_in": 0, "zp_h": 3000, "steps": 1}, 0))    # 16x8 FC subtracts the input zp
+@example(({"kind": "INT8", "w_zp": 5, "batch": 2, "steps": 4}, 0))        # weight zero points are applied
+@example(({"kind": "INT8", "act": "RELU", "batch": 2}, 0))               # non-TANH cell gate stays raw
+@example(({"kind": "FLOAT32", "act": "NONE"}, 0))
+def test_matches_tflm_over_several_invokes(case):
+    params, seed = case
+    rng = np.random.default_rng(seed)
+    model, in_shape = build(rng, **params)
+    kind = params.get("kind", "INT8")
+    assert_sequence_matches(model, [random_tensor(rng, in_shape, kind) for _ in range(3)])
+
+
+@pytest.mark.parametrize("kind", ["INT8", "INT16", "FLOAT32"])
+def test_scratch_buffers_give_tflm_arena_head(kind):
+    model, _ = build(np.random.default_rng(1), kind=kind, batch=3, steps=2, n_in=5, n_state=7)
+    assert Interpreter(model).head_bytes == tflm_arena_head(model)
+
+
+def test_zoo_trained_lstm_matches_tflm_and_keeps_state():
+    path = zoo_model("trained_lstm_int8.tflite")
+    rng = np.random.default_rng(0)
+    # Two invokes without reset in each of two fresh interpreter pairs, plus a longer run.
+    assert_sequence_matches(path, [rng.integers(-128, 128, (1, 28, 28)).astype(np.int8) for _ in range(2)])
+    assert_sequence_matches(path, [rng.integers(-128, 128, (1, 28, 28)).astype(np.int8) for _ in range(8)])
+
+
+def test_zoo_trained_lstm_arena_head():
+    path = zoo_model("trained_lstm_int8.tflite")
+    head = Interpreter(path).head_bytes
+    assert head == tflm_arena_head(path) == 1536
+
+
+def test_reset_restores_both_states():
+    rng = np.random.default_rng(2)
+    model, in_shape = build(rng, zp_h=-20, batch=2, steps=3)
+    xs = [random_tensor(rng, in_shape) for _ in range(3)]
+    mi = Interpreter(model)
+    first = []
+    for x in xs:
+        mi.set_input(x)
+        mi.invoke()
+        first.append(mi.get_output())
+    mi.reset()
+    for x, want in zip(xs, first):
+        mi.set_input(x)
+        mi.invoke()
+        np.testing.assert_array_equal(mi.get_output(), want)
+
+
+def _wheel_refuses(model: bytes) -> bool:
+    try:
+        TflmRunner(model)
+    except RuntimeError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("params,match", [
+    ({"omit": (1, 5)}, "weight tensors are required"),                  # CIFG
+    ({"variable_states": False}, "variable"),
+    ({"cell_type": "INT8"}, "cell state type"),
+    ({"kind": "INT16", "cell_type": "INT8"}, "cell state type"),
+])
+def test_invalid_models_are_refused_like_tflm(params, match):
+    model, _ = build(np.random.default_rng(3), **params)
+    with pytest.raises(PrepareError, match=match):
+        Interpreter(model)
+    assert _wheel_refuses(model)
+
+
+def test_per_channel_weights_are_refused():
+    # TFLM's gate FCs keep only a per-tensor multiplier; the wheel runs but computes garbage.
+    model, _ = build(np.random.default_rng(4), per_channel=True)
+    with pytest.raises(PrepareError, match="per-channel"):
+        Interpreter(model)
