@@ -75,3 +75,13 @@ def test_refusals():
                    match="out of range")
     assert_refused(model("MEAN", [x8, const([1])], T((3,), "INT8", **quant("INT8"))), tflm=None,
                    match="elements")
+
+
+def test_int32_sum_wraps_like_tflm():
+    """70000 int16 extremes overflow TFLM's int32 accumulator: the wrapped sum is what gets requantized."""
+    data = model("MEAN", [T((2, 70000), "INT16", scale=0.001, zp=0), const([1])], T((2,), "INT16", scale=0.002, zp=0),
+                 keep_dims=False)
+    x = np.full((2, 70000), 32767, np.int16)
+    x[1] = -32768
+    out = check(data, np.random.default_rng(15), overrides={0: x})[0]
+    assert out.tolist() == [-14295, 14294]      # not [16384, -16384]: the sums wrapped around 2^32
