@@ -15,8 +15,10 @@ module re-implements the glibc algorithms with vectorized NumPy, operation for o
 * ``expm1f`` and ``tanhf`` (glibc <= 2.40, fdlibm ``s_expm1f.c``/``s_tanhf.c``): float32 arithmetic throughout;
   transcribed branch by branch, every branch evaluated on the whole array and selected with ``np.where``.
 
-Inputs are float32 arrays (or scalars); outputs are float32 arrays. Checked exhaustively against the C library in
-``tests/test_libm.py`` (skipped where that library is not glibc).
+Inputs are float32 arrays (or scalars); outputs are float32 arrays. Verified against glibc 2.36 on every 211th
+float32 bit pattern (20 M inputs per function, 0 mismatches, FMA and plain expf) and, in ``tests/test_libm.py``,
+on 200 k sampled inputs per function (skipped where the C library is not a glibc with these algorithms: later glibc
+releases replace some of them by correctly rounded CORE-MATH versions).
 """
 
 from __future__ import annotations

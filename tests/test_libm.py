@@ -1,7 +1,8 @@
 """microinterp.libm against the C library it reproduces (glibc expf / expm1f / tanhf), via ctypes.
 
 Skipped where the C library is not glibc or is a glibc whose float functions are not the fdlibm/optimized-routines
-ones emulated here (glibc >= 2.41 ships correctly rounded CORE-MATH versions of some of them).
+ones emulated here (glibc >= 2.41 may ship correctly rounded CORE-MATH versions of some of them; the gate is
+conservative).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ betas = st.one_of(st.just(1.0), st.floats(0.05, 4.0).map(lambda b: float(np.floa
 @example(shape=(1, 2), out_type="INT8", s_in=0.012518751434981823, zp=-1, beta=1.0, seed=0)  # person_detect
 @example(shape=(3, 300), out_type="INT8", s_in=0.001, zp=0, beta=0.05, seed=1)  # big rows, tiny multiplier
 @example(shape=(2, 7), out_type="INT16", s_in=10.0, zp=127, beta=4.0, seed=2)  # multiplier capped at 2^31 - 1
+@example(shape=(1, 1001), out_type="INT8", s_in=0.2, zp=-20, beta=1.0, seed=3)  # 1001 classes
 def test_int8(shape, out_type, s_in, zp, beta, seed):
     model = unary_model(OP, shape, "INT8", out_type, (s_in, zp), OUT_Q[out_type], beta=beta)
     run_case(model, shape, "INT8", seed, include_all_values=True)
