@@ -1,15 +1,26 @@
 """TFLM's GreedyMemoryPlanner (``memory_planner/greedy_memory_planner.cc``), as a pure function.
 
-The algorithm, in TFLM's own terms:
+Input: one :class:`BufferRequest` per buffer — a size (already rounded up to 16 bytes by
+:func:`~microinterp.planner.lifetimes.buffer_requests`), an inclusive lifetime ``[first, last]`` in allocation
+scopes, and an offline offset (-1 = plan it online). Output: one offset per request. The algorithm, in TFLM's terms:
 
-* Offline-planned buffers keep their given offsets and come first, in ascending id order (not sorted).
-* Online buffers are listed in *descending* id order, then stable-sorted by size, largest first (a bubble sort that
-  swaps only on strictly smaller), so among equal sizes the higher id is placed first.
-* The first buffer in that order goes to its offline offset or 0. Every next online buffer walks the already placed
-  buffers in offset order, looking only at those whose lifetime overlaps its own (inclusive intervals), and takes the
-  first gap large enough, starting at 0: first fit, lowest offset.
-* The result is not optimal (it is a greedy heuristic: big buffers first, no backtracking), but it is TFLM's, and
-  reproducing it is what makes microinterp's arena arithmetic identical to a device's::
+1. **Order.** Offline-planned buffers come first, in ascending id order (never sorted). The online buffers are
+   listed in *descending* id order and then sorted by size, largest first, with a stable sort (TFLM's bubble sort
+   swaps only on strictly smaller), so among equal sizes the *higher id is placed first*.
+2. **First buffer.** The first buffer of that order goes to its offline offset, or to 0.
+3. **Every next buffer.** An offline buffer takes its offline offset, unchecked (an offline plan may overlap itself).
+   An online buffer walks the already placed buffers in offset order, looking only at those whose lifetime overlaps
+   its own (``not (a.first > b.last or b.first > a.last)``: inclusive, so ``[0, 1]`` and ``[1, 2]`` overlap), with
+   a candidate offset starting at 0: if the gap from the candidate to the next such buffer's offset is at least its
+   size it takes the candidate (*first fit*: the lowest gap that fits, not the tightest), otherwise the candidate
+   moves to ``max(candidate, that buffer's end)``; after the last one it goes at the candidate.
+4. **Bookkeeping.** Placed buffers are kept in a list sorted by offset: a new one becomes the head only if its
+   offset is strictly smaller than the head's; otherwise it goes after every entry whose offset is <= its own.
+
+Consequences worth knowing: buffers whose lifetimes are disjoint share addresses; a zero-size buffer lands at the
+lowest candidate and pushes nothing; a tensor nothing uses has lifetime ``[-1, -1]`` and overlaps only other such
+tensors. The plan is not optimal — a greedy heuristic, biggest first, no backtracking — but it is TFLM's, and
+reproducing it is what makes microinterp's arena arithmetic identical to a device's::
 
       offset ▲        ┌──────┐
              │ ┌─────┐│  B2  │┌────┐          first fit among buffers alive at the same time;
@@ -18,7 +29,7 @@ The algorithm, in TFLM's own terms:
              │         │    B1    │
              └─────────┴──────────┴──────▶ op order (time)
 
-The head size is ``max(offset + size)``.
+The head size (TFLM's "Arena allocation head") is ``max(offset + size)``, see :func:`plan_size`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,22 @@
-"""Buffer lifetimes, following TFLM's ``micro_allocation_info.cc`` exactly.
+"""Buffer lifetimes, following TFLM's ``micro_allocation_info.cc`` as the pinned wheel implements it.
 
 One :class:`AllocationInfo` per tensor of every subgraph (subgraph 0's tensors first, then 1's, ...), then one per
 scratch-buffer request in request order. A global counter ``scope`` walks the ops:
 
 * subgraph inputs: ``first_created = scope`` (if unset), ``last_used = scope``;
 * per op: ``scope += 1``; outputs get ``first_created`` (if unset); ``start = scope``; for IF/WHILE/CALL_ONCE each
-  referenced subgraph in TFLM's order gets ``scope += 1`` and is marked recursively; then inputs (skipping -1) and
-  outputs get ``last_used = scope``; the op's scratch requests get ``[start, scope]``;
-* subgraph outputs: ``first_created = scope`` (if unset), ``last_used = scope``.
+  referenced subgraph in TFLM's order (then, else / cond, body / init) gets ``scope += 1`` and is marked
+  recursively; then inputs (skipping -1) and outputs get ``last_used = scope``; the op's scratch requests get
+  ``[start, scope]``, so a control-flow op's scratch spans its subgraphs;
+* subgraph outputs: ``first_created = scope`` (if unset), ``last_used = scope`` — a graph output that no op produces
+  is therefore born at the end; a tensor nothing touches keeps ``[-1, -1]`` and is still planned.
 
 Only subgraph 0 is marked directly. A tensor needs allocating iff it has no constant data, is not a variable (unless
-an offline offset places it) and has a non-zero size. Sizes handed to the planner are rounded up to 16 bytes.
+an offline offset places it: then the planner, not the tail, holds it) and has a non-zero size. Offline offsets are
+indexed by the tensor's position among all subgraphs' tensors. Sizes handed to the planner are rounded up to 16 bytes.
+
+Some published TFLM sources overwrite ``first_created`` on every creation and mark subgraph outputs at the start of
+a subgraph; the wheel does neither (random graphs in ``tests/planner`` agree with its arena head), and the wheel wins.
 """
 
 from __future__ import annotations
