@@ -32,6 +32,7 @@ bounds) are refused too.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 
 from ..quant import activation_range, mbqm_int64, quantize_multiplier
@@ -94,14 +95,29 @@ def populate_quantization(ctx, op, x, w, y, channels: int, activation: str) -> t
         if not 0 <= wq.axis < len(w.shape) or w.shape[wq.axis] != channels:
             raise ctx.fail(op, f"filter quantized_dimension {wq.axis} does not hold the {channels} output channels")
     s_in, s_out = float(x.quantization.scale), float(y.quantization.scale)
+    if not s_out > 0 or not np.isfinite(s_out):   # TFLM would derive multipliers from inf/NaN (undefined casts)
+        raise ctx.fail(op, f"output scale must be positive and finite, got {s_out}")
     scales = wq.scales if wq.per_channel else np.repeat(wq.scales[:1], channels)
     pairs = [quantize_multiplier(s_in * float(s) / s_out) for s in scales]
     mult = ctx.persistent(np.array([p[0] for p in pairs], dtype=np.int32))
     shift = ctx.persistent(np.array([p[1] for p in pairs], dtype=np.int32))
     if y.type_name not in ("INT8", "INT16"):
         raise ctx.fail(op, f"output type {y.type_name} has no quantized activation range")
+    _check_activation_quantizable(ctx, op, activation, s_out)
     act_min, act_max = activation_range(activation, s_out, y.quantization.zero_point, y.type_name)
     return mult, shift, act_min, act_max
+
+
+def _check_activation_quantizable(ctx, op, activation: str, scale: float) -> None:
+    """CalculateActivationRangeQuantized fails when ``roundf(f / scale)`` (float32) leaves the int32 range for a
+    bound f of the fused activation (e.g. RELU6 with a tiny output scale)."""
+    bounds = {"RELU": (0.0,), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}.get(activation, ())
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for f in bounds:
+            q = np.round(np.float32(f) / np.float32(scale))     # ties differ from roundf only at .5: irrelevant here
+            if not (np.float32(-2.0**31) <= q <= np.float32(2.0**31)):
+                raise ctx.fail(op, f"no_integer_overflow_from_quantization: {activation} bound {f} / output scale "
+                                   f"{scale} does not fit int32")
 
 
 def float_activation_range(activation: str) -> tuple[float, float]:

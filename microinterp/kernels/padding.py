@@ -133,8 +133,8 @@ def input_rows_for(y0: int, y1: int, stride: int, dilation: int, filter_size: in
 
 def windows(x: np.ndarray, *, y0: int, out_h: int, out_w: int, filter_h: int, filter_w: int, stride_h: int,
             stride_w: int, dilation_h: int, dilation_w: int, pad_h: int, pad_w: int, in_h: int | None = None,
-            x_row0: int = 0, offset: int | float = 0, fill: int | float = 0, dtype: Any = None) -> np.ndarray:
-    """All filter windows of output rows ``[y0, y0 + out_h)`` as one read-only 6-D view ``(N, out_h, out_w, fh, fw, C)``.
+            x_row0: int = 0, offset: float = 0, fill: float = 0, dtype: Any = None) -> np.ndarray:
+    """All filter windows of output rows ``[y0, y0 + out_h)``: a read-only view ``(N, out_h, out_w, fh, fw, C)``.
 
     Element ``[n, oy, ox, ky, kx, c]`` is ``x[n, iy, ix, c] + offset`` with ``iy = (y0 + oy) * stride_h - pad_h +
     ky * dilation_h`` and ``ix = ox * stride_w - pad_w + kx * dilation_w``, or ``fill`` where ``(iy, ix)`` lies

@@ -54,12 +54,14 @@ def build(rng: np.random.Generator, *, op: str = "CONV_2D", kind: str = "INT8", 
         bias_t = (b.add_tensor("bias", (c_out,), "FLOAT32", data=rng.uniform(-2, 2, c_out).astype(np.float32))
                   if bias else None)
     else:
-        s_in = float(rng.uniform(0.005, 0.1))
-        s_w = rng.uniform(0.002, 0.05, c_out) if per_channel else np.array([rng.uniform(0.002, 0.05)])
+        # Scales chosen so that outputs spread over the range (std ~ target quanta) without saturating, and so that
+        # the fused activations clip somewhere inside it: s_out first, s_in from the accumulator's expected spread.
+        s_w = rng.uniform(0.005, 0.02, c_out) if per_channel else np.array([rng.uniform(0.005, 0.02)])
         taps = kh * kw * (1 if depthwise else c_in // groups)
-        wmax = 8 if wtype == "INT4" else 128
-        spread = wmax * taps ** 0.5 * (128 if kind == "INT8" else 16384)
-        s_out = float(s_in * s_w.mean() * spread / (128 if kind == "INT8" else 32768) * out_scale_factor)
+        acc_std = taps ** 0.5 * (4.6 if wtype == "INT4" else 73) * (100 if kind == "INT8" else 18900)
+        target = 40 if kind == "INT8" else 8000
+        s_out = float(rng.uniform(0.01, 0.1) if kind == "INT8" else rng.uniform(1e-4, 1e-3))
+        s_in = float(target * s_out / (s_w.mean() * acc_std) / out_scale_factor)
         x = b.add_tensor("x", (n, h, w, c_in), kind, scale=s_in, zero_point=zp_in)
         y = b.add_tensor("y", (n, *out_hw, c_out), kind, scale=s_out, zero_point=zp_out)
         if wtype == "INT4":
@@ -71,7 +73,7 @@ def build(rng: np.random.Generator, *, op: str = "CONV_2D", kind: str = "INT8", 
         bias_t = None
         if bias:
             btype = {"INT8": "INT32", "INT16": "INT64"}[kind] if bias == "auto" else bias
-            lim = bias_lim or {"INT32": 1 << 16, "INT64": 1 << 24}[btype]
+            lim = bias_lim or int(acc_std) + 1
             bias_t = b.add_tensor("bias", (c_out,), btype, data=rng.integers(-lim, lim, c_out),
                                   scale=s_in * np.broadcast_to(s_w, (c_out,)), zero_point=0)
     if depthwise:
@@ -93,20 +95,20 @@ def run_case(params: dict, seed: int) -> None:
 def cases(draw, op: str = "CONV_2D"):
     kind = draw(st.sampled_from(["INT8", "INT8", "INT16", "FLOAT32"]))
     wtype = draw(st.sampled_from(["INT8", "INT4"])) if kind == "INT8" else None
-    zp = [-128, 127, 0, -3]
+    zp = [-128, 127, 0, -3, 17, -90]
     bias_choices = {"INT8": ["auto", "auto", None], "INT16": ["auto", "INT32", None], "FLOAT32": ["auto", None]}
-    params = dict(
-        op=op, kind=kind, wtype=wtype, n=draw(st.integers(1, 2)), h=draw(st.integers(1, 9)),
-        w=draw(st.integers(1, 9)), kh=draw(st.integers(1, 4)), kw=draw(st.integers(1, 4)),
-        stride=(draw(st.integers(1, 3)), draw(st.integers(1, 3))),
-        dilation=(draw(st.integers(1, 3)), draw(st.integers(1, 3))),
-        padding=draw(st.sampled_from(["SAME", "VALID"])), act=draw(st.sampled_from(ACTS)),
-        per_channel=draw(st.booleans()), bias=draw(st.sampled_from(bias_choices[kind])),
-        zp_in=draw(st.sampled_from(zp)) if kind == "INT8" else 0,
-        zp_out=draw(st.sampled_from(zp)) if kind == "INT8" else 0,
-        out_delta=(draw(st.sampled_from([0, 0, 0, -1, 1])), draw(st.sampled_from([0, 0, 0, -1, 1]))),
-        out_scale_factor=draw(st.sampled_from([1.0, 1.0, 0.05, 8.0, 1e-4])),
-    )
+    params = {
+        "op": op, "kind": kind, "wtype": wtype, "n": draw(st.integers(1, 2)), "h": draw(st.integers(1, 9)),
+        "w": draw(st.integers(1, 9)), "kh": draw(st.integers(1, 4)), "kw": draw(st.integers(1, 4)),
+        "stride": (draw(st.integers(1, 3)), draw(st.integers(1, 3))),
+        "dilation": (draw(st.integers(1, 3)), draw(st.integers(1, 3))),
+        "padding": draw(st.sampled_from(["SAME", "VALID"])), "act": draw(st.sampled_from(ACTS)),
+        "per_channel": draw(st.booleans()), "bias": draw(st.sampled_from(bias_choices[kind])),
+        "zp_in": draw(st.sampled_from(zp)) if kind == "INT8" else 0,
+        "zp_out": draw(st.sampled_from(zp)) if kind == "INT8" else 0,
+        "out_delta": (draw(st.sampled_from([0, 0, 0, -1, 1])), draw(st.sampled_from([0, 0, 0, -1, 1]))),
+        "out_scale_factor": draw(st.sampled_from([1.0, 1.0, 1.0, 0.3, 3.0, 1.0, 1.0, 1e-4])),
+    }
     if op == "CONV_2D":
         groups = draw(st.sampled_from([1, 1, 1, 2, 3]))
         params.update(groups=groups, c_in=groups * draw(st.integers(1, 5)), c_out=groups * draw(st.integers(1, 3)))
@@ -116,7 +118,7 @@ def cases(draw, op: str = "CONV_2D"):
         params.update(c_in=draw(st.integers(1, 6)), mult=draw(st.sampled_from([1, 1, 2, 3])))
         if kind == "INT16" and params["bias"] == "INT32":
             params["bias"] = "auto"
-    if kind == "INT8" and params["bias"] and draw(st.booleans()):
+    if kind == "INT8" and params["bias"] and draw(st.integers(0, 3)) == 0:
         params["bias_lim"] = 1 << 31   # int32 accumulator wrap-around
     return params, draw(st.integers(0, 2**32 - 1))
 
@@ -169,29 +171,29 @@ def test_row_bands_match_full_tensor():
 def _custom(kind_x="INT8", kind_w="INT8", kind_y=None, w_quant=True, x_quant=True, w_scales=1, w_axis=0,
             bias=None, fshape=(4, 3, 3, 3)):
     b = ModelBuilder()
-    q = dict(scale=0.05, zero_point=0)
+    q = {"scale": 0.05, "zero_point": 0}
     x = b.add_tensor("x", (1, 5, 5, 3), kind_x, **(q if x_quant and kind_x != "FLOAT32" else {}))
     y = b.add_tensor("y", (1, 5, 5, fshape[0]), kind_y or kind_x, **(q if kind_x != "FLOAT32" else {}))
-    wq = dict(scale=np.full(w_scales, 0.01), zero_point=0, axis=w_axis) if w_quant else {}
+    wq = {"scale": np.full(w_scales, 0.01), "zero_point": 0, "axis": w_axis} if w_quant else {}
     data = np.ones(fshape, np.float32 if kind_w == "FLOAT32" else np.int8)
     f = b.add_tensor("w", fshape, kind_w, data=data, **wq)
     ins = [x, f]
     if bias is not None:
         ins.append(b.add_tensor("b", (fshape[0],), bias, data=np.zeros(fshape[0]),
-                                **({} if bias == "FLOAT32" else dict(scale=0.0005, zero_point=0))))
+                                **({} if bias == "FLOAT32" else {"scale": 0.0005, "zero_point": 0})))
     b.add_op("CONV_2D", ins, [y], padding="SAME")
     b.inputs, b.outputs = [x], [y]
     return b.build()
 
 
 REFUSED_BY_BOTH = {
-    "input/output types differ": dict(kind_y="INT16"),
-    "hybrid int8 input, float filter": dict(kind_w="FLOAT32", w_quant=False),
-    "hybrid float input, int8 filter": dict(kind_x="FLOAT32"),
-    "int16 filter": dict(kind_x="INT16", kind_w="INT16"),
-    "filter not quantized": dict(w_quant=False),
-    "input not quantized": dict(x_quant=False),
-    "filter scales along the wrong axis": dict(w_scales=3, w_axis=3),
+    "input/output types differ": {"kind_y": "INT16"},
+    "hybrid int8 input, float filter": {"kind_w": "FLOAT32", "w_quant": False},
+    "hybrid float input, int8 filter": {"kind_x": "FLOAT32"},
+    "int16 filter": {"kind_x": "INT16", "kind_w": "INT16"},
+    "filter not quantized": {"w_quant": False},
+    "input not quantized": {"x_quant": False},
+    "filter scales along the wrong axis": {"w_scales": 3, "w_axis": 3},
 }
 
 
@@ -205,9 +207,9 @@ def test_prepare_refusals_match_wheel(name):
 
 
 @pytest.mark.parametrize("params", [
-    dict(bias="INT64"),                              # the wheel reads the int64 buffer as int32 (garbage)
-    dict(kind_x="INT16", bias="INT16"),              # Eval: "Bias type not supported"
-    dict(fshape=(4, 3, 3, 2)),                       # input depth not a multiple of the filter depth
+    {"bias": "INT64"},                              # the wheel reads the int64 buffer as int32 (garbage)
+    {"kind_x": "INT16", "bias": "INT16"},              # Eval: "Bias type not supported"
+    {"fshape": (4, 3, 3, 2)},                       # input depth not a multiple of the filter depth
 ])
 def test_prepare_refusals_where_tflm_is_undefined(params):
     with pytest.raises(PrepareError):
@@ -227,3 +229,28 @@ def test_fast_mbqm_equals_quant_mbqm(seed, shift_hint):
     shift = np.clip(shift_hint + rng.integers(-2, 3, (1, 4)), -31, 30)
     got = conv.mbqm_int32_fast(x[:, None], mult, shift)
     np.testing.assert_array_equal(got, mbqm(x[:, None].astype(np.int64), mult, shift))
+
+
+def _tiny_scale_model(out_scale: float, act: str) -> bytes:
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1, 5, 5, 3), "INT8", scale=0.05, zero_point=0)
+    y = b.add_tensor("y", (1, 5, 5, 4), "INT8", scale=out_scale, zero_point=0)
+    f = b.add_tensor("w", (4, 3, 3, 3), "INT8", data=np.ones((4, 3, 3, 3)), scale=0.01, zero_point=0)
+    b.add_op("CONV_2D", [x, f], [y], padding="SAME", fused_activation_function=act)
+    b.inputs, b.outputs = [x], [y]
+    return b.build()
+
+
+def test_activation_bound_overflow_is_refused_like_tflm():
+    """RELU6 with output scale 1e-12: roundf(6 / scale) leaves int32, TFLM's Prepare fails; NONE still runs."""
+    model = _tiny_scale_model(1e-12, "RELU6")
+    with pytest.raises(PrepareError, match="overflow"):
+        Interpreter(model)
+    with pytest.raises(RuntimeError):
+        TflmRunner(model)
+    assert_matches_tflm(_tiny_scale_model(1e-12, "NONE"), [np.ones((1, 5, 5, 3), np.int8)])
+
+
+def test_zero_output_scale_is_refused():
+    with pytest.raises(PrepareError, match="output scale"):      # TFLM: multipliers from inf (undefined)
+        Interpreter(_tiny_scale_model(0.0, "NONE"))

@@ -65,27 +65,27 @@ def test_row_bands_match_full_tensor():
 def _custom(kind_x="INT8", kind_w="INT8", kind_y=None, w_quant=True, w_scales=1, w_axis=3, bias=None, mult=2,
             out_c=6):
     b = ModelBuilder()
-    q = dict(scale=0.05, zero_point=0)
+    q = {"scale": 0.05, "zero_point": 0}
     x = b.add_tensor("x", (1, 5, 5, 3), kind_x, **(q if kind_x != "FLOAT32" else {}))
     ky = kind_y or kind_x
     y = b.add_tensor("y", (1, 5, 5, out_c), ky, **(q if ky != "FLOAT32" else {}))
     fshape = (1, 3, 3, out_c)
-    wq = dict(scale=np.full(w_scales, 0.01), zero_point=0, axis=w_axis) if w_quant else {}
+    wq = {"scale": np.full(w_scales, 0.01), "zero_point": 0, "axis": w_axis} if w_quant else {}
     f = b.add_tensor("w", fshape, kind_w, data=np.ones(fshape, np.float32 if kind_w == "FLOAT32" else np.int8), **wq)
     ins = [x, f]
     if bias is not None:
         ins.append(b.add_tensor("b", (out_c,), bias, data=np.zeros(out_c),
-                                **({} if bias == "FLOAT32" else dict(scale=0.0005, zero_point=0))))
+                                **({} if bias == "FLOAT32" else {"scale": 0.0005, "zero_point": 0})))
     b.add_op(DW, ins, [y], padding="SAME", depth_multiplier=mult)
     b.inputs, b.outputs = [x], [y]
     return b.build()
 
 
 REFUSED_BY_BOTH = {
-    "hybrid int8 input, float filter": dict(kind_w="FLOAT32", w_quant=False),
-    "hybrid float input, int8 filter": dict(kind_x="FLOAT32"),
-    "filter not quantized": dict(w_quant=False),
-    "filter scales along the wrong axis": dict(w_scales=3, w_axis=1),
+    "hybrid int8 input, float filter": {"kind_w": "FLOAT32", "w_quant": False},
+    "hybrid float input, int8 filter": {"kind_x": "FLOAT32"},
+    "filter not quantized": {"w_quant": False},
+    "filter scales along the wrong axis": {"w_scales": 3, "w_axis": 1},
 }
 
 
@@ -99,12 +99,12 @@ def test_prepare_refusals_match_wheel(name):
 
 
 @pytest.mark.parametrize("params", [
-    dict(kind_x="INT16", kind_w="INT16"),   # TFLM's Prepare accepts, its Eval fails ("Filter type ... not supported")
-    dict(kind_y="INT16"),                    # TFLM does not check: it would write int8 results into an int16 tensor
-    dict(kind_x="INT16", bias="INT32"),      # TFLM reads the int32 bias buffer as int64 (out of bounds)
-    dict(bias="INT64"),                      # ... or the int64 one as int32
-    dict(mult=1),                            # output depth 6 != 3 x 1: TFLM would leave channels unwritten
-    dict(mult=3),                            # 3 x 3 > 6: TFLM would write past the output tensor
+    {"kind_x": "INT16", "kind_w": "INT16"},   # TFLM's Prepare accepts, its Eval fails ("Filter type ... not supported")
+    {"kind_y": "INT16"},                    # TFLM does not check: it would write int8 results into an int16 tensor
+    {"kind_x": "INT16", "bias": "INT32"},      # TFLM reads the int32 bias buffer as int64 (out of bounds)
+    {"bias": "INT64"},                      # ... or the int64 one as int32
+    {"mult": 1},                            # output depth 6 != 3 x 1: TFLM would leave channels unwritten
+    {"mult": 3},                            # 3 x 3 > 6: TFLM would write past the output tensor
 ])
 def test_prepare_refusals_where_tflm_is_undefined(params):
     with pytest.raises(PrepareError):

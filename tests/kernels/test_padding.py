@@ -9,8 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from microinterp.kernels.padding import (Padding, compute_out_size, compute_padding_height_width,
-                                         compute_padding_with_offset, input_rows_for, windows)
+from microinterp.kernels.padding import (
+    Padding,
+    compute_out_size,
+    compute_padding_height_width,
+    compute_padding_with_offset,
+    input_rows_for,
+    windows,
+)
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -64,8 +70,8 @@ def window_cases(draw):
     ph, pw = draw(st.integers(0, 3)), draw(st.integers(0, 3))
     oh, ow = draw(st.integers(1, 6)), draw(st.integers(1, 6))
     y0 = draw(st.integers(0, oh - 1))
-    return dict(n=n, h=h, w=w, c=c, fh=fh, fw=fw, sh=sh, sw=sw, dh=dh, dw=dw, ph=ph, pw=pw, oh=oh, ow=ow, y0=y0,
-                seed=draw(st.integers(0, 2**32 - 1)))
+    return {"n": n, "h": h, "w": w, "c": c, "fh": fh, "fw": fw, "sh": sh, "sw": sw, "dh": dh, "dw": dw, "ph": ph,
+            "pw": pw, "oh": oh, "ow": ow, "y0": y0, "seed": draw(st.integers(0, 2**32 - 1))}
 
 
 @given(window_cases())
