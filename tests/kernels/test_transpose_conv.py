@@ -140,3 +140,19 @@ def test_int32_bias_with_int16_input_is_refused():
                      stride=(1, 1), padding="SAME", bias="INT32")
     with pytest.raises(PrepareError, match="bias type"):
         Interpreter(model)
+
+
+def test_output_shape_tensor_may_be_a_graph_input():
+    # TFLM ignores input 0 at run time; it is then just another planned tensor.
+    rng = np.random.default_rng(6)
+    b = ModelBuilder()
+    shape_t = b.add_tensor("output_shape", (4,), "INT32")
+    f = b.add_tensor("w", (2, 3, 3, 2), "INT8", data=rng.integers(-127, 128, (2, 3, 3, 2)), scale=[0.1, 0.2],
+                     zero_point=0)
+    x = b.add_tensor("x", (1, 2, 2, 2), "INT8", scale=0.05, zero_point=0)
+    y = b.add_tensor("y", (1, 4, 4, 2), "INT8", scale=0.5, zero_point=0)
+    b.add_op("TRANSPOSE_CONV", [shape_t, f, x], [y], padding="SAME", stride_h=2, stride_w=2)
+    b.inputs, b.outputs = [shape_t, x], [y]
+    model = b.build()
+    assert_matches_tflm(model, [np.array([1, 4, 4, 2], np.int32), random_tensor(rng, (1, 2, 2, 2))])
+    assert Interpreter(model).head_bytes == tflm_arena_head(model)
