@@ -7,7 +7,9 @@
     └──────────────── head_bytes ─────────────┘                     └────── tail_bytes ───────┘
 
 * Persistent allocations (kernel persistent buffers, variable tensors) grow down from the end:
-  ``new_tail = align_down(tail - n, 16)``; they fail if they would cross the head.
+  ``new_tail = align_down(tail - n, 16)`` (absolute addresses, so every tail buffer is 16-aligned); they fail if
+  they would cross the head, with TFLM's message ("Failed to allocate tail memory. Requested: n, available a,
+  missing: m", where m = head - new_tail counts the alignment padding and a = n - m).
 * The head is one resizable block, ``align_up(start) + plan size``, set once the plan is known; it fails if it
   would cross the tail.
 * ``used_bytes = (end - tail) + head`` (+ the start's alignment padding), which is what an arena of that size needs.
@@ -40,7 +42,11 @@ class Arena:
         if size < 0:
             raise ValueError(f"arena size must be >= 0, got {size}")
         self.size = int(size)
-        self.buffer = np.zeros(self.size, dtype=np.uint8)
+        try:
+            self.buffer = np.zeros(self.size, dtype=np.uint8)
+        except MemoryError:
+            raise ArenaOverflowError("the arena itself", self.size, 0,
+                                     hint="this host cannot allocate that much memory") from None
         addr = self.buffer.ctypes.data
         self.start = min(align_up(addr) - addr, self.size)  # offset of the aligned start
         self.end = self.size
@@ -53,8 +59,10 @@ class Arena:
         addr = self.buffer.ctypes.data
         new_tail = align_down(addr + self.tail - nbytes, alignment) - addr
         if new_tail < self.start + self.head:
-            available = max(0, self.tail - (self.start + self.head))
-            raise ArenaOverflowError("tail memory", nbytes, available)
+            # TFLM's figures: missing = head - aligned_result (so the alignment padding counts as missing),
+            # available = requested - missing.
+            missing = self.start + self.head - new_tail
+            raise ArenaOverflowError("tail memory", nbytes, max(0, nbytes - missing))
         self.tail = new_tail
         return self.buffer[new_tail:new_tail + nbytes]
 
