@@ -150,7 +150,7 @@ def _relu(a: np.ndarray) -> np.ndarray:
 
 _FLOAT_ACTIVATIONS = {
     "NONE": lambda a: a,
-    "RELU": lambda a: _relu(a),
+    "RELU": _relu,
     "RELU_N1_TO_1": lambda a: np.maximum(np.float32(-1), np.minimum(a, np.float32(1))),
     "RELU6": lambda a: _relu(np.minimum(a, np.float32(6))),
     "TANH": tanhf,
