@@ -13,12 +13,16 @@ TFLM (``micro/kernels/logistic.cc``, ``logistic_common.cc``, ``reference/integer
 * int16: :func:`sigmoid_table_int16` (``input = (x * M + round) >> shift`` in Q.9 of the 1/24-step table).
 * float32: ``x > 16.619047 -> 1``; ``x < -9 -> expf(x)``; else ``1 / (1 + expf(-x))`` (float32, C library expf).
 * Other types pass TFLM's Prepare and fail in Eval; here they are refused at prepare.
+
+Speed: the int8 and int16 functions are element-wise and deterministic, so Prepare evaluates them once for every
+possible input value (256 or 65536) and Eval is a table look-up (microinterp's own cache in OpData, not a TFLM
+buffer, so it takes no arena memory).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -45,6 +49,18 @@ class LogisticData:
     input_range_radius: int
     input_multiplier: int
     input_left_shift: int
+    table: np.ndarray | None = None  # int8 / int16: output for every input value, indexed by uint8/uint16 view
+
+
+def all_values(type_name: str) -> np.ndarray:
+    """Every value of INT8 / INT16 in the order of its unsigned bit pattern (so ``table[x.view(uint)]`` works)."""
+    unsigned = np.uint8 if type_name == "INT8" else np.uint16
+    signed = np.int8 if type_name == "INT8" else np.int16
+    return np.arange(np.iinfo(unsigned).max + 1, dtype=np.int64).astype(unsigned).view(signed)
+
+
+def look_up(table: np.ndarray, x: np.ndarray) -> np.ndarray:
+    return table[x.view(np.uint8 if x.dtype == np.int8 else np.uint16)]
 
 
 def qparams(t) -> tuple[float, int]:
@@ -115,10 +131,11 @@ class Logistic:
             if qparams(y)[1] != -128:
                 raise ctx.fail(op, f"int8 output zero point must be -128, got {qparams(y)[1]}")
             m, shift, radius = int8_input_params(qparams(x)[0])
-            return LogisticData("int8", qparams(x)[1], radius, m, shift)
+            data = LogisticData("int8", qparams(x)[1], radius, m, shift)
+            return replace(data, table=_logistic_int8(all_values("INT8"), data))
         if x.type_name == "INT16":
             m, shift = int16_input_params(ctx, op, x, y, pot_shifts=(0,))
-            return LogisticData("int16", 0, 0, m, shift)
+            return LogisticData("int16", 0, 0, m, shift, _logistic_int16(all_values("INT16"), m, shift))
         if x.type_name == "FLOAT32":
             return LogisticData("float", 0, 0, 0, 0)
         raise ctx.fail(op, f"unsupported type {x.type_name}")
@@ -128,15 +145,21 @@ class Logistic:
         out = ctx.output(op, 0)
         if data.mode == "float":
             out[...] = _logistic_float(x)
-        elif data.mode == "int8":
-            v = x.astype(np.int64) - data.input_zero_point
-            q = fixed_point_logistic(mbqm(v, data.input_multiplier, data.input_left_shift), _INPUT_INTEGER_BITS)
-            value = np.clip(rdbpot(q, 31 - 8) + QMIN["INT8"], QMIN["INT8"], QMAX["INT8"])
-            out[...] = np.where(v <= -data.input_range_radius, QMIN["INT8"],
-                                np.where(v >= data.input_range_radius, QMAX["INT8"], value))
         else:
-            v = scale_int16_input(x, data.input_multiplier, data.input_left_shift)
-            out[...] = sigmoid_table_int16(v).astype(np.uint16).view(np.int16)
+            out[...] = look_up(data.table, x)
+
+
+def _logistic_int8(x: np.ndarray, data: LogisticData) -> np.ndarray:
+    v = x.astype(np.int64) - data.input_zero_point
+    q = fixed_point_logistic(mbqm(v, data.input_multiplier, data.input_left_shift), _INPUT_INTEGER_BITS)
+    value = np.clip(rdbpot(q, 31 - 8) + QMIN["INT8"], QMIN["INT8"], QMAX["INT8"])
+    return np.where(v <= -data.input_range_radius, QMIN["INT8"],
+                    np.where(v >= data.input_range_radius, QMAX["INT8"], value)).astype(np.int8)
+
+
+def _logistic_int16(x: np.ndarray, multiplier: int, left_shift: int) -> np.ndarray:
+    v = scale_int16_input(x, multiplier, left_shift)
+    return sigmoid_table_int16(v).astype(np.uint16).view(np.int16)
 
 
 def _logistic_float(x: np.ndarray) -> np.ndarray:

@@ -19,6 +19,10 @@ TFLM (``micro/kernels/softmax.cc``, ``softmax_common.cc``, ``kernels/internal/re
   ``out = clamp((e * r + 2^(30-h)) >> (31 - h), 0, 32767)``.
 * float32: ``e = expf((x - max) * float(beta))``, ``sum`` accumulated left to right in float32, ``out = e / sum``.
   ``expf`` is the C library's (see :mod:`microinterp.libm`), not NumPy's.
+
+Speed: for int8 input ``d = x - max`` lies in [-255, 0], so Prepare tabulates ``e`` and its Q12 contribution for
+those 256 differences (an OpData cache, no arena memory); Eval keeps only the per-row reciprocal and the final
+SRDHM / RDBPOT per element. Likewise the int16 exp look-up is tabulated for all 65536 differences in [-65535, 0].
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ class SoftmaxData:
     output_bits: int                # 8 or 16 (int8 mode)
     exp_lut: np.ndarray | None      # int16 mode: persistent 513-entry LUTs
     one_over_one_plus_x_lut: np.ndarray | None
+    exp_table: np.ndarray | None = None      # exp(d) for every d = x - max (index d + 255 / d + 65535)
+    sum_table: np.ndarray | None = None      # int8 mode: its Q12 contribution to the sum (0 below diff_min)
 
 
 def _qparams(t) -> tuple[float, int]:
@@ -109,7 +115,10 @@ class Softmax:
                 raise ctx.fail(op, f"int16 softmax needs output scale 1/32768, got {s_out}")
             exp_lut, recip_lut = int16_softmax_luts()
             m, s = quantize_multiplier(float(np.float32(s_in)) * beta / (10.0 / 65535.0))
-            return SoftmaxData("int16", beta, m, s, 0, 16, ctx.persistent(exp_lut), ctx.persistent(recip_lut))
+            diff = np.arange(-65535, 1, dtype=np.int64)
+            exp_table = lut_lookup_int16(np.clip(mbqm(diff, m, s) + 32767, -32768, 32767), exp_lut)
+            return SoftmaxData("int16", beta, m, s, 0, 16, ctx.persistent(exp_lut), ctx.persistent(recip_lut),
+                               exp_table)
         if x.type_name == "INT8":
             if y.type_name == "INT16":
                 if zp_out != -32768:
@@ -128,7 +137,15 @@ class Softmax:
                 raise ctx.fail(op, f"beta * input_scale * 2^26 = {real} must exceed 1")
             m, ls = quantize_multiplier(real)
             diff_min = -calculate_input_radius(_SCALED_DIFF_INTEGER_BITS, ls)
-            return SoftmaxData("int8", beta, m, ls, diff_min, 16 if y.type_name == "INT16" else 8, None, None)
+            d = np.arange(-255, 1, dtype=np.int64)
+            valid = d >= diff_min
+            # d * 2^ls cannot overflow for valid d (|d| <= radius); invalid entries are never used.
+            e = np.where(valid, exp_on_negative_values(srdhm(np.where(valid, d, 0) << ls, m),
+                                                       _SCALED_DIFF_INTEGER_BITS), 0)
+            # Rescale<12>(Q0.31) = RDBPOT(e, 12); elements below diff_min add nothing.
+            contribution = np.where(valid, rdbpot(e, _ACCUMULATION_INTEGER_BITS), 0)
+            return SoftmaxData("int8", beta, m, ls, diff_min, 16 if y.type_name == "INT16" else 8, None, None,
+                               e, contribution)
         if x.type_name != "FLOAT32":
             raise ctx.fail(op, f"unsupported type {x.type_name}")
         return SoftmaxData("float", beta, 0, 0, 0, 32, None, None)
@@ -156,27 +173,21 @@ def _softmax_float(rows: np.ndarray, beta: float) -> np.ndarray:
 
 def _softmax_int8(rows: np.ndarray, data: SoftmaxData) -> np.ndarray:
     x = rows.astype(np.int64)
-    d = x - x.max(axis=1, keepdims=True)
-    valid = d >= data.diff_min
-    scaled = srdhm(d << data.input_left_shift, data.input_multiplier)  # no overflow: |d| <= radius
-    e = exp_on_negative_values(scaled, _SCALED_DIFF_INTEGER_BITS)
-    # Rescale<12>(Q0.31) = RDBPOT(e, 12); the C loop adds in int32 (wraps).
-    total = wrap_int32(np.where(valid, rdbpot(e, _ACCUMULATION_INTEGER_BITS), 0).sum(axis=1))
+    index = x - x.max(axis=1, keepdims=True) + 255
+    e = data.exp_table[index]
+    total = wrap_int32(data.sum_table[index].sum(axis=1))  # the C loop adds in int32 (wraps)
     recip, num_bits_over_unit = get_reciprocal(total, _ACCUMULATION_INTEGER_BITS)
     exponent = num_bits_over_unit + 31 - data.output_bits
     if np.any((exponent < 0) | (exponent > 31)):
         raise RuntimeError("softmax: reciprocal exponent out of [0, 31] (TFLITE_CHECK in TFLM)")
-    type_min = QMIN["INT16" if data.output_bits == 16 else "INT8"]
-    type_max = QMAX["INT16" if data.output_bits == 16 else "INT8"]
-    value = rdbpot(srdhm(recip[:, None], e), exponent[:, None]) + type_min
-    return np.where(valid, np.clip(value, type_min, type_max), type_min)
+    type_name = "INT16" if data.output_bits == 16 else "INT8"
+    value = rdbpot(srdhm(recip[:, None], e), exponent[:, None]) + QMIN[type_name]
+    return np.where(index - 255 >= data.diff_min, np.clip(value, QMIN[type_name], QMAX[type_name]), QMIN[type_name])
 
 
 def _softmax_int16(rows: np.ndarray, data: SoftmaxData) -> np.ndarray:
     x = rows.astype(np.int64)
-    diff = x - x.max(axis=1, keepdims=True)
-    scaled = mbqm(diff, data.input_multiplier, data.input_left_shift)
-    e = lut_lookup_int16(np.clip(scaled + 32767, -32768, 32767), data.exp_lut)
+    e = data.exp_table[x - x.max(axis=1, keepdims=True) + 65535]  # LUT_exp(clamp16(MBQM(x - max) + 32767))
     total = wrap_int32(e.sum(axis=1))
     headroom_plus_one = clz32(total)
     shifted = wrap_int32(((total << (headroom_plus_one - 1)) + (1 << 13)) >> 14)

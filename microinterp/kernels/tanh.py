@@ -13,17 +13,19 @@ TFLM (``micro/kernels/tanh.cc``, ``reference/integer_ops/tanh.h``, ``reference/t
   T[uh])``; ``v >= 0 -> r - 2^23 + 2^7``, else ``-r + 2^23 + 2^7 - 1``; result ``>> 8`` (tanh(x) = 2 sigmoid(2x) - 1
   on the same table).
 * float32: the C library's ``tanhf`` (see :mod:`microinterp.libm`).
+
+Speed: as in LOGISTIC, the int8/int16 functions are tabulated for every input value in Prepare (OpData cache).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .. import libm
 from ..quant import QMAX, QMIN, fixed_point_tanh, mbqm, rdbpot, sigmoid_table_uint16
-from .logistic import int8_input_params, int16_input_params, qparams, scale_int16_input
+from .logistic import all_values, int8_input_params, int16_input_params, look_up, qparams, scale_int16_input
 
 _INPUT_INTEGER_BITS = 4
 
@@ -35,6 +37,7 @@ class TanhData:
     input_range_radius: int
     input_multiplier: int
     input_left_shift: int
+    table: np.ndarray | None = None  # int8 / int16: output for every input value, indexed by uint8/uint16 view
 
 
 def tanh_table_int16(v: np.ndarray) -> np.ndarray:
@@ -57,10 +60,13 @@ class Tanh:
             raise ctx.fail(op, f"input type {x.type_name} differs from output type {y.type_name}")
         if x.type_name == "INT8":
             m, shift, radius = int8_input_params(qparams(x)[0])
-            return TanhData("int8", qparams(x)[1], radius, m, shift)
+            data = TanhData("int8", qparams(x)[1], radius, m, shift)
+            return replace(data, table=_tanh_int8(all_values("INT8"), data))
         if x.type_name == "INT16":
             m, shift = int16_input_params(ctx, op, x, y, pot_shifts=(0, 1))
-            return TanhData("int16", 0, 0, m, shift)
+            v = scale_int16_input(all_values("INT16"), m, shift)
+            table = tanh_table_int16(v).astype(np.int64).astype(np.uint16).view(np.int16)
+            return TanhData("int16", 0, 0, m, shift, table)
         if x.type_name == "FLOAT32":
             return TanhData("float", 0, 0, 0, 0)
         raise ctx.fail(op, f"unsupported type {x.type_name}")
@@ -70,15 +76,16 @@ class Tanh:
         out = ctx.output(op, 0)
         if data.mode == "float":
             out[...] = libm.tanhf(x)
-        elif data.mode == "int8":
-            v = x.astype(np.int64) - data.input_zero_point
-            t = fixed_point_tanh(mbqm(v, data.input_multiplier, data.input_left_shift), _INPUT_INTEGER_BITS)
-            value = np.clip(rdbpot(t, 31 - 7), QMIN["INT8"], QMAX["INT8"])
-            out[...] = np.where(v <= -data.input_range_radius, QMIN["INT8"],
-                                np.where(v >= data.input_range_radius, QMAX["INT8"], value))
         else:
-            v = scale_int16_input(x, data.input_multiplier, data.input_left_shift)
-            out[...] = tanh_table_int16(v).astype(np.int64).astype(np.uint16).view(np.int16)
+            out[...] = look_up(data.table, x)
+
+
+def _tanh_int8(x: np.ndarray, data: TanhData) -> np.ndarray:
+    v = x.astype(np.int64) - data.input_zero_point
+    t = fixed_point_tanh(mbqm(v, data.input_multiplier, data.input_left_shift), _INPUT_INTEGER_BITS)
+    value = np.clip(rdbpot(t, 31 - 7), QMIN["INT8"], QMAX["INT8"])
+    return np.where(v <= -data.input_range_radius, QMIN["INT8"],
+                    np.where(v >= data.input_range_radius, QMAX["INT8"], value)).astype(np.int8)
 
 
 KERNEL = Tanh()
