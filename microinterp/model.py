@@ -426,6 +426,9 @@ class _Parser:
                                 f"along quantized_dimension {axis}")
         if n_z not in (0, 1, n_s):
             raise self.fail(f"{where}: {n_z} zero points for {n_s} scales")
+        if n_z and (zps.min() < -(1 << 31) or zps.max() >= 1 << 31):
+            bad = zps[(zps < -(1 << 31)) | (zps >= 1 << 31)][0]
+            raise self.fail(f"{where}: zero point {bad} does not fit TFLM's int32 zero_point")
         if n_z == 1 and n_s > 1:
             zps = np.repeat(zps, n_s)
         scales.flags.writeable = False

@@ -27,6 +27,9 @@ class RegistrationError(MicroInterpError, ValueError):
 
 
 def _check_kernel(op_name: str, kernel: Any) -> None:
+    if isinstance(kernel, type):
+        raise RegistrationError(f"{op_name}: {kernel.__qualname__} is a class; register an instance "
+                                f"(@register_kernel instantiates classes for you)")
     if not (callable(getattr(kernel, "prepare", None)) and callable(getattr(kernel, "invoke", None))):
         raise RegistrationError(f"{op_name}: {kernel!r} is not a kernel (needs prepare(ctx, op) and invoke(ctx, op, data))")
 

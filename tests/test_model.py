@@ -581,3 +581,9 @@ def test_non_finite_scales(bad):
     b = ModelBuilder()
     b.add_tensor("x", (1, 4), "INT8", scale=[0.1, bad, 0.1, 0.1], axis=1)
     expect_error(b.build(), "subgraph 0 tensor 0: quantization scale", "is not a finite number")
+
+
+def test_zero_points_must_fit_int32():
+    b = ModelBuilder()
+    b.add_tensor("x", (1, 4), "INT8", scale=0.1, zero_point=1 << 38)
+    expect_error(b.build(), "subgraph 0 tensor 0: zero point 274877906944 does not fit TFLM's int32")
