@@ -224,8 +224,9 @@ def conv_rows(data: ConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | N
 def _float_taps(cols: np.ndarray, wg: np.ndarray) -> np.ndarray:
     """float32 ``total += x * w`` over the taps in order (TFLM's rounding sequence), for all pixels and channels."""
     total = np.zeros((cols.shape[0], wg.shape[0]), np.float32)
-    for k in range(cols.shape[1]):
-        total += cols[:, k, None] * wg[None, :, k]
+    with np.errstate(over="ignore", invalid="ignore"):     # inf is clamped to FLT_MAX afterwards, as in TFLM
+        for k in range(cols.shape[1]):
+            total += cols[:, k, None] * wg[None, :, k]
     return total
 
 

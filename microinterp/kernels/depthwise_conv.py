@@ -66,9 +66,10 @@ def depthwise_rows(data: DepthwiseData, x: np.ndarray, w: np.ndarray, bias: np.n
                   pad_w=data.pad_w, in_h=data.in_h, x_row0=x_row0, offset=data.input_offset, dtype=acc_dtype)
     taps = w[0].reshape(kh, kw, c_in, m).astype(acc_dtype)   # TFLM reads filter[0, ky, kx, oc]
     acc = np.zeros((n, oh, ow, c_in, m), acc_dtype)
-    for ky in range(kh):
-        for kx in range(kw):
-            acc += win[:, :, :, ky, kx, :, None] * taps[ky, kx]
+    with np.errstate(over="ignore", invalid="ignore"):     # float inf is clamped to FLT_MAX below, as in TFLM
+        for ky in range(kh):
+            for kx in range(kw):
+                acc += win[:, :, :, ky, kx, :, None] * taps[ky, kx]
     acc = acc.reshape(n, oh, ow, c_out)
     if data.kind == "float32":
         if bias is not None:

@@ -254,3 +254,15 @@ def test_activation_bound_overflow_is_refused_like_tflm():
 def test_zero_output_scale_is_refused():
     with pytest.raises(PrepareError, match="output scale"):      # TFLM: multipliers from inf (undefined)
         Interpreter(_tiny_scale_model(0.0, "NONE"))
+
+
+def test_float_overflow_is_clamped_to_flt_max():
+    """Float NONE clamps to [lowest, max] of float32 (not +-inf): an overflowing sum comes out as FLT_MAX."""
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1, 1, 1, 2), "FLOAT32")
+    y = b.add_tensor("y", (1, 1, 1, 2), "FLOAT32")
+    f = b.add_tensor("w", (2, 1, 1, 2), "FLOAT32", data=np.array([3e38, 3e38, -3e38, -3e38]).reshape(2, 1, 1, 2))
+    b.add_op("CONV_2D", [x, f], [y], padding="VALID")
+    b.inputs, b.outputs = [x], [y]
+    out = assert_matches_tflm(b.build(), [np.ones((1, 1, 1, 2), np.float32)])
+    assert out[0].reshape(-1).tolist() == [np.finfo(np.float32).max, -np.finfo(np.float32).max]
