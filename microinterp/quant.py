@@ -132,7 +132,8 @@ def mbqm_smaller_than_one_exp(x, multiplier, shift):
 
 def mbqm_greater_than_one(x, multiplier, left_shift):
     """MultiplyByQuantizedMultiplierGreaterThanOne: SRDHM(x * 2^left_shift, M)."""
-    return srdhm(np.asarray(x, dtype=np.int64) << np.asarray(left_shift, dtype=np.int64), multiplier)
+    shifted = wrap_int32(np.asarray(x, dtype=np.int64) << np.asarray(left_shift, dtype=np.int64))
+    return srdhm(shifted, multiplier)
 
 
 def saturating_left_shift(x, k):
@@ -159,15 +160,19 @@ def activation_range(activation: str, scale: float, zero_point: int, type_name: 
     return qmin, qmax
 
 
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
 def activation_range_float(activation: str) -> tuple[float, float]:
-    """CalculateActivationRange for float kernels."""
+    """CalculateActivationRange for float kernels: TFLM clamps to [lowest, max] of float32 (an overflowing sum
+    becomes FLT_MAX, not inf)."""
     if activation == "RELU":
-        return 0.0, float("inf")
+        return 0.0, FLT_MAX
     if activation == "RELU6":
         return 0.0, 6.0
     if activation == "RELU_N1_TO_1":
         return -1.0, 1.0
-    return float("-inf"), float("inf")
+    return -FLT_MAX, FLT_MAX
 
 
 # ======================================================================================================================
