@@ -24,7 +24,7 @@ import numpy as np
 import tflite
 
 from .errors import ModelError
-from .model_options import OPTION_FIELDS, ACTIVATIONS, PADDINGS, SUBGRAPH_OPTION_FIELDS
+from .model_options import ACTIVATIONS, OP_OPTIONS, OPTION_FIELDS, PADDINGS, SUBGRAPH_OPTION_FIELDS
 
 #: TensorType enum value -> (name, numpy dtype or None). INT4 is stored packed (2 per byte).
 TENSOR_TYPES: dict[int, tuple[str, np.dtype | None]] = {
@@ -43,6 +43,18 @@ BUILTIN_OP_NAMES: dict[int, str] = {
 _OPTION_TYPE_NAMES: dict[int, str] = {
     v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_") and isinstance(v, int)
 }
+
+
+def _empty_table() -> tuple[bytes, int]:
+    """A flatbuffer holding one table with no fields: options read from it are the schema defaults."""
+    b = flatbuffers.Builder(16)
+    b.StartObject(0)
+    b.Finish(b.EndObject())
+    buf = bytes(b.Output())
+    return buf, struct.unpack_from("<I", buf, 0)[0]
+
+
+_EMPTY_TABLE, _EMPTY_TABLE_POS = _empty_table()
 
 #: Largest tensor we accept (bytes). Anything larger is certainly a corrupted shape.
 MAX_TENSOR_BYTES = 1 << 34
@@ -436,15 +448,29 @@ class _Parser:
         return Quantization(scales, zps, axis)
 
     def _options(self, o: Any, op_name: str, where: str) -> Mapping[str, Any]:
+        """The op's builtin options as ``{key: value}``.
+
+        For an op with a known options table (``OP_OPTIONS``) every key is always present: a model without the
+        table gets the schema's defaults (what an absent flatbuffer field means; TFLM would zero-initialise its
+        params struct, a case no converter produces), and a table of the wrong type is a ModelError (TFLM would
+        read it as absent). Other ops get whatever known table they carry, or ``{}``.
+        """
         otype = o.BuiltinOptionsType()
         tname = _OPTION_TYPE_NAMES.get(otype)
-        if otype == 0 or tname not in OPTION_FIELDS:
-            return MappingProxyType({k: 0 for k in SUBGRAPH_OPTION_FIELDS.get(op_name, ())})
-        table = o.BuiltinOptions()
-        if table is None:
+        expected = OP_OPTIONS.get(op_name)
+        if expected is not None:
+            if otype != 0 and tname != expected:
+                raise self.fail(f"{where} ({op_name}): builtin options are {tname or f'type {otype}'}, "
+                                f"expected {expected}")
+            tname = expected
+        elif otype == 0 or tname not in OPTION_FIELDS:
             return MappingProxyType({})
+        table = o.BuiltinOptions() if otype != 0 else None
         obj = getattr(tflite, tname)()
-        obj.Init(table.Bytes, table.Pos)
+        if table is None:
+            obj.Init(_EMPTY_TABLE, _EMPTY_TABLE_POS)  # every getter returns the schema default
+        else:
+            obj.Init(table.Bytes, table.Pos)
         out: dict[str, Any] = {}
         for key, getter, kind in OPTION_FIELDS[tname]:
             if kind == "vector":

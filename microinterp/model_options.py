@@ -63,6 +63,25 @@ OPTION_FIELDS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "CallOnceOptions": (("init_subgraph_index", "InitSubgraphIndex", "int"),),
 }
 
+#: Builtin op -> the options table its Parse function reads (for every op whose table is listed above). The loader
+#: requires that table (or none, then the schema defaults); ModelBuilder writes it.
+OP_OPTIONS: dict[str, str] = {
+    "CONV_2D": "Conv2DOptions", "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions",
+    "FULLY_CONNECTED": "FullyConnectedOptions", "TRANSPOSE_CONV": "TransposeConvOptions",
+    "AVERAGE_POOL_2D": "Pool2DOptions", "MAX_POOL_2D": "Pool2DOptions", "L2_POOL_2D": "Pool2DOptions",
+    "ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "DIV": "DivOptions",
+    "SOFTMAX": "SoftmaxOptions", "LEAKY_RELU": "LeakyReluOptions",
+    "MEAN": "ReducerOptions", "SUM": "ReducerOptions", "REDUCE_MAX": "ReducerOptions",
+    "REDUCE_MIN": "ReducerOptions", "REDUCE_PROD": "ReducerOptions", "REDUCE_ANY": "ReducerOptions",
+    "RESHAPE": "ReshapeOptions", "SQUEEZE": "SqueezeOptions", "SHAPE": "ShapeOptions",
+    "PACK": "PackOptions", "UNPACK": "UnpackOptions", "SPLIT": "SplitOptions", "SPLIT_V": "SplitVOptions",
+    "CONCATENATION": "ConcatenationOptions", "STRIDED_SLICE": "StridedSliceOptions",
+    "GATHER": "GatherOptions", "ARG_MAX": "ArgMaxOptions", "ARG_MIN": "ArgMinOptions",
+    "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions", "RESIZE_BILINEAR": "ResizeBilinearOptions",
+    "SVDF": "SVDFOptions", "UNIDIRECTIONAL_SEQUENCE_LSTM": "UnidirectionalSequenceLSTMOptions",
+    "IF": "IfOptions", "WHILE": "WhileOptions", "CALL_ONCE": "CallOnceOptions",
+}
+
 #: Options naming the subgraphs a control-flow op runs, in the order TFLM marks them.
 SUBGRAPH_OPTION_FIELDS: dict[str, tuple[str, ...]] = {
     "IF": ("then_subgraph_index", "else_subgraph_index"),

@@ -587,3 +587,23 @@ def test_zero_points_must_fit_int32():
     b = ModelBuilder()
     b.add_tensor("x", (1, 4), "INT8", scale=0.1, zero_point=1 << 38)
     expect_error(b.build(), "subgraph 0 tensor 0: zero point 274877906944 does not fit TFLM's int32")
+
+
+def test_options_table_must_match_the_op(conv_bytes):
+    conv = root(conv_bytes).Subgraphs(0).Operators(0)
+    type_pos = field_pos(conv, 10)  # builtin_options_type
+    add_options = tflite.BuiltinOptions.AddOptions
+    expect_error(patched(conv_bytes, type_pos, "<B", add_options),
+                 "subgraph 0 op 0 (CONV_2D): builtin options are AddOptions, expected Conv2DOptions")
+    expect_error(patched(conv_bytes, type_pos, "<B", 250), "builtin options are type 250, expected Conv2DOptions")
+
+
+def test_missing_options_table_gives_schema_defaults(conv_bytes):
+    conv = root(conv_bytes).Subgraphs(0).Operators(0)
+    m = load_model(patched(conv_bytes, field_pos(conv, 10), "<B", 0))
+    assert dict(m.main.operators[0].options) == {"padding": "SAME", "stride_w": 0, "stride_h": 0,
+                                                 "fused_activation_function": "NONE", "dilation_w_factor": 1,
+                                                 "dilation_h_factor": 1, "quantized_bias_type": 0}
+    reshape = root(conv_bytes).Subgraphs(0).Operators(1)
+    m = load_model(patched(conv_bytes, field_pos(reshape, 10), "<B", 0))
+    assert m.main.operators[1].options == {"new_shape": ()}
