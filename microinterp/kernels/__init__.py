@@ -8,6 +8,8 @@ from __future__ import annotations
 from . import reshape
 from . import conv, depthwise_conv
 from . import svdf, transpose_conv, unidirectional_sequence_lstm
+from . import arg_max, arg_min, dequantize, leaky_relu, maximum, minimum, prelu, quantize, relu, relu6
+from . import resize_bilinear, resize_nearest_neighbor
 from . import mean, reduce_max, sum
 from . import hard_swish, logistic, softmax, tanh
 from . import pad, padv2, transpose
@@ -42,4 +44,16 @@ REFERENCE_KERNELS: dict[str, object] = {
     "STRIDED_SLICE": strided_slice.KERNEL,
     "SLICE": slice.KERNEL,
     "GATHER": gather.KERNEL,
+    "QUANTIZE": quantize.KERNEL,
+    "DEQUANTIZE": dequantize.KERNEL,
+    "RELU": relu.KERNEL,
+    "RELU6": relu6.KERNEL,
+    "LEAKY_RELU": leaky_relu.KERNEL,
+    "PRELU": prelu.KERNEL,
+    "MAXIMUM": maximum.KERNEL,
+    "MINIMUM": minimum.KERNEL,
+    "ARG_MAX": arg_max.KERNEL,
+    "ARG_MIN": arg_min.KERNEL,
+    "RESIZE_NEAREST_NEIGHBOR": resize_nearest_neighbor.KERNEL,
+    "RESIZE_BILINEAR": resize_bilinear.KERNEL,
 }

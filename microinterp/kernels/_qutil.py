@@ -1,0 +1,124 @@
+"""Small helpers shared by the element-wise kernels (QUANTIZE, RELU*, LEAKY_RELU, PRELU, MAXIMUM/MINIMUM, ...).
+
+* :func:`qparams` -- what TFLM's ``TfLiteTensor::params`` holds: the *first* scale and zero point of a tensor (also for
+  per-channel tensors), ``(0.0, 0)`` when the tensor is not quantized.
+* :func:`round_to_int32` -- ``static_cast<int32_t>(roundf(v))`` as compiled for x86-64: round half away from zero,
+  then ``cvttss2si``, which yields INT32_MIN for NaN and for anything outside [-2^31, 2^31). TFLM's float->int paths
+  then add the zero point in int32 (wrapping) and clamp, so a huge positive value can end up at the *lowest* or
+  the highest code depending on the zero point -- the wheel really does this.
+* :func:`all_codes` / :func:`lookup` -- element-wise functions of one 8/16-bit input are evaluated once, in prepare,
+  on every possible input code (the same vectorized formula), and invoke becomes a table lookup. The table is
+  host memory of the OpData, not arena memory (TFLM computes per element; the result is identical).
+* :func:`broadcast_shape` -- the shape TFLM's ``NdArrayDescsForElementwiseBroadcast`` iterates over, checked
+  against the output tensor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..quant import INT32_MIN, QMAX, QMIN
+
+__all__ = [
+    "all_codes",
+    "broadcast_shape",
+    "clamp_to_type",
+    "extend_shape",
+    "lookup",
+    "qparams",
+    "round_half_away",
+    "round_to_int32",
+    "to_int32_x86",
+]
+
+
+def qparams(t) -> tuple[float, int]:
+    """(scale, zero_point) as TFLM's ``TfLiteTensor::params``: first entry, or (0.0, 0) if unquantized."""
+    q = t.quantization
+    if q is None or q.scales.size == 0:
+        return 0.0, 0
+    return float(q.scales[0]), int(q.zero_points[0]) if q.zero_points.size else 0
+
+
+def to_int32_x86(v) -> np.ndarray:
+    """``static_cast<int32_t>`` of integral-valued doubles on x86-64 (int64 result): NaN or out of range -> INT32_MIN."""
+    v = np.asarray(v, dtype=np.float64)
+    ok = (v >= -2.0 ** 31) & (v < 2.0 ** 31)  # False for NaN
+    if not ok.all():
+        v = np.where(ok, v, float(INT32_MIN))
+    return v.astype(np.int64)
+
+
+def round_half_away(v) -> np.ndarray:
+    """C ``round``/``roundf`` of float32 values, as float64 (exact: ``|v| + 0.5`` cannot round for a float32 ``v``
+    that is not already an integer)."""
+    v = np.asarray(v)
+    r = np.asarray(np.abs(v, dtype=np.float64))  # in place from here: few large temporaries
+    r += 0.5
+    np.floor(r, out=r)
+    return np.copysign(r, v, out=r)
+
+
+def round_to_int32(v) -> np.ndarray:
+    """``static_cast<int32_t>(roundf(v))`` for float32 ``v`` (half away from zero; x86 out-of-range -> INT32_MIN)."""
+    return to_int32_x86(round_half_away(v))
+
+
+LUT_INDEX = {"INT8": np.uint8, "UINT8": np.uint8, "INT16": np.uint16}
+
+
+def all_codes(type_name: str) -> np.ndarray:
+    """Every value of an 8/16-bit type, ordered by bit pattern: ``lut[x.view(unsigned)]`` then looks ``x`` up."""
+    index = LUT_INDEX[type_name]
+    dtype = {"INT8": np.int8, "UINT8": np.uint8, "INT16": np.int16}[type_name]
+    return np.arange(np.iinfo(index).max + 1, dtype=index).view(dtype)
+
+
+def lookup(lut: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``lut[x]`` for an 8/16-bit ``x`` whose table was built over :func:`all_codes`."""
+    return np.take(lut, np.ascontiguousarray(x).view(f"u{x.dtype.itemsize}"))
+
+
+def select(cond, a, b) -> np.ndarray:
+    """``cond ? a : b`` for float32 (broadcasting), bit for bit (NaN payloads and -0.0 survive).
+
+    A branch-free bit blend ``(a & m) | (b & ~m)`` with ``m`` all ones where ``cond``; several times faster than
+    ``np.where`` on unpredictable masks and safer than ``np.maximum``/``np.clip`` (whose SIMD paths may turn -0.0
+    into +0.0, which TFLM's ``?:`` does not).
+    """
+    m = np.asarray(cond).astype(np.int32)
+    np.negative(m, out=m)
+    r = np.asarray(a, dtype=np.float32).view(np.int32) & m
+    r |= np.asarray(b, dtype=np.float32).view(np.int32) & ~m
+    return r.view(np.float32)
+
+
+def clamp_to_type(x, type_name: str) -> np.ndarray:
+    """Clamp int values to the range of ``type_name`` (``std::min(std::max(x, qmin), qmax)``)."""
+    return np.clip(x, QMIN[type_name], QMAX[type_name])
+
+
+def extend_shape(shape: Sequence[int], rank: int) -> tuple[int, ...]:
+    """``RuntimeShape::ExtendedShape(rank, shape)``: pad with leading 1s."""
+    return (1,) * (rank - len(shape)) + tuple(shape)
+
+
+def broadcast_shape(a: Sequence[int], b: Sequence[int], out: Sequence[int], max_rank: int) -> str | None:
+    """Why TFLM's ``NdArrayDescsForElementwiseBroadcast`` + output loop would misbehave, or None if fine.
+
+    TFLM extends both inputs and the output to ``max_rank`` dims; where the inputs differ one must be 1; the loop
+    runs over the *output* dims, so they must equal the broadcast dims (TFLM only DCHECKs this and would read out of
+    bounds otherwise).
+    """
+    if max(len(a), len(b), len(out)) > max_rank:
+        return f"broadcasting supports at most {max_rank} dimensions, got {tuple(a)}, {tuple(b)} -> {tuple(out)}"
+    try:
+        bshape = np.broadcast_shapes(tuple(a), tuple(b))
+    except ValueError:
+        return f"shapes {tuple(a)} and {tuple(b)} do not broadcast"
+    if extend_shape(bshape, max_rank) != extend_shape(out, max_rank):
+        return f"output shape {tuple(out)} is not the broadcast shape {bshape} of {tuple(a)} and {tuple(b)}"
+    return None
+

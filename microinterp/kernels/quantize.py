@@ -1,0 +1,120 @@
+"""QUANTIZE: float -> int8/int16 affine quantization, and int -> int requantization.
+
+TFLM (``micro/kernels/quantize_common.cc``, ``reference/quantize.h``, ``reference/requantize.h``):
+
+* Prepare: 1 input, 1 output; the output must carry per-tensor affine quantization (exactly one scale); input type
+  in {FLOAT32, INT32, INT16, INT8, UINT8}, output type in {INT8, INT16, INT32, UINT8}. For the int -> int pairs
+  ``(M, shift) = QuantizeMultiplier(double(s_in) / double(s_out))``.
+* Eval supports only these pairs (any other pair fails at Eval in TFLM; here already at prepare)::
+
+      FLOAT32 -> INT8, INT16          INT8  -> INT8, UINT8, INT16, INT32
+      UINT8   -> INT8                 INT16 -> INT8, INT16, INT32          INT32 -> INT8, INT16
+
+* float -> int (``AffineQuantize``): ``clamp(int32(roundf(x / (float)s_out)) + zp_out)`` -- the division is in
+  float32, rounding half away from zero. Pitfall: the float->int32 conversion is x86 ``cvttss2si``, so NaN, +-inf
+  and anything beyond +-2^31 become INT32_MIN *before* the (wrapping) zero-point add; with zp_out < 0 that wraps to
+  a huge positive number and saturates at the top code (the wheel does exactly this).
+* int -> int (``Requantize``): ``clamp(MBQM(x - zp_in, M, shift) + zp_out)`` in int32 (double-rounding MBQM).
+  Special case: when the effective scale is exactly 1 (``M == 2^30 and shift == 1``) and the op is INT8 -> UINT8
+  with ``zp_in - zp_out == -128`` or UINT8 -> INT8 with ``+128``, the output is ``x ^ 0x80`` (numerically the same).
+* Input quantization: only ``params`` (the first scale / zero point) is used, also for per-channel inputs.
+
+8/16-bit inputs: the requantization is evaluated once in prepare for every input code and invoke is a lookup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
+from ._qutil import all_codes, lookup, qparams, round_half_away, to_int32_x86
+
+#: Eval's supported (input, output) type pairs.
+SUPPORTED = {
+    "FLOAT32": ("INT8", "INT16"),
+    "INT8": ("INT8", "UINT8", "INT16", "INT32"),
+    "UINT8": ("INT8",),
+    "INT16": ("INT8", "INT16", "INT32"),
+    "INT32": ("INT8", "INT16"),
+}
+_OUTPUT_TYPES = ("INT8", "INT16", "INT32", "UINT8")
+
+
+@dataclass(frozen=True)
+class QuantizeData:
+    mode: str               # "float", "lut" (8/16-bit input) or "requantize" (int32 input)
+    output_scale: float     # float path: x / float32(output_scale)
+    input_zero_point: int
+    output_zero_point: int
+    multiplier: int
+    shift: int
+    qmin: int
+    qmax: int
+    lut: np.ndarray | None = field(default=None, repr=False)
+
+
+def requantize(x: np.ndarray, d: QuantizeData) -> np.ndarray:
+    """TFLM ``Requantize``: ``clamp(MBQM(x - zp_in, M, shift) + zp_out)`` with int32 wrap-around."""
+    v = wrap_int32(x.astype(np.int64) - d.input_zero_point)
+    return np.clip(wrap_int32(mbqm(v, d.multiplier, d.shift) + d.output_zero_point), d.qmin, d.qmax)
+
+
+def quantize_float(x: np.ndarray, d: QuantizeData) -> np.ndarray:
+    """TFLM ``AffineQuantize``: ``clamp(int32(roundf(x / (float)s_out)) + zp_out)`` (x86 conversion, int32 wrap)."""
+    r = round_half_away(x / np.float32(d.output_scale))  # float64 holding integers
+    bound = np.maximum(-r.min(), r.max()) if r.size else 0.0  # NaN if any NaN
+    if not bound + abs(d.output_zero_point) < 2 ** 31:
+        # NaN, +-inf or int32 overflow somewhere: the exact C semantics (INT32_MIN, wrapping zero-point add).
+        return np.clip(wrap_int32(to_int32_x86(r) + d.output_zero_point), d.qmin, d.qmax)
+    r += d.output_zero_point  # exact in float64, no overflow possible
+    return np.clip(r, d.qmin, d.qmax, out=r)
+
+
+class Quantize:
+    def prepare(self, ctx, op) -> QuantizeData:
+        ctx.check_io_count(op, 1, 1)
+        x, y = ctx.require_input(op, 0), ctx.output(op, 0)
+        q = y.quantization
+        if q is None or q.scales.size != 1:
+            raise ctx.fail(op, "output must have per-tensor affine quantization (exactly one scale)")
+        if x.type_name not in SUPPORTED:
+            raise ctx.fail(op, f"input type {x.type_name} not supported (FLOAT32, INT32, INT16, INT8, UINT8)")
+        if y.type_name not in _OUTPUT_TYPES:
+            raise ctx.fail(op, f"output type {y.type_name} not supported (INT8, INT16, INT32, UINT8)")
+        if y.type_name not in SUPPORTED[x.type_name]:
+            raise ctx.fail(op, f"Input {x.type_name}, output {y.type_name} not supported")
+        if x.num_elements != y.num_elements:
+            raise ctx.fail(op, f"input shape {x.shape} and output shape {y.shape} differ in size")
+        s_in, zp_in = qparams(x)
+        s_out, zp_out = qparams(y)
+        qrange = (QMIN[y.type_name], QMAX[y.type_name])
+        if x.type_name == "FLOAT32":
+            return QuantizeData("float", s_out, zp_in, zp_out, 0, 0, *qrange)
+        m, shift = quantize_multiplier(s_in / s_out)  # Python floats are doubles: double(s_in)/double(s_out)
+        data = QuantizeData("requantize", s_out, zp_in, zp_out, m, shift, *qrange)
+        if x.type_name == "INT32":
+            return data
+        codes = all_codes(x.type_name)
+        pair = (x.type_name, y.type_name)
+        if m == 1 << 30 and shift == 1 and ((pair == ("INT8", "UINT8") and zp_in - zp_out == -128)
+                                            or (pair == ("UINT8", "INT8") and zp_in - zp_out == 128)):
+            lut = (codes.view(np.uint8) ^ np.uint8(0x80)).view(y.dtype)
+        else:
+            lut = requantize(codes, data).astype(y.dtype)
+        return replace(data, mode="lut", lut=lut)
+
+    def invoke(self, ctx, op, data: QuantizeData) -> None:
+        x = ctx.input(op, 0)
+        out = ctx.output(op, 0)
+        if data.mode == "lut":
+            result = lookup(data.lut, x)
+        elif data.mode == "float":
+            result = quantize_float(x, data)
+        else:
+            result = requantize(x, data)
+        out[...] = result.reshape(out.shape)
+
+
+KERNEL = Quantize()

@@ -1,0 +1,112 @@
+"""RESIZE_BILINEAR: float32 (float maths) and int8 (10-bit fixed-point maths).
+
+TFLM (``micro/kernels/resize_bilinear.cc``, ``reference/resize_bilinear.h``). Prepare: see :mod:`._resize`, plus
+``half_pixel_centers && align_corners`` is refused. Eval supports FLOAT32 and INT8 only (others fail at Eval in
+TFLM, here at prepare). Per output row ``y`` (columns alike):
+
+* float32 (``ResizeBilinear``), every step a float32 operation::
+
+      scale = align_corners && out > 1 ? (float)(in - 1) / (out - 1) : (float)in / out
+      s     = half_pixel_centers ? (y + 0.5f) * scale - 0.5f : y * scale
+      y0 = max((int)floorf(s), 0);  y1 = min((int)ceilf(s), in - 1);  dy = s - y0
+      out = v00 * (1 - dy) * (1 - dx) + v10 * dy * (1 - dx) + v01 * (1 - dy) * dx + v11 * dy * dx  (left to right)
+
+* int8 (``ResizeBilinearInteger``), C integer division (truncating)::
+
+      scale10 = ((1 << 10) * in + out / 2) / out     (align_corners && out > 1: (1024 (in-1) + (out-1)/2) / (out-1))
+      s  = half_pixel_centers ? y * scale10 + scale10 / 2 - 512 : y * scale10
+      y0 = max(s / 1024, 0);  y1 = min((s + 1023) / 1024, in - 1);  wy1 = s - 1024 y0;  wy0 = 1024 - wy1
+      acc = v00 wy0 wx0 + v10 wy1 wx0 + v01 wy0 wx1 + v11 wy1 wx1          (int64)
+      out = (int8)((acc + (acc > 0 ? 2^19 : -2^19)) / 2^20)                (round half away; double-rounding build)
+
+Pitfall: for extreme integer upscales (roughly ``out^2 >= 2048 * in``) the rounded ``scale10`` pushes ``s / 1024``
+past ``in - 1``; TFLM then reads outside the row (the next row/batch, or past the tensor). Here ``y0``/``x0`` are
+clamped to the image instead, so such cases are not bit-exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._resize import prepare_resize
+
+
+def _cdiv(a, b: int):
+    """C integer division (truncation toward zero)."""
+    a = np.asarray(a, dtype=np.int64)
+    return np.where(a >= 0, a // b, -((-a) // b))
+
+
+def float_axis(in_size: int, out_size: int, align_corners: bool, half_pixel_centers: bool):
+    """(lower, upper, weight of lower, weight of upper) along one axis, float32 weights."""
+    f32 = np.float32
+    scale = f32(in_size) / f32(out_size)
+    if align_corners and out_size > 1:
+        scale = f32(in_size - 1) / f32(out_size - 1)
+    pos = np.arange(out_size, dtype=f32)
+    s = (pos + f32(0.5)) * scale - f32(0.5) if half_pixel_centers else pos * scale
+    lower = np.maximum(np.floor(s).astype(np.int64), 0)
+    upper = np.minimum(np.ceil(s).astype(np.int64), in_size - 1)
+    d = s - lower.astype(f32)
+    return np.minimum(lower, in_size - 1), upper, f32(1) - d, d
+
+
+def int_axis(in_size: int, out_size: int, align_corners: bool, half_pixel_centers: bool):
+    """(lower, upper, weight of lower, weight of upper) along one axis, weights in 1/1024 units (int64)."""
+    scale10 = ((1 << 10) * in_size + out_size // 2) // out_size
+    if align_corners and out_size > 1:
+        scale10 = ((1 << 10) * (in_size - 1) + (out_size - 1) // 2) // (out_size - 1)
+    pos = np.arange(out_size, dtype=np.int64)
+    s = pos * scale10 + scale10 // 2 - (1 << 9) if half_pixel_centers else pos * scale10
+    lower = np.maximum(_cdiv(s, 1 << 10), 0)
+    upper = np.minimum(_cdiv(s + (1 << 10) - 1, 1 << 10), in_size - 1)
+    w1 = s - (1 << 10) * lower
+    return np.minimum(lower, in_size - 1), upper, (1 << 10) - w1, w1
+
+
+@dataclass(frozen=True)
+class ResizeBilinearData:
+    integer: bool
+    rows: tuple        # (y0, y1) source rows, each shaped (H_out, 1)
+    cols: tuple        # (x0, x1) source columns, each shaped (W_out,)
+    weights: tuple     # float32: (wy0, wy1) shaped (H_out,1,1) and (wx0, wx1) shaped (W_out,1);
+                       # int8: the four products w00, w10, w01, w11 (int32, shaped (H_out, W_out, 1))
+
+
+class ResizeBilinear:
+    def prepare(self, ctx, op) -> ResizeBilinearData:
+        align = bool(op.options.get("align_corners", False))
+        half = bool(op.options.get("half_pixel_centers", False))
+        if align and half:
+            raise ctx.fail(op, "If half_pixel_centers is True, align_corners must be False.")
+        x, _, out_h, out_w = prepare_resize(ctx, op, ("FLOAT32", "INT8"), exact_size_len=False)
+        integer = x.type_name == "INT8"
+        axis = int_axis if integer else float_axis
+        y0, y1, wy0, wy1 = axis(x.shape[1], out_h, align, half)
+        x0, x1, wx0, wx1 = axis(x.shape[2], out_w, align, half)
+        if integer:  # |value * wy * wx| <= 128 * 2^20: the whole sum fits in int32
+            wy0, wy1 = wy0.reshape(-1, 1, 1), wy1.reshape(-1, 1, 1)
+            wx0, wx1 = wx0.reshape(-1, 1), wx1.reshape(-1, 1)
+            weights = tuple((a * b).astype(np.int32) for a, b in ((wy0, wx0), (wy1, wx0), (wy0, wx1), (wy1, wx1)))
+        else:
+            weights = (wy0.reshape(-1, 1, 1), wy1.reshape(-1, 1, 1), wx0.reshape(-1, 1), wx1.reshape(-1, 1))
+        return ResizeBilinearData(integer, (y0.reshape(-1, 1), y1.reshape(-1, 1)), (x0, x1), weights)
+
+    def invoke(self, ctx, op, data: ResizeBilinearData) -> None:
+        x = ctx.input(op, 0)
+        out = ctx.output(op, 0)
+        (y0, y1), (x0, x1) = data.rows, data.cols
+        v00, v10, v01, v11 = x[:, y0, x0], x[:, y1, x0], x[:, y0, x1], x[:, y1, x1]
+        if data.integer:
+            w00, w10, w01, w11 = data.weights
+            acc = v00 * w00 + v10 * w10 + v01 * w01 + v11 * w11
+            rounded = (np.abs(acc) + (1 << 19)) >> 20  # (acc +- 2^19) / 2^20, C truncation = half away from zero
+            out[...] = np.where(acc < 0, -rounded, rounded)
+        else:
+            wy0, wy1, wx0, wx1 = data.weights
+            out[...] = v00 * wy0 * wx0 + v10 * wy1 * wx0 + v01 * wy0 * wx1 + v11 * wy1 * wx1 + np.float32(0)
+
+
+KERNEL = ResizeBilinear()

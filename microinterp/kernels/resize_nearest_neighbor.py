@@ -1,0 +1,63 @@
+"""RESIZE_NEAREST_NEIGHBOR: float32, int8, int16 (a pure gather; values are copied bit for bit).
+
+TFLM (``micro/kernels/resize_nearest_neighbor.cc``, ``micro/kernels/internal/reference/resize_nearest_neighbor.h``),
+per output row ``y`` (columns alike), all in float32::
+
+    scale  = align_corners && out > 1 ? (in - 1) / (float)(out - 1) : in / (float)out
+    offset = half_pixel_centers ? 0.5f : 0.0f
+    src    = min(align_corners ? (int32)roundf((y + offset) * scale) : (int32)floorf((y + offset) * scale), in - 1)
+    if half_pixel_centers: src = max(0, src)
+
+``align_corners`` and ``half_pixel_centers`` may both be set (TFLM does not refuse it, unlike RESIZE_BILINEAR);
+then the rounding branch is taken with the 0.5 offset. Prepare checks: see :mod:`._resize`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._qutil import round_half_away
+from ._resize import prepare_resize
+
+
+def nearest_indices(in_size: int, out_size: int, align_corners: bool, half_pixel_centers: bool) -> np.ndarray:
+    """Source index of every output position along one axis (TFLM's GetNearestNeighbor)."""
+    f32 = np.float32
+    if align_corners and out_size > 1:
+        scale = f32(in_size - 1) / f32(out_size - 1)
+    else:
+        scale = f32(in_size) / f32(out_size)
+    pos = (np.arange(out_size, dtype=f32) + f32(0.5 if half_pixel_centers else 0.0)) * scale
+    if align_corners:
+        src = round_half_away(pos)  # roundf of the float32 product
+    else:
+        src = np.floor(pos)
+    src = np.minimum(src.astype(np.int64), in_size - 1)
+    if half_pixel_centers:
+        src = np.maximum(src, 0)
+    return src
+
+
+@dataclass(frozen=True)
+class ResizeNearestData:
+    rows: np.ndarray
+    cols: np.ndarray
+
+
+class ResizeNearestNeighbor:
+    def prepare(self, ctx, op) -> ResizeNearestData:
+        x, _, out_h, out_w = prepare_resize(ctx, op, ("FLOAT32", "INT8", "INT16"), exact_size_len=True)
+        align = bool(op.options.get("align_corners", False))
+        half = bool(op.options.get("half_pixel_centers", False))
+        return ResizeNearestData(nearest_indices(x.shape[1], out_h, align, half),
+                                 nearest_indices(x.shape[2], out_w, align, half))
+
+    def invoke(self, ctx, op, data: ResizeNearestData) -> None:
+        x = ctx.input(op, 0)
+        out = ctx.output(op, 0)
+        out[...] = x[:, data.rows][:, :, data.cols]
+
+
+KERNEL = ResizeNearestNeighbor()
