@@ -1,0 +1,111 @@
+"""Shared pieces of the element-wise binary kernels ADD, SUB and MUL (TFLM ``add_common.cc``/``sub_common.cc``/
+``mul_common.cc`` and the ``Broadcast*Slow`` reference functions).
+
+* **Broadcasting**: numpy rules (shapes right-aligned, size-1 dims stretch). TFLM keeps shapes in a ``RuntimeShape``
+  of at most 6 dims; higher ranks overrun it (undefined behaviour: wrong results or a crash in the wheel), so they are
+  refused at prepare. The output shape comes from the model (TFLM never resizes); it must be the broadcast shape.
+* **Float activation range** (``CalculateActivationRange<float>``): NONE clamps to ``[-FLT_MAX, FLT_MAX]``, so an
+  overflow to ``inf`` comes out as ``FLT_MAX``; RELU is ``[0, FLT_MAX]``. The clamp is ``std::min(std::max(x, lo),
+  hi)`` (``std::max(-0.0, 0.0)`` keeps ``-0.0``; NaN passes through).
+* **int8 lookup table**: every per-tensor int8 binary op is a pure function of the two raw bytes, so prepare tabulates
+  the literal TFLM formula over all 256 x 256 pairs and invoke is one gather.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..quant import INT32_MAX, INT32_MIN, activation_range_float
+
+FLT_MAX = np.float32(np.finfo(np.float32).max)
+FLT_LOWEST = np.float32(-FLT_MAX)
+
+#: TFLM's RuntimeShape holds at most this many dims (kMaxSmallSize).
+MAX_RANK = 6
+
+
+def float_activation_range(activation: str) -> tuple[np.float32, np.float32]:
+    """CalculateActivationRange<float> as float32 scalars: NONE is [lowest, max] of float32, not +-inf."""
+    lo, hi = activation_range_float(activation)
+    return np.float32(lo), np.float32(hi)
+
+
+def int32_activation_range(activation: str) -> tuple[int, int]:
+    """CalculateActivationRange<int32_t> (unquantized int32 SUB/MUL)."""
+    if activation == "RELU":
+        return 0, INT32_MAX
+    if activation == "RELU6":
+        return 0, 6
+    if activation == "RELU_N1_TO_1":
+        return -1, 1
+    return INT32_MIN, INT32_MAX
+
+
+def clamp_float_(x: np.ndarray, lo: np.float32, hi: np.float32) -> np.ndarray:
+    """In place ``std::min(std::max(x, lo), hi)`` with C++ semantics (signed zeros kept, NaN passes)."""
+    np.copyto(x, lo, where=x < lo)
+    np.copyto(x, hi, where=hi < x)
+    return x
+
+
+def check_broadcast(ctx, op, a, b, out) -> None:
+    """Validate ranks and shapes of a binary op (tensors ``a``, ``b`` -> ``out``); raises ``ctx.fail``."""
+    for t in (a, b, out):
+        if len(t.shape) > MAX_RANK:
+            raise ctx.fail(op, f"tensor {t.name!r} has rank {len(t.shape)}; TFLM's RuntimeShape holds at most "
+                               f"{MAX_RANK} dims (higher ranks are undefined behaviour)")
+    try:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ctx.fail(op, f"input shapes {a.shape} and {b.shape} do not broadcast") from None
+    rank = max(len(shape), len(out.shape))
+    if (1,) * (rank - len(shape)) + tuple(shape) != (1,) * (rank - len(out.shape)) + tuple(out.shape):
+        raise ctx.fail(op, f"output shape {out.shape} is not the broadcast shape {tuple(shape)} of the inputs")
+
+
+def check_quantized(ctx, op, *tensors) -> None:
+    """int8/int16 binary ops read ``params.scale``/``zero_point``: every tensor needs per-tensor quantization."""
+    for t in tensors:
+        q = t.quantization
+        if q is None or q.scale == 0.0:
+            raise ctx.fail(op, f"{t.type_name} tensor {t.name!r} has no quantization (scale) parameters")
+
+
+def int8_table(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+    """Tabulate ``fn(x1, x2)`` (int64 arrays of int8 values -> int values) over all 256 x 256 raw-byte pairs.
+
+    The table is indexed by ``raw1 * 256 + raw2`` where ``raw`` is the unsigned byte of the int8 value.
+    """
+    raw = np.arange(256, dtype=np.int64)
+    vals = raw.astype(np.uint8).view(np.int8).astype(np.int64)
+    return np.ascontiguousarray(fn(vals[:, None], vals[None, :]).astype(np.int8).reshape(-1))
+
+
+def apply_int8_table(table: np.ndarray, x1: np.ndarray, x2: np.ndarray, out: np.ndarray) -> None:
+    """``out[...] = table[raw(x1) * 256 + raw(x2)]`` with numpy broadcasting of ``x1`` and ``x2``."""
+    idx = (x1.view(np.uint8).astype(np.intp) << 8) + x2.view(np.uint8)
+    target = out.reshape(idx.shape)
+    if np.shares_memory(target, out):
+        np.take(table, idx, out=target)
+    else:  # non-contiguous output view: reshape copied
+        out[...] = table[idx].reshape(out.shape)
+
+
+def float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.ndarray, shape: tuple[int, ...],
+                 lo: np.float32, hi: np.float32) -> None:
+    """``out = clamp(ufunc(x1, x2))`` in float32 (overflow to inf is expected and then clamped to FLT_MAX)."""
+    y = out.reshape(shape)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        ufunc(x1, x2, out=y)
+    clamp_float_(y, lo, hi)
+    if not np.shares_memory(y, out):  # non-contiguous output view: reshape copied
+        out[...] = y.reshape(out.shape)
+
+
+def int32_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.ndarray, lo: int, hi: int) -> None:
+    """``out = clamp(ufunc(x1, x2))`` with C int32 wrap-around."""
+    with np.errstate(over="ignore"):
+        y = np.asarray(ufunc(x1, x2, dtype=np.int32))
+    out[...] = np.clip(y, lo, hi).reshape(out.shape)
