@@ -1,0 +1,253 @@
+"""FULLY_CONNECTED: TFLM ``micro/kernels/fully_connected.cc``, ``fully_connected_common.cc``,
+``reference/integer_ops/fully_connected.h``, ``reference/fully_connected.h``.
+
+Shapes come from the model (no resize; ``keep_num_dims`` only shaped the output tensor at conversion):
+``depth = out.shape[-1]``, ``batches = out.size / depth``, ``accum = filter.shape[-1]``; the input is read flat as
+``[batches, accum]`` and filter row ``c`` is ``filter.flat[c*accum : (c+1)*accum]``.
+
+Quantized::
+
+    acc[b, c] = sum_k (w[c,k] + w_off) * (x[b,k] + x_off) + bias[c]
+    int8 : x_off = -zp_in; w_off = -zp_w (per-tensor only; per-channel ignores the filter zero point)
+           y = clamp(MBQM(acc, M_c, s_c) + zp_out, act_min, act_max)            int32 accumulator (wraps)
+    int16: the same offsets and output zero point (the wheel's templated kernel applies them to int16 too);
+           int64 bias or NO bias -> int64 acc + MBQM_int64 (single rounding, 16-bit multiplier);
+           int32 bias -> int32 acc + the double-rounding int32 MBQM
+
+Multipliers: per-channel (filter has > 1 scale; int8 or int16 input, not int4) ``double(s_in) * double(s_w[c]) /
+double(s_out)`` each through QuantizeMultiplier (two int32 arrays in persistent memory, as TFLM allocates them);
+per-tensor the same with ``s_w[0]``, and with a bias Prepare fails unless
+``|s_in * s_w - s_bias| / s_out <= 0.02`` (all double; an unquantized bias has scale 0).
+
+INT4 weights (int8 input, per-tensor only): TFLM requests a scratch buffer of ``prod(filter.shape)`` bytes in
+Prepare (before anything else) and unpacks the weights into it on every Eval (two per byte, element ``2i`` in the low
+nibble, sign-extended); the same scratch is requested and filled here.
+
+float32: ``total = 0f; for k: total += x*w`` sequentially in float32 (no FMA), ``+ bias``, then the float activation
+clamp (NONE clamps to +-FLT_MAX). Emulated with a loop over ``k`` on whole ``[batches, depth]`` float32 arrays.
+
+Implementation: constant weights are converted once at prepare to a float64 ``[accum, depth]`` matrix with the
+filter offset applied; the input offset is folded into the bias (``bias - zp_in * sum_k w'``). The accumulation is one
+float64 matmul (exact: every partial sum is an integer below 2^53), rounded to int64, plus the folded bias as int64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..quant import QMAX, activation_range, mbqm_int64, quantize_multiplier, wrap_int32
+from . import _fixedpoint as fp
+from ._blas import matmul
+from .binary_common import clamp_float_, float_activation_range
+
+
+@dataclass(frozen=True)
+class FullyConnectedData:
+    type_name: str                      # FLOAT32, INT8 or INT16 (the input/output type)
+    batches: int
+    depth: int
+    accum: int
+    act_min: Any
+    act_max: Any
+    weights: np.ndarray | None          # float64 [accum, depth] (quantized) / float32 (float); None: not constant
+    bias: np.ndarray | None             # int64 [depth] folded bias (quantized) / float32 bias (float) / None
+    input_offset: int = 0
+    filter_offset: int = 0
+    output_offset: int = 0
+    multiplier: Any = 0                 # int, or int64 [depth] per channel
+    shift: Any = 0
+    int64_acc: bool = False             # 16x8 with an int64 bias
+    wrap: bool = False                  # the int32 accumulator can overflow: wrap like C
+    unpacked_int4: np.ndarray | None = None     # int8 weights written into the scratch on every invoke
+    scratch: int | None = None
+
+
+def unpack_int4(packed: np.ndarray, n: int) -> np.ndarray:
+    """UnpackDenseInt4IntoInt8: element 2i = low nibble of byte i, 2i+1 = high nibble, both sign-extended."""
+    raw = np.frombuffer(np.ascontiguousarray(packed).tobytes(), dtype=np.uint8)
+    low = (raw & 0x0F).astype(np.int8)
+    high = (raw >> 4).astype(np.int8)
+    out = np.empty(2 * raw.size, dtype=np.int8)
+    out[0::2] = np.where(low > 7, low - 16, low)
+    out[1::2] = np.where(high > 7, high - 16, high)
+    return out[:n]
+
+
+#: float32 path: elements of the [batches, chunk, depth] product block formed at once.
+_FLOAT_CHUNK = 1 << 20
+
+
+class FullyConnected:
+    def prepare(self, ctx, op) -> FullyConnectedData:
+        ctx.check_io_count(op, (2, 3), 1)
+        x, w, out = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)
+        bias = ctx.input(op, 2)
+        t = x.type_name
+        if out.type_name != t:
+            raise ctx.fail(op, f"input type {t} differs from output type {out.type_name}")
+        allowed = {"FLOAT32": ("FLOAT32",), "INT8": ("INT8", "INT4"), "INT16": ("INT8",)}
+        if t not in allowed:
+            raise ctx.fail(op, f"input type {t} not supported (FLOAT32, INT8, INT16)")
+        if w.type_name not in allowed[t]:
+            raise ctx.fail(op, f"input type {t} with filter type {w.type_name} not supported")
+        if len(w.shape) < 2 or not out.shape:
+            raise ctx.fail(op, f"filter {w.shape} must have >= 2 dims and the output >= 1 (got {out.shape})")
+        depth, accum = out.shape[-1], w.shape[-1]
+        batches = out.num_elements // depth if depth else 0
+        rows = w.num_elements // accum if accum else 0
+        if depth > rows:
+            raise ctx.fail(op, f"output depth {depth} exceeds the {rows} filter rows")
+        if x.num_elements < batches * accum:
+            raise ctx.fail(op, f"input has {x.num_elements} elements, needs batches*accum = {batches}*{accum}")
+
+        scratch = unpacked = None
+        if w.type_name == "INT4":  # TFLM requests the unpack buffer first thing in Prepare
+            scratch = ctx.request_scratch(op, w.num_elements)
+            if w.data is None:
+                raise ctx.fail(op, "INT4 filter must be constant")
+            unpacked = unpack_int4(w.data, w.num_elements)
+        wdata = unpacked if unpacked is not None else w.data
+
+        act = op.options.get("fused_activation_function", "NONE")
+        if t == "FLOAT32":
+            if bias is not None and bias.type_name != "FLOAT32":
+                raise ctx.fail(op, f"float FULLY_CONNECTED needs a FLOAT32 bias, got {bias.type_name}")
+            weights = None if wdata is None else np.ascontiguousarray(
+                wdata.reshape(-1, accum)[:depth].T.astype(np.float32))
+            bvals = None
+            if bias is not None:
+                if bias.data is None:
+                    raise ctx.fail(op, "bias must be a constant tensor")
+                bvals = np.array(bias.data.reshape(-1)[:depth], dtype=np.float32)
+            lo, hi = float_activation_range(act)
+            return FullyConnectedData(t, batches, depth, accum, lo, hi, weights, bvals)
+
+        return self._prepare_quantized(ctx, op, x, w, bias, out, t, batches, depth, accum, act, wdata,
+                                       unpacked, scratch)
+
+    def _prepare_quantized(self, ctx, op, x, w, bias, out, t, batches, depth, accum, act, wdata, unpacked,
+                           scratch) -> FullyConnectedData:
+        for tensor in (x, w, out):
+            if tensor.quantization is None:
+                raise ctx.fail(op, f"tensor {tensor.name!r} has no quantization parameters")
+        qx, qw, qo = x.quantization, w.quantization, out.quantization
+        per_channel = qw.scales.size > 1
+        if per_channel:
+            if w.type_name == "INT4":
+                raise ctx.fail(op, "per-channel quantization is not supported with INT4 weights")
+            axis = qw.axis if qw.axis >= 0 else qw.axis + len(w.shape)
+            if not 0 <= axis < len(w.shape) or qw.scales.size != w.shape[axis]:
+                raise ctx.fail(op, f"{qw.scales.size} filter scales do not match filter dim {qw.axis} of {w.shape}")
+            if qw.scales.size < depth:
+                raise ctx.fail(op, f"{qw.scales.size} per-channel scales for {depth} output channels")
+            ms, ss = zip(*(quantize_multiplier(float(qx.scale) * float(s) / float(qo.scale)) for s in qw.scales))
+            # TFLM keeps the two int32 arrays in persistent (tail) memory.
+            ctx.persistent(np.array(ms, dtype=np.int32))
+            ctx.persistent(np.array(ss, dtype=np.int32))
+            multiplier = np.array(ms[:depth], dtype=np.int64)
+            shift = np.array(ss[:depth], dtype=np.int64)
+        else:
+            product = float(qx.scale) * float(qw.scale)
+            if bias is not None:
+                s_bias = float(bias.quantization.scale) if bias.quantization is not None else 0.0
+                if not abs(product - s_bias) / float(qo.scale) <= 0.02:
+                    raise ctx.fail(op, f"bias scale {s_bias} differs from input*filter scale {product} by more "
+                                       "than 0.02 output scales")
+            multiplier, shift = quantize_multiplier(product / float(qo.scale))
+
+        if t == "INT8":
+            bias_type = "INT32"
+            int64_acc = False
+        else:  # 16x8: the bias type selects the accumulator (no bias: int64, checked against the wheel)
+            bias_type = bias.type_name if bias is not None else "INT64"
+            int64_acc = bias_type == "INT64"
+        if bias is not None:
+            if bias.type_name != bias_type and not (t == "INT16" and bias.type_name in ("INT32", "INT64")):
+                raise ctx.fail(op, f"{t} FULLY_CONNECTED needs an {bias_type} bias, got {bias.type_name}")
+            if bias.data is None:
+                raise ctx.fail(op, "bias must be a constant tensor")
+
+        input_offset = -qx.zero_point
+        filter_offset = 0 if per_channel else -qw.zero_point
+        output_offset = qo.zero_point
+        lo, hi = activation_range(act, qo.scale, qo.zero_point, t)
+
+        bias64 = np.zeros(depth, dtype=np.int64)
+        if bias is not None:
+            bias64 += bias.data.reshape(-1)[:depth].astype(np.int64)
+        weights = None
+        wrap = not int64_acc
+        if wdata is not None:
+            wq = wdata.reshape(-1, accum)[:depth].astype(np.int64) + filter_offset
+            weights = np.ascontiguousarray(wq.T.astype(np.float64))
+            bias64 = bias64 + input_offset * wq.sum(axis=1)
+            xmax = QMAX[t] + 1 + abs(input_offset)
+            bound = int(np.abs(wq).sum(axis=1).max(initial=0)) * xmax + int(np.abs(bias64).max(initial=0))
+            wrap = wrap and bound >= 1 << 31
+        return FullyConnectedData(t, batches, depth, accum, lo, hi, weights, bias64, input_offset, filter_offset,
+                                  output_offset, multiplier, shift, int64_acc, wrap, unpacked, scratch)
+
+    def invoke(self, ctx, op, data: FullyConnectedData) -> None:
+        out = ctx.output(op, 0)
+        x = ctx.input(op, 0).reshape(-1)[:data.batches * data.accum].reshape(data.batches, data.accum)
+        if data.scratch is not None:
+            ctx.scratch(data.scratch)[:data.unpacked_int4.size] = data.unpacked_int4.view(np.uint8)
+        if data.type_name == "FLOAT32":
+            out[...] = self._float(ctx, op, x, data).reshape(out.shape)
+            return
+        weights, bias = data.weights, data.bias
+        if weights is None:  # non-constant filter: convert now
+            wq = ctx.input(op, 1).reshape(-1, data.accum)[:data.depth].astype(np.int64) + data.filter_offset
+            weights = wq.T.astype(np.float64)
+            bias = bias + data.input_offset * wq.sum(axis=1)
+        acc = matmul(x.astype(np.float64), weights).astype(np.int64) + bias
+        if data.int64_acc:
+            y = mbqm_int64(acc, data.multiplier, data.shift)
+        else:
+            if data.wrap or data.weights is None:
+                acc = wrap_int32(acc)
+            y = fp.mbqm(acc, data.multiplier, data.shift)
+        y += data.output_offset
+        np.clip(y, data.act_min, data.act_max, out=y)
+        out[...] = y.reshape(out.shape)
+
+    @staticmethod
+    def _float(ctx, op, x: np.ndarray, data: FullyConnectedData) -> np.ndarray:
+        weights = data.weights
+        if weights is None:
+            weights = np.ascontiguousarray(ctx.input(op, 1).reshape(-1, data.accum)[:data.depth].T)
+        return sequential_dot_float32(x, weights, data.bias, data.act_min, data.act_max)
+
+
+def sequential_dot_float32(x: np.ndarray, weights: np.ndarray, bias: np.ndarray | None, lo, hi) -> np.ndarray:
+    """TFLM's float FC: ``total = 0f; for k: total += x[b,k] * w[k,c]``, ``+ bias``, clamp; all in float32.
+
+    Products of a chunk of ``k`` are formed at once into ``P[k, b, c]`` whose row 0 holds the running total, then
+    ``np.add.reduce(P, axis=0)``: with the ``(b, c)`` block (>= 2 elements, padded if needed) as NumPy's inner loop the
+    reduction adds row after row, i.e. exactly the C loop's order and roundings (never pairwise summation, which
+    NumPy uses only when the reduced axis is the contiguous inner one). ``test_fully_connected`` checks this against
+    a literal loop.
+    """
+    b, k = x.shape
+    n = weights.shape[1]
+    m = max(b * n, 2)
+    step = max(1, _FLOAT_CHUNK // m)
+    total = np.zeros(m, dtype=np.float32)
+    xt = np.ascontiguousarray(x.T)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        for k0 in range(0, k, step):
+            k1 = min(k, k0 + step)
+            prods = np.zeros((k1 - k0 + 1, m), dtype=np.float32)
+            prods[0] = total
+            np.multiply(xt[k0:k1, :, None], weights[None, k0:k1].transpose(1, 0, 2),
+                        out=prods[1:, :b * n].reshape(k1 - k0, b, n))
+            total = np.add.reduce(prods, axis=0)
+        out = total[:b * n].reshape(b, n)
+        if bias is not None:
+            out += bias
+    return clamp_float_(out, lo, hi)
+
+KERNEL = FullyConnected()
