@@ -1,0 +1,63 @@
+"""AVERAGE_POOL_2D: TFLM ``micro/kernels/pooling.cc`` (AverageEval), ``reference/integer_ops/pooling.h``,
+``reference/pooling.h``; Prepare, padding and banding in ``pooling_common.py``.
+
+* int8/int16: ``acc`` = int32 sum of the *raw* values over the valid taps (the zero point is NOT subtracted; input
+  and output share scale and zero point); ``n`` = number of valid taps;
+  ``avg = acc > 0 ? (acc + n/2) / n : (acc - n/2) / n`` with C truncation (= round half away from zero);
+  ``clamp(avg, act_min, act_max)``.
+* float32: ``total = 0f; total += x`` over the valid taps in (ky outer, kx inner) order, in float32;
+  ``clamp(total / float(n))`` with the float activation range.
+
+Pitfall: if a window had no valid tap (only possible when the model's output is larger than the padding formula
+gives) TFLM's AveragePool returns early and leaves the rest of the output unwritten; prepare refuses such models.
+Integer sums are associative, so they are computed separably (x taps, then y taps); the float sum keeps TFLM's order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .binary_common import clamp_float_
+from .pooling_common import PoolData, input_rows, padded_band, prepare_pooling, run_bands
+
+__all__ = ["KERNEL", "AveragePool2D", "input_rows", "pool_rows"]
+
+
+class AveragePool2D:
+    def prepare(self, ctx, op) -> PoolData:
+        data = prepare_pooling(ctx, op)
+        if data.count.size and not data.count.all():
+            raise ctx.fail(op, "an output window has no input taps (TFLM's AveragePool stops there and leaves the "
+                               "rest of the output unwritten)")
+        return data
+
+    def invoke(self, ctx, op, data: PoolData) -> None:
+        run_bands(data, ctx.input(op, 0), ctx.output(op, 0), pool_rows)
+
+
+def pool_rows(data: PoolData, x: np.ndarray, x_row0: int, y0: int, y1: int) -> np.ndarray:
+    """Output rows ``[y0, y1)`` (``[N, y1 - y0, out_w, C]``) from ``x`` = input rows starting at ``x_row0``."""
+    sh, sw, fh, fw = data.stride_h, data.stride_w, data.filter_h, data.filter_w
+    ys, xs = (y1 - y0 - 1) * sh + 1, (data.out_w - 1) * sw + 1
+    count = data.count[y0:y1, :, None]
+    if data.type_name == "FLOAT32":
+        band = padded_band(data, x, x_row0, y0, y1, 0.0, np.float32)
+        total = np.zeros((x.shape[0], y1 - y0, data.out_w, x.shape[3]), dtype=np.float32)
+        for ky in range(fh):  # y taps outer, x taps inner: one float32 add per tap, as TFLM
+            for kx in range(fw):
+                total += band[:, ky:ky + ys:sh, kx:kx + xs:sw]
+        np.divide(total, count.astype(np.float32), out=total)
+        return clamp_float_(total, data.act_min, data.act_max)
+    band = padded_band(data, x, x_row0, y0, y1, 0, np.int32)
+    across = band[:, :, 0:xs:sw].copy()
+    for kx in range(1, fw):
+        across += band[:, :, kx:kx + xs:sw]
+    acc = across[:, 0:ys:sh].copy()
+    for ky in range(1, fh):
+        acc += across[:, ky:ky + ys:sh]
+    acc = acc.astype(np.int64)
+    avg = np.sign(acc) * ((np.abs(acc) + count // 2) // count)   # (acc +- n/2) / n with C truncation
+    return np.clip(avg, data.act_min, data.act_max).astype(x.dtype)
+
+
+KERNEL = AveragePool2D()

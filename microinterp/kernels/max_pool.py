@@ -1,0 +1,78 @@
+"""MAX_POOL_2D: TFLM ``micro/kernels/pooling.cc`` (MaxEval), ``reference/integer_ops/pooling.h``,
+``reference/pooling.h``; Prepare, padding and banding in ``pooling_common.py``.
+
+Per output: ``m = lowest(type)``; ``m = std::max(m, x)`` over the valid taps of the clipped window; then
+``clamp(m, act_min, act_max)`` (quantized range from the fused activation; input and output share scale and zero
+point, no requantization). ``std::max(m, x)`` is ``(m < x) ? x : m``: a NaN input never wins and among equal
+values (+0.0/-0.0) the first one in (ky, kx) order stays, as here (repaired after the fast pass, only when the
+input holds a -0.0).
+Maxima are associative, so the taps are applied separably (x taps, then y taps), starting from the lowest value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..quant import QMIN
+from .binary_common import FLT_LOWEST, clamp_float_
+from .pooling_common import PoolData, input_rows, padded_band, prepare_pooling, run_bands
+
+__all__ = ["KERNEL", "MaxPool2D", "input_rows", "pool_rows"]
+
+
+class MaxPool2D:
+    def prepare(self, ctx, op) -> PoolData:
+        return prepare_pooling(ctx, op)
+
+    def invoke(self, ctx, op, data: PoolData) -> None:
+        run_bands(data, ctx.input(op, 0), ctx.output(op, 0), pool_rows)
+
+
+def _running_max(acc: np.ndarray, values: np.ndarray) -> None:
+    """``acc = max(acc, values)`` in place; for floats ``np.fmax(values, acc)``: a NaN tap loses, as in
+    ``std::max(acc, v) = (acc < v) ? v : acc`` (``acc`` starts at the lowest value and is never NaN). Only the sign of a
+    zero result may differ from C++ (fmax's choice between +0.0 and -0.0 varies); :func:`_fix_zero_signs` repairs it.
+    """
+    if acc.dtype.kind == "f":
+        np.fmax(values, acc, out=acc)
+    else:
+        np.maximum(acc, values, out=acc)
+
+
+def _fix_zero_signs(best: np.ndarray, band: np.ndarray, data: PoolData, ys: int, xs: int) -> None:
+    """Where the maximum is zero, C++ keeps the *first* zero tap in (ky, kx) order (later ties do not replace it)."""
+    zero = best == 0
+    if not zero.any():
+        return
+    decided = np.zeros(best.shape, dtype=bool)
+    negative = np.zeros(best.shape, dtype=bool)
+    for ky in range(data.filter_h):
+        for kx in range(data.filter_w):
+            tap = band[:, ky:ky + ys:data.stride_h, kx:kx + xs:data.stride_w]
+            first = (tap == 0) & ~decided
+            negative |= first & np.signbit(tap)
+            decided |= first
+    best[zero] = np.where(negative[zero], np.float32(-0.0), np.float32(0.0))
+
+
+def pool_rows(data: PoolData, x: np.ndarray, x_row0: int, y0: int, y1: int) -> np.ndarray:
+    """Output rows ``[y0, y1)`` (``[N, y1 - y0, out_w, C]``) from ``x`` = input rows starting at ``x_row0``."""
+    is_float = data.type_name == "FLOAT32"
+    lowest = FLT_LOWEST if is_float else QMIN[data.type_name]
+    band = padded_band(data, x, x_row0, y0, y1, lowest, x.dtype)
+    sh, sw = data.stride_h, data.stride_w
+    ys, xs = (y1 - y0 - 1) * sh + 1, (data.out_w - 1) * sw + 1
+    across = np.full(band[:, :, 0:xs:sw].shape, lowest, dtype=x.dtype)
+    for kx in range(data.filter_w):
+        _running_max(across, band[:, :, kx:kx + xs:sw])
+    best = np.full(across[:, 0:ys:sh].shape, lowest, dtype=x.dtype)
+    for ky in range(data.filter_h):
+        _running_max(best, across[:, ky:ky + ys:sh])
+    if is_float:
+        if (band.view(np.int32) == np.int32(-(1 << 31))).any():  # a -0.0 tap: make zero signs exact
+            _fix_zero_signs(best, band, data, ys, xs)
+        return clamp_float_(best, data.act_min, data.act_max)
+    return np.clip(best, data.act_min, data.act_max)
+
+
+KERNEL = MaxPool2D()

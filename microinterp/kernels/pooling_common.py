@@ -1,0 +1,127 @@
+"""Shared Prepare and band driver of AVERAGE_POOL_2D and MAX_POOL_2D: TFLM ``micro/kernels/pooling_common.cc``.
+
+Prepare (the same routine for both ops): padding from ``ComputePaddingHeightWidth`` with dilation 1
+(``padding.py``); int8/int16 require ``|s_in - s_out| <= 1e-6`` (double) and equal zero points (no requantization
+happens); the fused activation gives ``[act_min, act_max]`` (quantized with float32 ``roundf``) or the float range
+(NONE = +-FLT_MAX). The kernels loop over the *output tensor's* H/W. For output ``(oy, ox)`` the window starts at
+``(oy*sh - pad_h, ox*sw - pad_w)`` and is clipped to the image; taps outside are skipped (never counted).
+
+Banding: each op exposes ``pool_rows(data, x, x_row0, y0, y1)`` computing output rows ``[y0, y1)`` from a view ``x``
+that holds input rows ``[x_row0, x_row0 + x.shape[1])`` covering :func:`input_rows`, so an out-of-core pager can run
+the op band by band. :func:`padded_band` copies the rows a band reads into a buffer padded with a neutral value
+(0 for sums, the lowest value for max: skipping a tap and adding 0 / maxing with the lowest value are the same),
+after which every tap is one strided slice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..quant import activation_range
+from .binary_common import float_activation_range
+from .padding import compute_padding_height_width, input_rows_for
+
+#: invoke() works in bands whose padded buffer holds about this many elements.
+BAND_ELEMENTS = 1 << 21
+
+
+@dataclass(frozen=True)
+class PoolData:
+    type_name: str                  # FLOAT32, INT8, INT16
+    in_h: int
+    in_w: int
+    out_h: int
+    out_w: int
+    filter_h: int
+    filter_w: int
+    stride_h: int
+    stride_w: int
+    pad_h: int
+    pad_w: int
+    act_min: Any
+    act_max: Any
+    count: np.ndarray               # valid taps per output position [out_h, out_w] (int64)
+
+
+def valid_taps(out_size: int, stride: int, pad: int, filter_size: int, in_size: int) -> np.ndarray:
+    """Per output index: taps of the clipped window, ``min(f, in - origin) - max(0, -origin)`` (>= 0)."""
+    origin = np.arange(out_size, dtype=np.int64) * stride - pad
+    return np.maximum(np.minimum(filter_size, in_size - origin) - np.maximum(0, -origin), 0)
+
+
+def prepare_pooling(ctx, op) -> PoolData:
+    """PoolingPrepare + CalculateOpDataPooling (shared by both pooling ops)."""
+    ctx.check_io_count(op, 1, 1)
+    x, y = ctx.require_input(op, 0), ctx.output(op, 0)
+    t = x.type_name
+    if t not in ("FLOAT32", "INT8", "INT16"):
+        raise ctx.fail(op, f"type {t} not supported (FLOAT32, INT8, INT16)")
+    if y.type_name != t:
+        raise ctx.fail(op, f"output type {y.type_name} differs from input type {t}")
+    if len(x.shape) != 4 or len(y.shape) != 4:
+        raise ctx.fail(op, f"input {x.shape} and output {y.shape} must be 4-D (NHWC)")
+    if x.shape[0] != y.shape[0] or x.shape[3] != y.shape[3]:
+        raise ctx.fail(op, f"batch/channels of input {x.shape} and output {y.shape} differ")
+    o = op.options
+    fh, fw = o.get("filter_height", 1), o.get("filter_width", 1)
+    sh, sw = o.get("stride_h", 1), o.get("stride_w", 1)
+    if fh < 1 or fw < 1 or sh < 1 or sw < 1:
+        raise ctx.fail(op, f"filter {fh}x{fw} and strides {sh}x{sw} must be >= 1")
+    pad = compute_padding_height_width(sh, sw, 1, 1, x.shape[1], x.shape[2], fh, fw, o.get("padding", "SAME"))
+    act = o.get("fused_activation_function", "NONE")
+    if t == "FLOAT32":
+        lo, hi = float_activation_range(act)
+    else:
+        qx, qy = x.quantization, y.quantization
+        if qx is None or qy is None:
+            raise ctx.fail(op, "int8/int16 pooling needs quantized input and output")
+        if not abs(float(qx.scale) - float(qy.scale)) <= 1.0e-6:
+            raise ctx.fail(op, f"input scale {qx.scale} and output scale {qy.scale} differ by more than 1e-6")
+        if qx.zero_point != qy.zero_point:
+            raise ctx.fail(op, f"input zero point {qx.zero_point} != output zero point {qy.zero_point}")
+        lo, hi = activation_range(act, qy.scale, qy.zero_point, t)
+    out_h, out_w = y.shape[1], y.shape[2]
+    count = (valid_taps(out_h, sh, pad.height, fh, x.shape[1])[:, None]
+             * valid_taps(out_w, sw, pad.width, fw, x.shape[2])[None, :])
+    return PoolData(t, x.shape[1], x.shape[2], out_h, out_w, fh, fw, sh, sw, pad.height, pad.width, lo, hi, count)
+
+
+def input_rows(data: PoolData, y0: int, y1: int) -> tuple[int, int]:
+    """Input rows ``[lo, hi)`` that output rows ``[y0, y1)`` read (``(0, 0)`` if none)."""
+    return input_rows_for(y0, y1, data.stride_h, 1, data.filter_h, data.pad_h, data.in_h)
+
+
+def padded_band(data: PoolData, x: np.ndarray, x_row0: int, y0: int, y1: int, fill: Any,
+                dtype: Any) -> np.ndarray:
+    """The input rows/columns the windows of output rows ``[y0, y1)`` span, outside the image set to ``fill``.
+
+    Row ``i`` of the result is input row ``y0*sh - pad_h + i``, column ``j`` is input column ``j - pad_w``; so tap
+    ``(ky, kx)`` of all outputs of the band is ``band[:, ky::sh][:, :rows, kx::sw][:, :, :out_w]``.
+    """
+    n, c = x.shape[0], x.shape[3]
+    r_lo, r_hi = y0 * data.stride_h - data.pad_h, (y1 - 1) * data.stride_h - data.pad_h + data.filter_h
+    c_lo, c_hi = -data.pad_w, (data.out_w - 1) * data.stride_w - data.pad_w + data.filter_w
+    band = np.full((n, r_hi - r_lo, c_hi - c_lo, c), fill, dtype=dtype)
+    v_lo, v_hi = max(r_lo, 0), min(r_hi, data.in_h)
+    h_lo, h_hi = max(c_lo, 0), min(c_hi, data.in_w)
+    if v_lo < v_hi and h_lo < h_hi:
+        if v_lo < x_row0 or v_hi > x_row0 + x.shape[1]:
+            raise ValueError(f"input rows [{v_lo}, {v_hi}) are needed, the view holds "
+                             f"[{x_row0}, {x_row0 + x.shape[1]})")
+        band[:, v_lo - r_lo:v_hi - r_lo, h_lo - c_lo:h_hi - c_lo] = x[:, v_lo - x_row0:v_hi - x_row0, h_lo:h_hi]
+    return band
+
+
+def run_bands(data: PoolData, x: np.ndarray, out: np.ndarray,
+              pool_rows: Callable[[PoolData, np.ndarray, int, int, int], np.ndarray]) -> None:
+    """Whole-tensor invoke: ``pool_rows`` over bands of output rows sized to keep temporaries small."""
+    n, c = x.shape[0], x.shape[3]
+    row_elems = max(1, n * c * ((data.out_w - 1) * data.stride_w + data.filter_w) * data.stride_h)
+    step = max(1, BAND_ELEMENTS // row_elems)
+    for y0 in range(0, data.out_h, step):
+        y1 = min(data.out_h, y0 + step)
+        out[:, y0:y1] = pool_rows(data, x, 0, y0, y1)
