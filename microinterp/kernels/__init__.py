@@ -12,12 +12,19 @@ from . import arg_max, arg_min, dequantize, leaky_relu, maximum, minimum, prelu,
 from . import resize_bilinear, resize_nearest_neighbor
 from . import mean, reduce_max, sum
 from . import hard_swish, logistic, softmax, tanh
+from . import add, average_pool, fully_connected, max_pool, mul, sub
 from . import pad, padv2, transpose
 from . import concatenation, expand_dims, pack, shape, split, split_v, squeeze, unpack
 from . import gather, slice, strided_slice
 
 REFERENCE_KERNELS: dict[str, object] = {
     "RESHAPE": reshape.KERNEL,
+    "AVERAGE_POOL_2D": average_pool.KERNEL,
+    "MAX_POOL_2D": max_pool.KERNEL,
+    "FULLY_CONNECTED": fully_connected.KERNEL,
+    "ADD": add.KERNEL,
+    "SUB": sub.KERNEL,
+    "MUL": mul.KERNEL,
     "CONV_2D": conv.KERNEL,
     "DEPTHWISE_CONV_2D": depthwise_conv.KERNEL,
     "SVDF": svdf.KERNEL,
