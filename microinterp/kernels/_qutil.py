@@ -88,10 +88,13 @@ def select(cond, a, b) -> np.ndarray:
     ``np.where`` on unpredictable masks and safer than ``np.maximum``/``np.clip`` (whose SIMD paths may turn -0.0
     into +0.0, which TFLM's ``?:`` does not).
     """
-    m = np.asarray(cond).astype(np.int32)
+    a = np.asarray(a, dtype=np.float32).view(np.int32)
+    b = np.asarray(b, dtype=np.float32).view(np.int32)
+    m = np.empty(np.broadcast_shapes(np.shape(cond), a.shape, b.shape), dtype=np.int32)
+    m[...] = cond
     np.negative(m, out=m)
-    r = np.asarray(a, dtype=np.float32).view(np.int32) & m
-    r |= np.asarray(b, dtype=np.float32).view(np.int32) & ~m
+    r = a & m
+    r |= b & ~m
     return r.view(np.float32)
 
 

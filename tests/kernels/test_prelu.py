@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from microinterp.testing.single_op import assert_matches_tflm, random_tensor
@@ -23,6 +23,8 @@ from .single_op_models import (
 @given(dtype=st.sampled_from(["FLOAT32", "INT8", "INT16"]), shapes3=broadcast_pair(4), const_alpha=st.booleans(),
        s_in=scales(-3, 1), s_a=scales(-3, 0), ratio=st.floats(-1.5, 1.5), data=st.data(),
        seed=st.integers(0, 2**32 - 1))
+@example(dtype="FLOAT32", shapes3=((1, 1, 1), (1, 1, 2), (1, 1, 2)), const_alpha=False, s_in=1.0, s_a=1.0,
+         ratio=0.0, data=None, seed=0)  # the input is the broadcast side
 def test_prelu_matches_tflm(dtype, shapes3, const_alpha, s_in, s_a, ratio, data, seed):
     rng = np.random.default_rng(seed)
     x_shape, a_shape, out_shape = shapes3
