@@ -42,6 +42,15 @@ def qparams(t) -> tuple[float, int]:
     return float(q.scales[0]), int(q.zero_points[0]) if q.zero_points.size else 0
 
 
+def check_scales(ctx, op, *tensors) -> None:
+    """Refuse quantized tensors without a positive finite scale: TFLM would divide by zero while computing a
+    multiplier and run on garbage (``QuantizeMultiplier`` of inf/NaN); here that is a PrepareError."""
+    for t in tensors:
+        scale = qparams(t)[0]
+        if not (0.0 < scale < float("inf")):
+            raise ctx.fail(op, f"tensor {t.name!r} ({t.type_name}) needs a positive quantization scale, got {scale}")
+
+
 def to_int32_x86(v) -> np.ndarray:
     """``static_cast<int32_t>`` of integral-valued doubles on x86-64 (int64 result): NaN or out of range -> INT32_MIN."""
     v = np.asarray(v, dtype=np.float64)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
-from ._qutil import all_codes, lookup, qparams, select
+from ._qutil import all_codes, check_scales, lookup, qparams, select
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class LeakyRelu:
         alpha = float(np.float32(op.options.get("alpha", 0.0)))
         if x.type_name == "FLOAT32":
             return LeakyReluData(alpha)
+        check_scales(ctx, op, x, y)
         s_in, zp_in = qparams(x)
         s_out, zp_out = qparams(y)
         m_id, s_id = quantize_multiplier(s_in / s_out)

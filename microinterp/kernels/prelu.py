@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
-from ._qutil import all_codes, broadcast_shape, lookup, qparams, select
+from ._qutil import all_codes, broadcast_shape, check_scales, lookup, qparams, select
 
 #: input/output type -> required alpha type
 ALPHA_TYPE = {"FLOAT32": "FLOAT32", "INT8": "INT8", "INT16": "INT8"}
@@ -67,6 +67,7 @@ class Prelu:
             raise ctx.fail(op, problem)
         if x.type_name == "FLOAT32":
             return PreluData()
+        check_scales(ctx, op, x, alpha, y)
         s_in, zp_in = qparams(x)
         s_a, zp_a = qparams(alpha)
         s_out, zp_out = qparams(y)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
-from ._qutil import all_codes, lookup, qparams, round_half_away, to_int32_x86
+from ._qutil import all_codes, check_scales, lookup, qparams, round_half_away, to_int32_x86
 
 #: Eval's supported (input, output) type pairs.
 SUPPORTED = {
@@ -87,6 +87,7 @@ class Quantize:
             raise ctx.fail(op, f"Input {x.type_name}, output {y.type_name} not supported")
         if x.num_elements != y.num_elements:
             raise ctx.fail(op, f"input shape {x.shape} and output shape {y.shape} differ in size")
+        check_scales(ctx, op, y)
         s_in, zp_in = qparams(x)
         s_out, zp_out = qparams(y)
         qrange = (QMIN[y.type_name], QMAX[y.type_name])

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..quant import activation_range, mbqm, quantize_multiplier
-from ._qutil import all_codes, lookup, qparams, select
+from ._qutil import all_codes, check_scales, lookup, qparams, select
 
 SUPPORTED_TYPES = ("FLOAT32", "INT8", "INT16")
 
@@ -59,6 +59,7 @@ class Relu:
         x, y = check_activation_types(ctx, op)
         if x.type_name == "FLOAT32":
             return ReluData()
+        check_scales(ctx, op, x, y)
         s_in, zp_in = qparams(x)
         s_out, zp_out = qparams(y)
         if x.type_name == "INT16" and (zp_in != 0 or zp_out != 0):

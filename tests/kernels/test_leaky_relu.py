@@ -49,3 +49,8 @@ def test_mixed_types_refused():
 def test_unsupported_types_refused(dtype):
     model = single_op("LEAKY_RELU", [T((4,), dtype, 0.1, 0)], T((4,), dtype, 0.1, 0), alpha=0.2)
     assert_refused(model, [np.zeros(4, {"UINT8": np.uint8, "INT32": np.int32}[dtype])], tflm="invoke")
+
+
+def test_zero_output_scale_refused():
+    model = single_op("LEAKY_RELU", [T((4,), "INT8", 0.1, 0)], T((4,), "INT8", 0.0, 0), alpha=0.2)
+    assert_refused(model, [], tflm=None, match="positive quantization scale")

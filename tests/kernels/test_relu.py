@@ -54,3 +54,9 @@ def test_unsupported_types_refused(dtype):
 def test_mixed_types_refused():
     model = single_op("RELU", [T((4,), "INT8", 0.1, 0)], T((4,), "INT16", 0.1, 0))
     assert_refused(model, [], tflm=None)
+
+
+def test_unquantized_int8_refused():
+    # TFLM would compute QuantizeMultiplier(0/0) and run on garbage; microinterp refuses the model.
+    model = single_op("RELU", [T((4,), "INT8")], T((4,), "INT8"))
+    assert_refused(model, [], tflm=None, match="positive quantization scale")
