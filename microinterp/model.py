@@ -426,9 +426,9 @@ class _Parser:
         if n_s == 0:
             return None
         scales = q.ScaleAsNumpy().astype(np.float32)
-        if not np.isfinite(scales).all():
-            bad = scales[~np.isfinite(scales)][0]
-            raise self.fail(f"{where}: quantization scale {bad} is not a finite number")
+        if not (np.isfinite(scales) & (scales >= 0)).all():
+            bad = scales[~(np.isfinite(scales) & (scales >= 0))][0]
+            raise self.fail(f"{where}: quantization scale {bad} is not a finite number >= 0")
         zps = q.ZeroPointAsNumpy().astype(np.int64) if n_z else np.zeros(n_s, np.int64)
         axis = q.QuantizedDimension()
         if n_s > 1:

@@ -576,11 +576,11 @@ def test_external_buffer_outside_file():
     expect_error(_with_object_api(conv_model().build(), edit), "buffer 1: external data", "exceeds the file")
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
-def test_non_finite_scales(bad):
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), -0.5])
+def test_non_finite_or_negative_scales(bad):
     b = ModelBuilder()
     b.add_tensor("x", (1, 4), "INT8", scale=[0.1, bad, 0.1, 0.1], axis=1)
-    expect_error(b.build(), "subgraph 0 tensor 0: quantization scale", "is not a finite number")
+    expect_error(b.build(), "subgraph 0 tensor 0: quantization scale", "is not a finite number >= 0")
 
 
 def test_zero_points_must_fit_int32():

@@ -291,3 +291,19 @@ def test_int8_variable_with_out_of_range_zero_point():
         Interpreter(b.build())
     except MicroInterpError:
         pass
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError,
+                   reason="UNIDIRECTIONAL_SEQUENCE_LSTM prepare takes math.log of the cell-state scale; a scale of 0 "
+                          "(the loader accepts 0) raises ValueError instead of a PrepareError")
+def test_lstm_with_zero_cell_state_scale(zoo):
+    data = zoo("trained_lstm_int8.tflite").read_bytes()
+    model = load_model(data)
+    op = next(o for o in model.main.operators if o.name == "UNIDIRECTIONAL_SEQUENCE_LSTM")
+    q = tflite.Model.GetRootAs(data, 0).Subgraphs(0).Tensors(op.inputs[19]).Quantization()
+    scale_pos = q._tab.Vector(q._tab.Offset(8))
+    data = data[:scale_pos] + struct.pack("<f", 0.0) + data[scale_pos + 4:]
+    try:
+        Interpreter(data)
+    except MicroInterpError:
+        pass
