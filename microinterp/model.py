@@ -15,9 +15,10 @@ import hashlib
 import mmap
 import os
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import flatbuffers
 import numpy as np
@@ -196,7 +197,7 @@ class Model:
         return sum(t.data.nbytes for sg in self.subgraphs for t in sg.tensors if t.data is not None)
 
 
-def load_model(source: "str | os.PathLike | bytes | bytearray | memoryview | Model") -> Model:
+def load_model(source: str | os.PathLike | bytes | bytearray | memoryview | Model) -> Model:
     """Load and validate a model from a path (memory-mapped), bytes, bytearray or memoryview."""
     if isinstance(source, Model):
         return source

@@ -13,8 +13,9 @@ mapping ``{op_name: kernel}``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from importlib import metadata as importlib_metadata
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from .errors import MicroInterpError
 

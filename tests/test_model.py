@@ -94,7 +94,7 @@ def test_tensors_and_structure(conv_bytes):
     sg = m.main
     assert [t.name for t in sg.tensors] == ["x", "w", "b", "y", "z", "c"]
     assert sg.inputs == (0,) and sg.outputs == (5,)
-    x, w, bias, y = sg.tensors[:4]
+    x, w, bias = sg.tensors[:3]
     assert x.shape == (1, 8, 8, 3) and x.type_name == "INT8" and x.dtype == np.int8 and x.data is None
     assert not x.is_constant and x.nbytes == 192 and x.num_elements == 192
     assert w.is_constant and w.data.shape == (4, 3, 3, 3) and w.data.dtype == np.int8

@@ -115,14 +115,14 @@ ZOO_SEEDS = ["person_detect.tflite", "vww_96_int8.tflite", "kws_ref_model.tflite
              "trained_lstm_int8.tflite", "mobilenet_v2_quantized_1x3x224x224.tflite"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def seed_bytes(name: str) -> bytes:
     if name in BUILDER_SEEDS:
         return BUILDER_SEEDS[name]()
     return (MODELS_DIR / name).read_bytes()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def structure_positions(name: str) -> np.ndarray:
     """Every byte position of the model that is not inside a buffer's data."""
     data = seed_bytes(name)
@@ -214,7 +214,7 @@ def check_one(mutation: Mutation, interpreter: bool = True) -> None:
             return
         except Hang:
             pytest.fail(f"load_model hangs on a mutation of {name}")
-        except BaseException as e:  # noqa: BLE001 - that is the point of the test
+        except BaseException as e:
             raise AssertionError(f"load_model raised {type(e).__name__} (not ModelError) on a mutation of "
                                  f"{name}: {e}") from e
         if not interpreter:
@@ -225,7 +225,7 @@ def check_one(mutation: Mutation, interpreter: bool = True) -> None:
             pass
         except Hang:
             pytest.fail(f"Interpreter hangs on a mutation of {name}")
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             raise AssertionError(f"Interpreter raised {type(e).__name__} (not a MicroInterpError) on a loadable "
                                  f"mutation of {name}: {e}") from e
 

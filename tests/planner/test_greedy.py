@@ -12,11 +12,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from .graphgen import INTERPRETER_OPS, WHEEL_OPS, random_graph
 from microinterp import Interpreter, load_model
 from microinterp.kernels import REFERENCE_KERNELS
 from microinterp.planner import BufferRequest, allocation_infos, buffer_requests, plan_greedy
 from microinterp.planner.greedy import _insert, plan_size
+
+from .graphgen import INTERPRETER_OPS, WHEEL_OPS, random_graph
 
 # -- a literal transcription of TFLM's C++ ---------------------------------------------------------------------------
 
