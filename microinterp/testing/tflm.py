@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import TfliteMicroUnavailable
+from ..errors import ModelError, TfliteMicroUnavailable
 from ..interpreter import Interpreter
 from ..model import Model, load_model
 
@@ -67,7 +67,7 @@ class Comparison:
 
     @property
     def ok(self) -> bool:
-        return self.mismatch is None and all(np.array_equal(a, b) for a, b in zip(self.outputs, self.tflm_outputs))
+        return self.mismatch is None and all(same_bits(a, b) for a, b in zip(self.outputs, self.tflm_outputs))
 
     def __str__(self) -> str:
         return "identical" if self.ok else str(self.mismatch or "outputs differ")
@@ -94,7 +94,7 @@ class TflmRunner:
         rt = _runtime()
         data = model_bytes(model)
         cfg = rt.InterpreterConfig.kPreserveAllTensors if preserve_all else rt.InterpreterConfig.kAllocationRecording
-        size = arena_size or max(len(data) * 10, 1 << 20) + 4 * _planned_upper_bound(load_model(data))
+        size = arena_size or max(len(data) * 10, 1 << 20) + 4 * _planned_upper_bound(data)
         self.interpreter = rt.Interpreter.from_bytes(data, arena_size=size, intrepreter_config=cfg)
 
     def run(self, inputs: Sequence[np.ndarray]) -> None:
@@ -110,8 +110,20 @@ class TflmRunner:
         return np.array(got["tensor_data"] if isinstance(got, dict) else got, copy=True)
 
 
-def _planned_upper_bound(model: Model) -> int:
+def _planned_upper_bound(data: bytes) -> int:
+    """Bytes of all non-constant tensors (an arena upper bound); 0 for a model our loader refuses."""
+    try:
+        model = load_model(data)
+    except ModelError:
+        return 0
     return sum(t.nbytes + 16 for sg in model.subgraphs for t in sg.tensors if t.data is None)
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Bit-for-bit equality (NaN payloads and the sign of zero count; dtype and element count must agree)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.size == b.size and np.ascontiguousarray(a).tobytes() == \
+        np.ascontiguousarray(b).tobytes()
 
 
 def compare_with_tflm(model: Any, inputs: Sequence[np.ndarray] | np.ndarray, *, optimized: bool = True,
@@ -138,7 +150,7 @@ def compare_with_tflm(model: Any, inputs: Sequence[np.ndarray] | np.ndarray, *, 
         mismatch = _first_op_mismatch(m, mi, ref)
     if mismatch is None:
         for i, (a, b) in enumerate(zip(outs, ref_outs)):
-            if a.shape != b.shape or not np.array_equal(a, b):
+            if a.shape != b.shape or not same_bits(a, b):
                 ti = m.main.outputs[i]
                 mismatch = _describe(m, None, ti, a, b)
                 break
@@ -151,7 +163,7 @@ def _first_op_mismatch(m: Model, mi: Interpreter, ref: TflmRunner) -> Mismatch |
             if ti < 0 or m.main.tensors[ti].dtype is None:
                 continue
             a, b = mi.tensor(ti), ref.tensor(ti)
-            if a.size != b.size or not np.array_equal(a.reshape(-1), b.reshape(-1)):
+            if not same_bits(a, b):
                 return _describe(m, op, ti, a, b)
     return None
 
@@ -162,7 +174,11 @@ def _describe(m: Model, op, ti: int, a: np.ndarray, b: np.ndarray) -> Mismatch:
         return Mismatch(op.index if op else -1, op.key if op else "graph output", ti, t.name, (), a.shape, b.shape,
                         -1, {})
     b = b.reshape(a.shape)
-    diff = np.argwhere(a != b)
+    if a.dtype != b.dtype:
+        return Mismatch(op.index if op else -1, op.key if op else "graph output", ti, t.name, (), a.dtype, b.dtype,
+                        -1, {})
+    diff = np.argwhere(a.view(f"u{a.itemsize}") != b.view(f"u{b.itemsize}")) if a.dtype.kind == "f" \
+        else np.argwhere(a != b)
     first = tuple(int(v) for v in diff[0])
     ids = list(op.inputs) + list(op.outputs) if op else [ti]
     return Mismatch(op.index if op else -1, op.key if op else "graph output", ti, t.name, first,
