@@ -162,9 +162,11 @@ class Interpreter:
     def reset(self) -> None:
         """Variable tensors back to their zero point (int8) or 0, as TFLM's MicroInterpreter::Reset."""
         for t in self._subgraph.tensors:
-            if t.is_variable and self._views[t.index] is not None:
+            view = self._views[t.index]
+            if t.is_variable and view is not None:
                 zp = t.quantization.zero_point if (t.quantization and t.type_name == "INT8") else 0
-                self._views[t.index][...] = zp
+                # TFLM memsets the zero point: only its low byte counts.
+                view.view(np.uint8)[...] = zp & 0xFF
         for kernel, op, data in self._steps:
             reset = getattr(kernel, "reset", None)
             if reset is not None:

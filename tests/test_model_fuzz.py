@@ -274,12 +274,9 @@ def test_fuzz_builder_models_hard(mutation):
     check_one(mutation)
 
 
-# -- interpreter-side escapes the fuzzer found (reported; interpreter.py is not this test's to fix) ------------------
+# -- interpreter-side escapes the fuzzer found (fixed; kept as regression tests) ------------------
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="Interpreter.reset() writes an int8 variable's zero point with numpy assignment; a zero "
-                          "point outside [-128, 127] raises OverflowError (TFLM memsets the low byte)")
 def test_int8_variable_with_out_of_range_zero_point():
     b = ModelBuilder()
     x = _q(b, "x", (1, 4))
@@ -293,9 +290,6 @@ def test_int8_variable_with_out_of_range_zero_point():
         pass
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="UNIDIRECTIONAL_SEQUENCE_LSTM prepare takes math.log of the cell-state scale; a scale of 0 "
-                          "(the loader accepts 0) raises ValueError instead of a PrepareError")
 def test_lstm_with_zero_cell_state_scale(zoo):
     data = zoo("trained_lstm_int8.tflite").read_bytes()
     model = load_model(data)

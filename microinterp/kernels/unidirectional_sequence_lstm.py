@@ -167,6 +167,8 @@ class UnidirectionalSequenceLstm:
 
         s_cell = np.float64(cell.quantization.scale)
         s_hidden = np.float64(hidden.quantization.scale)
+        if not (s_cell > 0 and s_hidden > 0):
+            raise ctx.fail(op, f"cell state scale ({s_cell}) and hidden state scale ({s_hidden}) must be positive")
         # CheckedLog2: the power is rounded, its exactness is not enforced by the new TFLM LSTM.
         power = round(math.log(float(s_cell)) / math.log(2.0))
         qclip = int(min(max(np.float64(clip) / s_cell, -32768.0), 32767.0)) if clip > 0 else 0
