@@ -202,6 +202,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MicroInterpError as e:
         print(f"microinterp {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # e.g. `microinterp plan MODEL | head`
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
