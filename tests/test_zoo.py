@@ -26,7 +26,7 @@ HEADS = {
     "trained_lstm_int8.tflite": 1536,
     "mobilenet_v2_quantized_1x3x224x224.tflite": 2451840,
 }
-RANDOM_INPUTS = 10
+RANDOM_INPUTS = 10  # per model; person_detect gets twice as many (issue 2 asks for 20)
 
 
 def _interpreter(path, **kwargs) -> mi.Interpreter:
@@ -62,7 +62,7 @@ def test_bit_exact_on_random_inputs(name, optimized):
     it = _interpreter(model, optimized=optimized, preserve_all_tensors=True)
     ref = TflmRunner(model)
     rng = np.random.default_rng(sum(map(ord, name)))
-    for k in range(RANDOM_INPUTS):
+    for k in range(RANDOM_INPUTS * (2 if name == "person_detect.tflite" else 1)):
         it.reset()
         ref.interpreter.reset()
         result = compare_with_tflm(model, _inputs(it, rng), interpreter=it, tflm=ref)
