@@ -144,7 +144,7 @@ class Logistic:
         x = ctx.input(op, 0)
         out = ctx.output(op, 0)
         if data.mode == "float":
-            out[...] = _logistic_float(x)
+            out[...] = logistic_float(x)
         else:
             out[...] = look_up(data.table, x)
 
@@ -162,7 +162,9 @@ def _logistic_int16(x: np.ndarray, multiplier: int, left_shift: int) -> np.ndarr
     return sigmoid_table_int16(v).astype(np.uint16).view(np.int16)
 
 
-def _logistic_float(x: np.ndarray) -> np.ndarray:
+def logistic_float(x: np.ndarray) -> np.ndarray:
+    """``reference_ops::Logistic`` (float32): 1 above 16.619047, ``expf(x)`` below -9, else ``1 / (1 + expf(-x))``
+    (also the LSTM's gate sigmoid)."""
     x = np.asarray(x, dtype=np.float32)
     one = np.float32(1.0)
     with np.errstate(over="ignore", invalid="ignore"):

@@ -11,8 +11,8 @@ Integer pieces work on int64 NumPy arrays and reproduce the C code exactly:
   MulElementwise`` (int16 x int16 -> MBQM + output offset, clamped to the output type).
 * :func:`add_saturating_int16`: ``AddElementWise`` (int32 sum clamped to int16).
 
-Float pieces follow ``reference_ops``: ``Logistic`` (cut-offs 16.619047 and -9, ``1/(1+expf(-x))``), ``Tanh``
-(``tanhf``), both through libm (:mod:`.float_math`) because the wheel calls libm.
+Float: :func:`clamp_float` (``ActivationFunctionWithMinMax`` with kTfLiteActNone's range); the gates use
+LOGISTIC's float function (:func:`.logistic.logistic_float`) and the C library's ``tanhf`` (:mod:`microinterp.libm`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from functools import cache
 import numpy as np
 
 from ..quant import mbqm, wrap_int32
-from .float_math import expf, tanhf
 
 #: ``sigmoid_table_uint16`` of TFLM's ``kernels/internal/common.h``: sigmoid(i/24) in 0.16 fixed point.
 SIGMOID_TABLE_UINT16 = np.array([
@@ -145,16 +144,3 @@ FLT_MAX = np.float32(np.finfo(np.float32).max)
 def clamp_float(x: np.ndarray) -> np.ndarray:
     """``ActivationFunctionWithMinMax`` with kTfLiteActNone's range [lowest, max]: ±inf become ±FLT_MAX."""
     return np.minimum(np.maximum(x, -FLT_MAX), FLT_MAX)
-
-
-def sigmoid_float(x: np.ndarray) -> np.ndarray:
-    """``reference_ops::Logistic`` (float)."""
-    x = np.asarray(x, np.float32)
-    upper, lower = np.float32(16.619047164916992188), np.float32(-9.0)
-    mid = np.float32(1) / (np.float32(1) + expf(-x))
-    return np.where(x > upper, np.float32(1), np.where(x < lower, expf(x), mid)).astype(np.float32)
-
-
-def tanh_float(x: np.ndarray) -> np.ndarray:
-    """``reference_ops::Tanh`` (float): ``std::tanh`` per element."""
-    return tanhf(x)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..libm import tanhf
 from ..quant import mbqm, mbqm_int64, wrap_int32
 from . import lstm_common as lc
+from .logistic import logistic_float
 
 
 class IntegerStep:
@@ -89,14 +91,14 @@ class FloatStep:
     def run(self, gates_in: np.ndarray, h: np.ndarray, c: np.ndarray):
         s = self.d.state
         pre = gates_in + self._fc(h, self.w_rec, None)
-        f = lc.sigmoid_float(pre[:, :s])
-        i = lc.sigmoid_float(pre[:, s:2 * s])
-        g = lc.tanh_float(pre[:, 2 * s:3 * s]) if self.d.cell_gate_tanh else pre[:, 2 * s:3 * s]
-        o = lc.sigmoid_float(pre[:, 3 * s:])
+        f = logistic_float(pre[:, :s])
+        i = logistic_float(pre[:, s:2 * s])
+        g = tanhf(pre[:, 2 * s:3 * s]) if self.d.cell_gate_tanh else pre[:, 2 * s:3 * s]
+        o = logistic_float(pre[:, 3 * s:])
         c = lc.clamp_float(f * c)
         c = c + lc.clamp_float(i * g)
         if self.d.cell_clip > 0:
             clip = np.float32(self.d.cell_clip)
             c = np.maximum(np.minimum(clip, c), -clip)
-        h = lc.clamp_float(lc.tanh_float(c) * o)
+        h = lc.clamp_float(tanhf(c) * o)
         return h, c

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..libm import tanhf
 from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
-from .float_math import tanhf
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """TANH against the TFLM wheel: int8 (gemmlowp tanh on Q4.27, no output zero point; every input value in every
 case, output quantization ignored by TFLM), int16 (sigmoid table; scales 2^-12 / 2^-11 are the power-of-two cases),
-float32 (glibc tanhf, i.e. fdlibm expm1f)."""
+float32 (the C library's tanhf)."""
 
 from __future__ import annotations
 
