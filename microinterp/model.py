@@ -4,9 +4,15 @@ Algorithm: the file is memory-mapped read-only (or a bytes/memoryview is wrapped
 walked once with the accessors of the ``tflite`` package. Before any vector is iterated its length is checked against
 the bytes left in the file, so a corrupted length can neither hang the loader nor allocate absurd amounts of memory.
 Every index (buffers, tensors, opcodes, subgraphs) is range-checked, every constant buffer's size is checked against
-its tensor's shape and dtype. Constant tensor data are read-only numpy views into the mapping (zero copy). Anything
-that does not hold raises :class:`ModelError` naming the subgraph/tensor/op concerned; low-level decoding errors from
-the flatbuffers runtime (struct.error, IndexError, ...) are converted to :class:`ModelError` as well.
+its tensor's shape and dtype. Values no TFLM model can hold are refused too: negative or absurd shapes, non-constant
+tensors of 2 GiB or more (TFLM's planner sizes are 32-bit), scales that are not finite and >= 0, zero points outside
+int32, per-channel counts that do not match ``quantized_dimension``, an options table of the wrong type, offline
+offsets below -1. Constant tensor data are read-only numpy views into the mapping (zero copy, aligned or not).
+Anything that does not hold raises :class:`ModelError` naming the subgraph/tensor/op concerned; low-level decoding
+errors from the flatbuffers runtime (struct.error, IndexError, ...) are converted to :class:`ModelError` as well
+(``tests/test_model_fuzz.py`` holds the loader to that on corrupted zoo and builder models).
+
+Op names follow TFLM's ``GetBuiltinCode``: ``max(builtin_code, deprecated_builtin_code)`` of the raw fields.
 """
 
 from __future__ import annotations
