@@ -2,7 +2,31 @@
 
 Everything here reproduces C integer semantics exactly (truncating division, arithmetic shifts, int32 wrap-around
 where TFLM's C code wraps). Scalars in, scalars out works too. Sources: ``kernels/internal/quantization_util.cc``,
-``kernels/internal/common.h`` and gemmlowp ``fixedpoint/fixedpoint.h`` (see docs/tflm-facts.md §4).
+``kernels/internal/common.h`` and gemmlowp ``fixedpoint/fixedpoint.h`` (see docs/tflm-facts.md §4). This is the one
+home of the fixed-point primitives: the kernels call these, they do not re-derive them.
+
+Fast exact forms
+----------------
+The requantization primitives are on every quantized kernel's hot path, so :func:`srdhm`, :func:`rdbpot` and
+:func:`mbqm` do not transcribe the C code literally (a literal transcription took ~15 int64 temporaries per
+element; ``tests/test_quant_fixedpoint.py`` keeps one and checks these against it at every rounding boundary).
+They compute the same values, for every int64 input whose products do not overflow int64, with these identities
+(``>>`` is the floor shift of two's complement integers, ``p = a*b``):
+
+* ``SRDHM``: gemmlowp computes ``trunc((p + nudge) / 2^31)`` with ``nudge = 2^30`` for ``p >= 0`` and ``1 - 2^30``
+  for ``p < 0``. This equals ``(p + 2^30) >> 31``. For ``p >= 0`` both are ``floor((p + 2^30) / 2^31)``. For
+  ``p < 0`` the numerator ``p + 1 - 2^30`` is negative, so ``trunc(.) = -floor((2^30 - 1 - p) / 2^31)``; and
+  ``floor((p + 2^30) / 2^31) = -ceil((-p - 2^30) / 2^31) = -floor((-p - 2^30 + 2^31 - 1) / 2^31)``, the same
+  value. The identity depends on the sign of the product only, so negative multipliers (LEAKY_RELU's alpha) are
+  covered. The one saturating case, ``a == b == INT32_MIN`` (-> INT32_MAX), is patched in afterwards, and only
+  looked for when both operands can hold INT32_MIN (checked with a ``min()`` of the multiplier first).
+* ``RDBPOT(x, e)`` (round half away from zero) is ``(x >> e) + (r > 2^(e-1) - 1 + (x < 0))`` with ``r = x & (2^e -
+  1)``. Writing ``x = q 2^e + r`` (``q = x >> e``, ``0 <= r < 2^e``): ``(x + 2^(e-1) - (x < 0)) >> e = q + floor((r +
+  2^(e-1) - (x < 0)) / 2^e)``; for ``e >= 1`` the numerator lies in ``[0, 2^(e+1))``, so the floor is 1 exactly when
+  ``r + 2^(e-1) - (x < 0) >= 2^e``, i.e. ``r > 2^(e-1) - 1 + (x < 0)``: the same. ``e == 0`` is the identity, and
+  per-channel exponents mix both cases (``2^(e-1)`` is then ``(1 << e) >> 1`` and ``(x < 0)`` is masked by ``e > 0``).
+* ``MBQM`` = ``RDBPOT(SRDHM(x 2^left [int32 wrap], M), right)``: the product array is created once (int32 inputs
+  are multiplied into int64 directly) and the rounding shift updates it in place.
 """
 
 from __future__ import annotations
@@ -72,42 +96,123 @@ def wrap_int32(x):
     return ((np.asarray(x, dtype=np.int64) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
+def _as_int(x) -> np.ndarray:
+    """``x`` as an integer array: int8..int64 and uint8..uint32 as they are, anything else cast to int64."""
+    x = np.asarray(x)
+    return x if x.dtype.kind == "i" or (x.dtype.kind == "u" and x.dtype.itemsize < 8) else x.astype(np.int64)
+
+
+def _is_scalar(v) -> bool:
+    return isinstance(v, (int, np.integer)) or (isinstance(v, np.ndarray) and v.ndim == 0)
+
+
+def _may_hold_int32_min(v: np.ndarray) -> bool:
+    return v.size > 0 and int(v.min()) <= INT32_MIN
+
+
 def srdhm(a, b):
-    """SaturatingRoundingDoublingHighMul(a, b) on int32 values held in int64."""
-    a = np.asarray(a, dtype=np.int64)
-    b = np.asarray(b, dtype=np.int64)
-    ab = a * b
-    nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
-    s = ab + nudge
-    # C division by 2^31 truncates toward zero.
-    res = np.where(s >= 0, s >> 31, -((-s) >> 31))
-    overflow = (a == INT32_MIN) & (b == INT32_MIN)
-    return np.where(overflow, INT32_MAX, res)
+    """SaturatingRoundingDoublingHighMul(a, b) on int32 values (any integer dtype), int64 result.
+
+    gemmlowp: ``a == b == INT32_MIN ? INT32_MAX : trunc((a*b + (a*b >= 0 ? 2^30 : 1 - 2^30)) / 2^31)``, computed
+    as ``(a*b + 2^30) >> 31`` (see *Fast exact forms* above).
+    """
+    a, b = _as_int(a), _as_int(b)
+    p = _srdhm_no_saturation(a, b)
+    if _may_hold_int32_min(b) and _may_hold_int32_min(a):
+        p = np.where((a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, p)
+    return p
+
+
+def _srdhm_no_saturation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    p = np.multiply(a, b, dtype=np.int64)
+    p += 1 << 30
+    p >>= 31
+    return p
+
+
+class _RoundingShift:
+    """RoundingDivideByPOT by fixed exponents ``e`` (``0 <= e <= 62``, scalar or array), applied in place to int64
+    arrays whose shape already covers ``e``'s; the constants are prepared once (see *Fast exact forms*)."""
+
+    __slots__ = ("exponent", "half", "mask")
+
+    def __init__(self, exponent):
+        self.exponent = self.half = self.mask = None        # exponent None: the identity
+        if _is_scalar(exponent):
+            if exponent:
+                self.exponent = int(exponent)
+                self.half = 1 << (self.exponent - 1)
+            return
+        e = np.asarray(exponent, dtype=np.int64)
+        if e.any():
+            self.exponent, self.half = e, (np.int64(1) << e) >> 1
+            self.mask = None if e.all() else e > 0          # where e == 0 the (x < 0) term must not apply
+
+    def __call__(self, y: np.ndarray) -> np.ndarray:
+        """Rounds ``y`` (an int64 array the caller owns) in place and returns it (a new object if ``y`` is 0-d)."""
+        if self.exponent is None:
+            return y
+        negative = y < 0
+        if self.mask is not None:
+            negative &= self.mask
+        y -= negative
+        y += self.half
+        y >>= self.exponent
+        return y
 
 
 def rdbpot(x, exponent):
-    """RoundingDivideByPOT(x, exponent): arithmetic shift right rounding half away from zero."""
-    x = np.asarray(x, dtype=np.int64)
-    e = np.asarray(exponent, dtype=np.int64)
-    mask = (np.int64(1) << e) - 1
-    remainder = x & mask
-    threshold = (mask >> 1) + (x < 0)
-    return (x >> e) + (remainder > threshold)
+    """RoundingDivideByPOT(x, exponent), ``0 <= exponent <= 62`` (scalar or broadcasting array): arithmetic shift
+    right rounding half away from zero, computed as ``(x + 2^(e-1) - (x < 0)) >> e`` (see *Fast exact forms*).
+    Always returns a new int64 array."""
+    x = np.asarray(x)
+    shape = np.broadcast_shapes(x.shape, np.shape(exponent))
+    return _RoundingShift(exponent)(np.array(np.broadcast_to(x, shape), dtype=np.int64))
+
+
+class Requantizer:
+    """MultiplyByQuantizedMultiplier (int32, double rounding) with the multiplier and shift fixed in advance:
+    ``Requantizer(M, shift)(x) == mbqm(x, M, shift)`` (:func:`mbqm` is exactly this).
+
+    Kernels that requantize many small arrays with the same parameters (the LSTM's time steps) keep one, so the
+    argument preparation happens once instead of on every call. ``M`` and ``shift`` broadcast against each other
+    and against ``x`` (per-channel along the last axis).
+    """
+
+    __slots__ = ("left", "multiplier", "rounding", "saturation", "shift_left")
+
+    def __init__(self, multiplier, shift):
+        if _is_scalar(multiplier) and _is_scalar(shift):     # per tensor: Python ints, cheap for small arrays
+            m, s = int(multiplier), int(shift)
+            self.multiplier, self.left, self.shift_left = np.int64(m), max(s, 0), s > 0
+            self.saturation = m <= INT32_MIN                # SRDHM(INT32_MIN, INT32_MIN) needs its patch
+            self.rounding = _RoundingShift(max(-s, 0))
+            return
+        m, shift = np.asarray(multiplier, dtype=np.int64), np.asarray(shift, dtype=np.int64)
+        if m.shape != shift.shape:      # so that the product x * M covers the shape of the rounding exponents
+            m, shift = np.broadcast_arrays(m, shift)
+        self.multiplier = m
+        self.left = np.maximum(shift, 0)
+        self.shift_left = bool(self.left.any())
+        self.saturation = _may_hold_int32_min(m)
+        self.rounding = _RoundingShift(np.maximum(-shift, 0))
+
+    def __call__(self, x) -> np.ndarray:
+        x = _as_int(x)
+        if self.shift_left:
+            x = (x.astype(np.int64) << self.left).astype(np.int32)     # x * 2^left wraps in int32, as in C
+        p = srdhm(x, self.multiplier) if self.saturation else _srdhm_no_saturation(x, self.multiplier)
+        return self.rounding(p)     # p has the broadcast shape of x, M and shift: rounded in place
 
 
 def mbqm(x, multiplier, shift):
-    """MultiplyByQuantizedMultiplier for int32 accumulators (TFLM's double-rounding version).
+    """MultiplyByQuantizedMultiplier for int32 accumulators (TFLM's double-rounding version), int64 result.
 
     ``RDBPOT(SRDHM(x * 2^max(shift, 0) [int32 wrap], M), max(-shift, 0))``. Arguments broadcast (per-channel
-    multipliers and shifts along the last axis work as-is).
+    multipliers and shifts along the last axis work as-is); ``x`` may have any integer dtype (int32 inputs are
+    multiplied into int64 without a conversion pass). One product array, rounded in place (*Fast exact forms*).
     """
-    shift = np.asarray(shift, dtype=np.int64)
-    left = np.maximum(shift, 0)
-    right = np.maximum(-shift, 0)
-    x = np.asarray(x, dtype=np.int64)
-    if np.any(left):
-        x = wrap_int32(x << left)
-    return rdbpot(srdhm(x, multiplier), right)
+    return Requantizer(multiplier, shift)(x)
 
 
 def mbqm_int64(x, multiplier, shift):
@@ -126,8 +231,9 @@ def mbqm_int64(x, multiplier, shift):
 
 
 def mbqm_smaller_than_one_exp(x, multiplier, shift):
-    """MultiplyByQuantizedMultiplierSmallerThanOneExp: RDBPOT(SRDHM(x, M), -shift)."""
-    return rdbpot(srdhm(x, multiplier), -np.asarray(shift, dtype=np.int64))
+    """MultiplyByQuantizedMultiplierSmallerThanOneExp: ``RDBPOT(SRDHM(x, M), -shift)``, ``shift <= 0`` (that is
+    :func:`mbqm` without the left shift)."""
+    return mbqm(x, multiplier, np.minimum(shift, 0))
 
 
 def mbqm_greater_than_one(x, multiplier, left_shift):
@@ -418,9 +524,49 @@ def sigmoid_table_uint16() -> np.ndarray:
     """TFLM ``sigmoid_table_uint16`` (``kernels/internal/common.h``): sigmoid(i/24) in Q0.16, i = 0..255.
 
     The values are TFLM's data (they are close to, but not exactly, ``round(65536 * sigmoid(i/24))``, so they cannot
-    be regenerated); used by the int16 LOGISTIC and TANH kernels (tanh(x) = 2 sigmoid(2x) - 1).
+    be regenerated); used by the int16 LOGISTIC and TANH kernels (tanh(x) = 2 sigmoid(2x) - 1) and the LSTM gates.
     """
     return _SIGMOID_TABLE_UINT16
+
+
+# -- int16 LOGISTIC / TANH (reference_integer_ops::Logistic / Tanh, int16 overloads) --------------------------------
+def scale_int16_input(x, multiplier: int, left_shift: int) -> np.ndarray:
+    """The input scaling of the int16 Logistic/Tanh: ``int32(x * M + round) >> shift`` with ``round = 2^(shift-1)``
+    (0 for shift 0); the power-of-two case (``M == 0``) uses ``M = 3 << shift``, shift 0."""
+    if multiplier == 0:
+        multiplier, left_shift = 3 << left_shift, 0
+    rounding = (1 << (left_shift - 1)) if left_shift > 0 else 0
+    return wrap_int32(np.asarray(x, dtype=np.int64) * multiplier + rounding) >> left_shift
+
+
+def _sigmoid_table_interpolation(abs_v: np.ndarray, frac_bits: int, saturated: int) -> np.ndarray:
+    """``(T[h] << f) + (|v| & (2^f - 1)) * (T[h+1] - T[h])`` as uint32 with ``h = |v| >> f``; ``saturated`` for
+    ``h >= 255``."""
+    table = _SIGMOID_TABLE_UINT16.astype(np.int64)
+    h = abs_v >> frac_bits
+    hc = np.minimum(h, 254)
+    ua, ub = table[hc], table[hc + 1]
+    frac = abs_v & ((1 << frac_bits) - 1)
+    return np.where(h >= 255, saturated, ((ua << frac_bits) + frac * (ub - ua)) & 0xFFFFFFFF)
+
+
+def logistic_int16(x, multiplier: int = 0, left_shift: int = 0) -> np.ndarray:
+    """int16 Logistic: ``v`` = :func:`scale_int16_input` (Q.9 steps of 1/24 in the table), ``r`` = the table
+    interpolation of ``|v|`` (``0x7FFF << 10`` when saturated); ``v >= 0 -> r + 2^9``, else ``2^25 - r + 2^9 - 1``
+    (uint32); result ``>> 10`` as int16 (Q0.15). The LSTM gates call it with multiplier 0 and shift 0."""
+    v = scale_int16_input(x, multiplier, left_shift)
+    r = _sigmoid_table_interpolation(np.abs(v), 9, 0x7FFF << 10)
+    r = np.where(v >= 0, r + (1 << 9), (1 << 25) - r + (1 << 9) - 1) & 0xFFFFFFFF
+    return (r >> 10).astype(np.int16)
+
+
+def tanh_int16(x, multiplier: int, left_shift: int) -> np.ndarray:
+    """int16 Tanh: the same scaling and table with 8 fraction bits (``0xFFFF << 8`` when saturated); ``v >= 0 ->
+    r - 2^23 + 2^7``, else ``-r + 2^23 + 2^7 - 1``; result ``>> 8`` as int16 (tanh(x) = 2 sigmoid(2x) - 1)."""
+    v = scale_int16_input(x, multiplier, left_shift)
+    r = _sigmoid_table_interpolation(np.abs(v), 8, 0xFFFF << 8)
+    r = np.where(v >= 0, r - (1 << 23) + (1 << 7), -r + (1 << 23) + (1 << 7) - 1)
+    return (r >> 8).astype(np.int16)
 
 
 _SIGMOID_TABLE_UINT16 = np.array([

@@ -16,7 +16,7 @@ quantized with float32 ``roundf`` (``quant.activation_range``).
 
 int8 is a pure function of the two input bytes: prepare tabulates it (256 x 256) and invoke is a single gather.
 int16: prepare tabulates each input's half ``a``/``b`` over all 65536 codes (literal formula); invoke looks them up on
-the unbroadcast inputs and applies the output rescale (streamlined exact ``_fixedpoint`` form) on the broadcast sum.
+the unbroadcast inputs and applies the output rescale on the broadcast sum.
 
 float32: ``y = clamp(x1 + x2)`` with ``CalculateActivationRange<float>`` (NONE clamps to +-FLT_MAX, so ``inf`` becomes
 FLT_MAX). int32 (unquantized only): ADD wraps and ignores the fused activation (TFLM passes the full int32 range);
@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 
 from ..quant import QMAX, QMIN, activation_range, mbqm_smaller_than_one_exp, quantize_multiplier, wrap_int32
-from . import _fixedpoint as fp
 from .binary_common import (
     apply_int8_table,
     check_broadcast,
@@ -149,7 +148,7 @@ class AddSub:
             b = np.take(data.halves[1], x2.view(np.uint16))
             raw = a + b if self.sign > 0 else a - b          # |a|, |b| < 2^30: no int32 overflow
             zp, m, shift = data.out
-            y = fp.mbqm_smaller_than_one_exp(raw, m, shift)
+            y = mbqm_smaller_than_one_exp(raw, m, shift)
             y += zp
             out[...] = np.clip(y, data.act_min, data.act_max).reshape(out.shape)
         elif t == "FLOAT32":

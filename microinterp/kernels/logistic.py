@@ -10,7 +10,8 @@ TFLM (``micro/kernels/logistic.cc``, ``logistic_common.cc``, ``reference/integer
   (shift += 1) while ``m <= 32767/2`` and shift <= 30, multiplier ``int(m)``.
 * int8: ``v = x - zp_in``; ``v <= -radius -> -128``; ``v >= radius -> 127``; else
   ``clamp(RDBPOT(logistic(MBQM(v, M, ls) as Q4.27), 23) - 128)``.
-* int16: :func:`sigmoid_table_int16` (``input = (x * M + round) >> shift`` in Q.9 of the 1/24-step table).
+* int16: :func:`~microinterp.quant.logistic_int16` (``input = (x * M + round) >> shift`` in Q.9 of the 1/24-step
+  table).
 * float32: ``x > 16.619047 -> 1``; ``x < -9 -> expf(x)``; else ``1 / (1 + expf(-x))`` (float32, C library expf).
 * Other types pass TFLM's Prepare and fail in Eval; here they are refused at prepare.
 
@@ -33,11 +34,11 @@ from ..quant import (
     calculate_input_radius,
     checked_log2,
     fixed_point_logistic,
+    logistic_int16,
     mbqm,
     rdbpot,
-    sigmoid_table_uint16,
-    wrap_int32,
 )
+from ._qutil import all_codes, lookup, qparams
 
 _INPUT_INTEGER_BITS = 4  # int8 path: input rescaled to Q4.27
 
@@ -50,22 +51,6 @@ class LogisticData:
     input_multiplier: int
     input_left_shift: int
     table: np.ndarray | None = None  # int8 / int16: output for every input value, indexed by uint8/uint16 view
-
-
-def all_values(type_name: str) -> np.ndarray:
-    """Every value of INT8 / INT16 in the order of its unsigned bit pattern (so ``table[x.view(uint)]`` works)."""
-    unsigned = np.uint8 if type_name == "INT8" else np.uint16
-    signed = np.int8 if type_name == "INT8" else np.int16
-    return np.arange(np.iinfo(unsigned).max + 1, dtype=np.int64).astype(unsigned).view(signed)
-
-
-def look_up(table: np.ndarray, x: np.ndarray) -> np.ndarray:
-    return table[x.view(np.uint8 if x.dtype == np.int8 else np.uint16)]
-
-
-def qparams(t) -> tuple[float, int]:
-    q = t.quantization
-    return (q.scale, q.zero_point) if q is not None and q.scales.size else (0.0, 0)
 
 
 def int8_input_params(scale: float) -> tuple[int, int, int]:
@@ -98,30 +83,6 @@ def int16_input_params(ctx, op, x, y, pot_shifts: tuple[int, ...]) -> tuple[int,
     return multiplier, left_shift
 
 
-def scale_int16_input(x: np.ndarray, multiplier: int, left_shift: int) -> np.ndarray:
-    """``(x * M + round) >> shift`` of the int16 LOGISTIC/TANH kernels (int32 maths; POT case M = 3 << shift)."""
-    if multiplier == 0:
-        multiplier, left_shift = 3 << left_shift, 0
-    rounding = (1 << (left_shift - 1)) if left_shift > 0 else 0
-    return wrap_int32(x.astype(np.int64) * multiplier + rounding) >> left_shift
-
-
-def sigmoid_table_int16(v: np.ndarray) -> np.ndarray:
-    """int16 logistic from the scaled input ``v`` (reference_integer_ops::Logistic, int16 overload).
-
-    ``a = |v|``, ``uh = a >> 9``; ``uh >= 255 -> 0x7FFF << 10``; else ``(T[uh] << 9) + (a & 0x1ff) * (T[uh+1] -
-    T[uh])`` (uint32); ``v >= 0 -> r + 2^9``, else ``2^25 - r + 2^9 - 1``; result ``>> 10``.
-    """
-    table = sigmoid_table_uint16().astype(np.int64)
-    a = np.abs(v)
-    uh = a >> 9
-    idx = np.minimum(uh, 254)
-    ua, ub = table[idx], table[idx + 1]
-    r = np.where(uh >= 255, 0x7FFF << 10, (ua << 9) + (a & 0x1FF) * (ub - ua)) & 0xFFFFFFFF
-    r = np.where(v >= 0, r + (1 << 9), (1 << 25) - r + (1 << 9) - 1) & 0xFFFFFFFF
-    return r >> 10
-
-
 class Logistic:
     def prepare(self, ctx, op) -> LogisticData:
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)
@@ -132,10 +93,10 @@ class Logistic:
                 raise ctx.fail(op, f"int8 output zero point must be -128, got {qparams(y)[1]}")
             m, shift, radius = int8_input_params(qparams(x)[0])
             data = LogisticData("int8", qparams(x)[1], radius, m, shift)
-            return replace(data, table=_logistic_int8(all_values("INT8"), data))
+            return replace(data, table=_logistic_int8(all_codes("INT8"), data))
         if x.type_name == "INT16":
             m, shift = int16_input_params(ctx, op, x, y, pot_shifts=(0,))
-            return LogisticData("int16", 0, 0, m, shift, _logistic_int16(all_values("INT16"), m, shift))
+            return LogisticData("int16", 0, 0, m, shift, logistic_int16(all_codes("INT16"), m, shift))
         if x.type_name == "FLOAT32":
             return LogisticData("float", 0, 0, 0, 0)
         raise ctx.fail(op, f"unsupported type {x.type_name}")
@@ -146,7 +107,7 @@ class Logistic:
         if data.mode == "float":
             out[...] = logistic_float(x)
         else:
-            out[...] = look_up(data.table, x)
+            out[...] = lookup(data.table, x)
 
 
 def _logistic_int8(x: np.ndarray, data: LogisticData) -> np.ndarray:
@@ -155,11 +116,6 @@ def _logistic_int8(x: np.ndarray, data: LogisticData) -> np.ndarray:
     value = np.clip(rdbpot(q, 31 - 8) + QMIN["INT8"], QMIN["INT8"], QMAX["INT8"])
     return np.where(v <= -data.input_range_radius, QMIN["INT8"],
                     np.where(v >= data.input_range_radius, QMAX["INT8"], value)).astype(np.int8)
-
-
-def _logistic_int16(x: np.ndarray, multiplier: int, left_shift: int) -> np.ndarray:
-    v = scale_int16_input(x, multiplier, left_shift)
-    return sigmoid_table_int16(v).astype(np.uint16).view(np.int16)
 
 
 def logistic_float(x: np.ndarray) -> np.ndarray:

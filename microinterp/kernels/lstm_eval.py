@@ -12,28 +12,28 @@ from __future__ import annotations
 import numpy as np
 
 from ..libm import tanhf
-from ..quant import mbqm, mbqm_int64, wrap_int32
+from ..quant import Requantizer, mbqm, mbqm_int64, wrap_int32
 from . import lstm_common as lc
 from .logistic import logistic_float
 
 
 class IntegerStep:
     """Integer LSTM step. Sigmoid/tanh of int16 values are table lookups (the exact LUT functions evaluated
-    for all 65536 inputs); the int32 MBQMs use precomputed :class:`~.lstm_common.Requantizer` objects."""
+    for all 65536 inputs); the int32 MBQMs use precomputed :class:`~microinterp.quant.Requantizer` objects."""
 
     def __init__(self, data, w_rec: np.ndarray):
         self.d = data
         self.w_rec = w_rec.T                          # [S, 4S]; products and sums are exact in float64
         self.acc64 = data.kind == "INT16"
         s = data.state
-        self.rec_requant = None if self.acc64 else lc.Requantizer(*data.recurrent_mult)
+        self.rec_requant = None if self.acc64 else Requantizer(*data.recurrent_mult)
         self.sigmoid = lc.sigmoid_lut()
         self.gate_tanh = lc.tanh_lut(*lc.tanh_params(-12))
         self.cell_tanh = lc.tanh_lut(*data.tanh_params)
         # f⊙c and i⊙g in one call: multipliers broadcast over the two halves of a [.., 2S] vector.
         (mf, sf), (mi, si) = data.forget_cell_mul, data.input_mul
-        self.cell_requant = lc.Requantizer(np.repeat([mf, mi], s), np.repeat([sf, si], s))
-        self.hidden_requant = lc.Requantizer(*data.output_mul)
+        self.cell_requant = Requantizer(np.repeat([mf, mi], s), np.repeat([sf, si], s))
+        self.hidden_requant = Requantizer(*data.output_mul)
 
     def _requant(self, acc: np.ndarray, mult, requantizer=None) -> np.ndarray:
         if self.acc64:

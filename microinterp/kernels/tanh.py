@@ -11,7 +11,7 @@ TFLM (``micro/kernels/tanh.cc``, ``reference/integer_ops/tanh.h``, ``reference/t
   added.
 * int16: ``a = |v|``, ``uh = a >> 8``; ``uh >= 255 -> 0xFFFF << 8``; else ``(T[uh] << 8) + (a & 0xff) * (T[uh+1] -
   T[uh])``; ``v >= 0 -> r - 2^23 + 2^7``, else ``-r + 2^23 + 2^7 - 1``; result ``>> 8`` (tanh(x) = 2 sigmoid(2x) - 1
-  on the same table).
+  on the same table): :func:`~microinterp.quant.tanh_int16`.
 * float32: the C library's ``tanhf`` (see :mod:`microinterp.libm`).
 
 Speed: as in LOGISTIC, the int8/int16 functions are tabulated for every input value in Prepare (OpData cache).
@@ -24,8 +24,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import libm
-from ..quant import QMAX, QMIN, fixed_point_tanh, mbqm, rdbpot, sigmoid_table_uint16
-from .logistic import all_values, int8_input_params, int16_input_params, look_up, qparams, scale_int16_input
+from ..quant import QMAX, QMIN, fixed_point_tanh, mbqm, rdbpot, tanh_int16
+from ._qutil import all_codes, lookup, qparams
+from .logistic import int8_input_params, int16_input_params
 
 _INPUT_INTEGER_BITS = 4
 
@@ -40,18 +41,6 @@ class TanhData:
     table: np.ndarray | None = None  # int8 / int16: output for every input value, indexed by uint8/uint16 view
 
 
-def tanh_table_int16(v: np.ndarray) -> np.ndarray:
-    """int16 tanh from the scaled input ``v`` (reference_integer_ops::Tanh, int16 overload)."""
-    table = sigmoid_table_uint16().astype(np.int64)
-    a = np.abs(v)
-    uh = a >> 8
-    idx = np.minimum(uh, 254)
-    ua, ub = table[idx], table[idx + 1]
-    r = np.where(uh >= 255, 0xFFFF << 8, (ua << 8) + (a & 0xFF) * (ub - ua))
-    r = np.where(v >= 0, r - (1 << 23) + (1 << 7), -r + (1 << 23) + (1 << 7) - 1)
-    return r >> 8
-
-
 class Tanh:
     def prepare(self, ctx, op) -> TanhData:
         ctx.check_io_count(op, 1, 1)
@@ -61,12 +50,10 @@ class Tanh:
         if x.type_name == "INT8":
             m, shift, radius = int8_input_params(qparams(x)[0])
             data = TanhData("int8", qparams(x)[1], radius, m, shift)
-            return replace(data, table=_tanh_int8(all_values("INT8"), data))
+            return replace(data, table=_tanh_int8(all_codes("INT8"), data))
         if x.type_name == "INT16":
             m, shift = int16_input_params(ctx, op, x, y, pot_shifts=(0, 1))
-            v = scale_int16_input(all_values("INT16"), m, shift)
-            table = tanh_table_int16(v).astype(np.int64).astype(np.uint16).view(np.int16)
-            return TanhData("int16", 0, 0, m, shift, table)
+            return TanhData("int16", 0, 0, m, shift, tanh_int16(all_codes("INT16"), m, shift))
         if x.type_name == "FLOAT32":
             return TanhData("float", 0, 0, 0, 0)
         raise ctx.fail(op, f"unsupported type {x.type_name}")
@@ -77,7 +64,7 @@ class Tanh:
         if data.mode == "float":
             out[...] = libm.tanhf(x)
         else:
-            out[...] = look_up(data.table, x)
+            out[...] = lookup(data.table, x)
 
 
 def _tanh_int8(x: np.ndarray, data: TanhData) -> np.ndarray:
