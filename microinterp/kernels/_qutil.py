@@ -1,4 +1,5 @@
-"""Small helpers shared by the element-wise kernels (QUANTIZE, RELU*, LEAKY_RELU, PRELU, MAXIMUM/MINIMUM, ...).
+"""Small helpers shared by the kernels (QUANTIZE, RELU*, LEAKY_RELU, PRELU, MAXIMUM/MINIMUM, LOGISTIC, TANH, the
+convolutions, ...).
 
 * :func:`qparams` -- what TFLM's ``TfLiteTensor::params`` holds: the *first* scale and zero point of a tensor (also for
   per-channel tensors), ``(0.0, 0)`` when the tensor is not quantized.
@@ -11,6 +12,8 @@
   host memory of the OpData, not arena memory (TFLM computes per element; the result is identical).
 * :func:`broadcast_shape` -- the shape TFLM's ``NdArrayDescsForElementwiseBroadcast`` iterates over, checked
   against the output tensor.
+* :func:`unpack_int4` -- TFLM's ``UnpackDenseInt4IntoInt8`` for packed INT4 weights (CONV_2D, DEPTHWISE_CONV_2D,
+  FULLY_CONNECTED).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ __all__ = [
     "round_half_away",
     "round_to_int32",
     "to_int32_x86",
+    "unpack_int4",
 ]
 
 
@@ -134,3 +138,14 @@ def broadcast_shape(a: Sequence[int], b: Sequence[int], out: Sequence[int], max_
         return f"output shape {tuple(out)} is not the broadcast shape {bshape} of {tuple(a)} and {tuple(b)}"
     return None
 
+
+
+def unpack_int4(packed: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """UnpackDenseInt4IntoInt8: element 2i = low nibble of byte i, 2i+1 = high nibble, both sign-extended; fills
+    ``out`` (int8, any shape, ``out.size`` elements) and returns it."""
+    b = np.asarray(packed).reshape(-1).view(np.int8)
+    flat = out.reshape(-1)
+    n = flat.size
+    flat[0::2] = ((b[:(n + 1) // 2] << 4) >> 4)
+    flat[1::2] = b[:n // 2] >> 4
+    return out

@@ -35,12 +35,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..quant import activation_range, mbqm_int64, quantize_multiplier
+from ..quant import Requantizer, activation_range, activation_range_float, mbqm_int64, quantize_multiplier
 from ._blas import matmul
+from ._qutil import unpack_int4
 from .padding import compute_padding_height_width, windows
 
 INT32_TYPE = 2          # TensorType.INT32, as stored in Conv2DOptions.quantized_bias_type
-FLT_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,7 @@ class ConvData:
     int4_scratch: int | None = None                 # scratch handle of the unpacked int4 filter
     int4_packed: np.ndarray | None = None           # packed int4 filter bytes (constant)
     filter_shape: tuple[int, ...] = ()
+    requantizer: Requantizer | None = None          # int32 MBQM with (multipliers, shifts), prepared once
 
 
 # -- prepare helpers shared with DEPTHWISE_CONV_2D --------------------------------------------------------------------
@@ -120,20 +121,23 @@ def _check_activation_quantizable(ctx, op, activation: str, scale: float) -> Non
                                    f"{scale} does not fit int32")
 
 
-def float_activation_range(activation: str) -> tuple[float, float]:
-    """CalculateActivationRange<float>: NONE (and anything unknown) clamps to [lowest, max] of float32."""
-    return {"RELU": (0.0, FLT_MAX), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}.get(
-        activation, (-FLT_MAX, FLT_MAX))
+def int4_filter_scratch(ctx, op, w) -> tuple[int | None, np.ndarray | None]:
+    """(scratch handle, packed bytes) of an INT4 filter, (None, None) otherwise: TFLM requests a planned scratch
+    buffer of ``prod(filter dims)`` bytes and unpacks the (constant) weights into it on every invoke."""
+    if w.type_name != "INT4":
+        return None, None
+    if w.data is None:
+        raise ctx.fail(op, "an INT4 filter must be a constant tensor")
+    return ctx.request_scratch(op, w.num_elements), w.data
 
 
-def unpack_int4(packed: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """UnpackDenseInt4IntoInt8: element 2i = low nibble, 2i+1 = high nibble, both sign-extended; writes ``out``."""
-    b = np.asarray(packed).reshape(-1).view(np.int8)
-    flat = out.reshape(-1)
-    n = flat.size
-    flat[0::2] = ((b[:(n + 1) // 2] << 4) >> 4)
-    flat[1::2] = b[:n // 2] >> 4
-    return out
+def filter_and_bias(ctx, op, data) -> tuple[np.ndarray, np.ndarray | None]:
+    """Invoke-time filter (INT4: unpacked into its scratch buffer now) and bias (None without one)."""
+    if data.int4_scratch is not None:
+        w = unpack_int4(data.int4_packed, ctx.scratch(data.int4_scratch).view(np.int8).reshape(data.filter_shape))
+    else:
+        w = ctx.input(op, 1)
+    return w, ctx.input(op, 2) if data.has_bias else None
 
 
 def requantize(acc: np.ndarray, data, out_dtype: np.dtype) -> np.ndarray:
@@ -141,46 +145,17 @@ def requantize(acc: np.ndarray, data, out_dtype: np.dtype) -> np.ndarray:
     ``clamp(MBQM(acc, M_c, s_c) + zp_out, act_min, act_max)`` in ``out_dtype``.
 
     int32 accumulators (int8 and 16x8-with-int32-bias paths): the sum wraps to int32 as TFLM's does, then
-    :func:`mbqm_int32_fast`. int64 accumulators (16x8 with int64 or no bias): :func:`~microinterp.quant.mbqm_int64`.
+    the double-rounding MBQM (``data.requantizer``). int64 accumulators (16x8 with int64 or no bias):
+    :func:`~microinterp.quant.mbqm_int64`.
     """
-    mult = data.multipliers.astype(np.int64)
-    shift = data.shifts.astype(np.int64)
     if data.kind == "int16_acc64":
-        v = mbqm_int64(np.asarray(acc, np.int64), mult, shift)
+        v = mbqm_int64(np.asarray(acc, np.int64), data.multipliers, data.shifts)
     else:
         x32 = acc if acc.dtype == np.int32 else np.asarray(acc, np.int64).astype(np.int32)   # wraps like C
-        v = mbqm_int32_fast(x32, mult, shift)
+        v = data.requantizer(x32)
     v += data.output_offset
     np.clip(v, data.act_min, data.act_max, out=v)
     return v.astype(out_dtype)
-
-
-def mbqm_int32_fast(x: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.ndarray:
-    """TFLM's double-rounding MultiplyByQuantizedMultiplier for int32 ``x`` (same results as
-    :func:`~microinterp.quant.mbqm`, in fewer passes; ``mult``/``shift`` broadcast along the last axis, M >= 0).
-
-    Identities used (exact for int64 two's complement, checked against ``quant.mbqm`` in the tests):
-
-    * SRDHM(a, M) = ``(a*M + 2^30) >> 31``: for ``a*M >= 0`` gemmlowp's ``trunc((a*M + 2^30) / 2^31)`` is a floor;
-      for ``a*M < 0`` it is ``trunc((a*M + 1 - 2^30) / 2^31)`` = ``floor((a*M + 1 - 2^30 + 2^31 - 1) / 2^31)``.
-      (The INT32_MIN * INT32_MIN saturation cannot occur since M >= 0.)
-    * RDBPOT(v, e) = ``(v + 2^(e-1) - (v < 0)) >> e`` for e >= 1, and ``v`` for e = 0.
-    """
-    left = np.maximum(shift, 0)
-    right = np.maximum(-shift, 0)
-    if left.any():
-        x = (x.astype(np.int64) << left).astype(np.int32)     # x * 2^left wraps in int32
-    v = np.multiply(x, mult, dtype=np.int64)
-    v += 1 << 30
-    v >>= 31
-    if right.any():
-        neg = v < 0
-        if not (right > 0).all():
-            neg &= right > 0
-        v -= neg
-        v += (np.int64(1) << right) >> 1
-        v >>= right
-    return v
 
 
 # -- the kernel -------------------------------------------------------------------------------------------------------
@@ -256,28 +231,19 @@ class Conv2D:
         if quantized:
             mult, shift, act_min, act_max = populate_quantization(ctx, op, x, w, y, channels, activation)
         else:
-            act_min, act_max = float_activation_range(activation)
+            act_min, act_max = activation_range_float(activation)
         kind = _kind(ctx, op, x, bias_t)
-        int4_scratch = int4_packed = None
-        if w.type_name == "INT4":
-            if w.data is None:
-                raise ctx.fail(op, "an INT4 filter must be a constant tensor")
-            int4_scratch = ctx.request_scratch(op, w.num_elements)
-            int4_packed = w.data
+        int4_scratch, int4_packed = int4_filter_scratch(ctx, op, w)
         zp_in = x.quantization.zero_point if quantized else 0
         zp_out = y.quantization.zero_point if quantized else 0
         return ConvData(kind, stride_h, stride_w, dil_h, dil_w, pad.height, pad.width, x.shape[1],
                         x.shape[3] // w.shape[3], -zp_in if kind == "int8" else 0, zp_out if kind == "int8" else 0,
-                        act_min, act_max, mult, shift, bias_t is not None, int4_scratch, int4_packed, tuple(w.shape))
+                        act_min, act_max, mult, shift, bias_t is not None, int4_scratch, int4_packed, tuple(w.shape),
+                        Requantizer(mult, shift) if kind in ("int8", "int16_acc32") else None)
 
     def invoke(self, ctx, op, data: ConvData) -> None:
-        x = ctx.input(op, 0)
-        if data.int4_scratch is not None:
-            w = unpack_int4(data.int4_packed, ctx.scratch(data.int4_scratch).view(np.int8).reshape(data.filter_shape))
-        else:
-            w = ctx.input(op, 1)
-        bias = ctx.input(op, 2) if data.has_bias else None
-        conv_rows(data, x, w, bias, ctx.output(op, 0), 0)
+        w, bias = filter_and_bias(ctx, op, data)
+        conv_rows(data, ctx.input(op, 0), w, bias, ctx.output(op, 0), 0)
 
 
 def _kind(ctx, op, x, bias_t) -> str:

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .conv import check_strides, float_activation_range, populate_quantization, requantize, unpack_int4
+from ..quant import Requantizer, activation_range_float
+from .conv import check_strides, filter_and_bias, int4_filter_scratch, populate_quantization, requantize
 from .padding import compute_padding_height_width, windows
 
 
@@ -50,6 +51,7 @@ class DepthwiseData:
     int4_scratch: int | None = None
     int4_packed: np.ndarray | None = None
     filter_shape: tuple[int, ...] = ()
+    requantizer: Requantizer | None = None      # int8: the int32 MBQM with (multipliers, shifts), prepared once
 
 
 def depthwise_rows(data: DepthwiseData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray,
@@ -106,19 +108,14 @@ class DepthwiseConv2D:
             raise ctx.fail(op, f"input type {x.type_name} differs from output type {y.type_name}")
         multiplier = int(op.options.get("depth_multiplier", 1))
         _check_shapes(ctx, op, x, w, y, bias_t, multiplier)
-        int4_scratch = int4_packed = None
-        if w.type_name == "INT4":
-            if w.data is None:
-                raise ctx.fail(op, "an INT4 filter must be a constant tensor")
-            int4_scratch = ctx.request_scratch(op, w.num_elements)
-            int4_packed = w.data
+        int4_scratch, int4_packed = int4_filter_scratch(ctx, op, w)
         stride_h, stride_w, dil_h, dil_w = check_strides(ctx, op)
         pad = compute_padding_height_width(stride_h, stride_w, dil_h, dil_w, x.shape[1], x.shape[2], w.shape[1],
                                            w.shape[2], op.options.get("padding", "SAME"))
         activation = op.options.get("fused_activation_function", "NONE")
         mult = shift = None
         if x.type_name == "FLOAT32":
-            act_min, act_max = float_activation_range(activation)
+            act_min, act_max = activation_range_float(activation)
         else:
             mult, shift, act_min, act_max = populate_quantization(ctx, op, x, w, y, channels, activation)
         kind = _kind(ctx, op, x, bias_t)
@@ -126,16 +123,11 @@ class DepthwiseConv2D:
         zp_out = y.quantization.zero_point if kind == "int8" else 0
         return DepthwiseData(kind, stride_h, stride_w, dil_h, dil_w, pad.height, pad.width, x.shape[1], multiplier,
                              -zp_in, zp_out, act_min, act_max, mult, shift, bias_t is not None, int4_scratch,
-                             int4_packed, tuple(w.shape))
+                             int4_packed, tuple(w.shape), Requantizer(mult, shift) if kind == "int8" else None)
 
     def invoke(self, ctx, op, data: DepthwiseData) -> None:
-        x = ctx.input(op, 0)
-        if data.int4_scratch is not None:
-            w = unpack_int4(data.int4_packed, ctx.scratch(data.int4_scratch).view(np.int8).reshape(data.filter_shape))
-        else:
-            w = ctx.input(op, 1)
-        bias = ctx.input(op, 2) if data.has_bias else None
-        depthwise_rows(data, x, w, bias, ctx.output(op, 0), 0)
+        w, bias = filter_and_bias(ctx, op, data)
+        depthwise_rows(data, ctx.input(op, 0), w, bias, ctx.output(op, 0), 0)
 
 
 def _kind(ctx, op, x, bias_t) -> str:

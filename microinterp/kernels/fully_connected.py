@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from ..quant import QMAX, activation_range, mbqm_int64, quantize_multiplier, wrap_int32
-from . import _fixedpoint as fp
+from ..quant import QMAX, Requantizer, activation_range, mbqm_int64, quantize_multiplier, wrap_int32
 from ._blas import matmul
+from ._qutil import unpack_int4
 from .binary_common import clamp_float_, float_activation_range
 
 
@@ -63,17 +63,7 @@ class FullyConnectedData:
     wrap: bool = False                  # the int32 accumulator can overflow: wrap like C
     unpacked_int4: np.ndarray | None = None     # int8 weights written into the scratch on every invoke
     scratch: int | None = None
-
-
-def unpack_int4(packed: np.ndarray, n: int) -> np.ndarray:
-    """UnpackDenseInt4IntoInt8: element 2i = low nibble of byte i, 2i+1 = high nibble, both sign-extended."""
-    raw = np.frombuffer(np.ascontiguousarray(packed).tobytes(), dtype=np.uint8)
-    low = (raw & 0x0F).astype(np.int8)
-    high = (raw >> 4).astype(np.int8)
-    out = np.empty(2 * raw.size, dtype=np.int8)
-    out[0::2] = np.where(low > 7, low - 16, low)
-    out[1::2] = np.where(high > 7, high - 16, high)
-    return out[:n]
+    requantizer: Requantizer | None = None      # the int32 MBQM with (multiplier, shift), prepared once
 
 
 #: float32 path: elements of the [batches, chunk, depth] product block formed at once.
@@ -108,7 +98,7 @@ class FullyConnected:
             scratch = ctx.request_scratch(op, w.num_elements)
             if w.data is None:
                 raise ctx.fail(op, "INT4 filter must be constant")
-            unpacked = unpack_int4(w.data, w.num_elements)
+            unpacked = unpack_int4(w.data, np.empty(w.num_elements, np.int8))
         wdata = unpacked if unpacked is not None else w.data
 
         act = op.options.get("fused_activation_function", "NONE")
@@ -188,7 +178,8 @@ class FullyConnected:
             bound = int(np.abs(wq).sum(axis=1).max(initial=0)) * xmax + int(np.abs(bias64).max(initial=0))
             wrap = wrap and bound >= 1 << 31
         return FullyConnectedData(t, batches, depth, accum, lo, hi, weights, bias64, input_offset, filter_offset,
-                                  output_offset, multiplier, shift, int64_acc, wrap, unpacked, scratch)
+                                  output_offset, multiplier, shift, int64_acc, wrap, unpacked, scratch,
+                                  None if int64_acc else Requantizer(multiplier, shift))
 
     def invoke(self, ctx, op, data: FullyConnectedData) -> None:
         out = ctx.output(op, 0)
@@ -209,7 +200,7 @@ class FullyConnected:
         else:
             if data.wrap or data.weights is None:
                 acc = wrap_int32(acc)
-            y = fp.mbqm(acc, data.multiplier, data.shift)
+            y = data.requantizer(acc)
         y += data.output_offset
         np.clip(y, data.act_min, data.act_max, out=y)
         out[...] = y.reshape(out.shape)

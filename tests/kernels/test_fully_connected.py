@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from microinterp import Interpreter
 from microinterp.errors import ModelError, PrepareError
-from microinterp.kernels.fully_connected import unpack_int4
+from microinterp.kernels._qutil import unpack_int4
 from microinterp.testing.builder import ModelBuilder
 from microinterp.testing.single_op import assert_matches_tflm, random_tensor
 from microinterp.testing.tflm import tflm_arena_head
@@ -132,7 +132,7 @@ def test_matches_tflm(case):
 def test_unpack_int4():
     values = np.array([-8, 7, -1, 0, 3, -5, 1], dtype=np.int8)
     packed = np.frombuffer(pack_int4(values), dtype=np.uint8)
-    assert np.array_equal(unpack_int4(packed, values.size), values)
+    assert np.array_equal(unpack_int4(packed, np.empty(values.size, np.int8)), values)
 
 
 def test_int4_scratch_gives_tflm_arena_head():
