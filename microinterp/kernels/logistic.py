@@ -110,12 +110,20 @@ class Logistic:
             out[...] = lookup(data.table, x)
 
 
-def _logistic_int8(x: np.ndarray, data: LogisticData) -> np.ndarray:
+def int8_function(x: np.ndarray, data, fixed_point_fn, output_shift: int, output_offset: int) -> np.ndarray:
+    """The int8 LOGISTIC/TANH Eval: ``v = x - zp_in``; ``v <= -radius -> -128``; ``v >= radius -> 127``; else
+    ``clamp(RDBPOT(fixed_point_fn(MBQM(v, M, ls) as Q4.27), output_shift) + output_offset)``. ``data`` holds
+    ``input_zero_point``, ``input_range_radius``, ``input_multiplier`` and ``input_left_shift``."""
     v = x.astype(np.int64) - data.input_zero_point
-    q = fixed_point_logistic(mbqm(v, data.input_multiplier, data.input_left_shift), _INPUT_INTEGER_BITS)
-    value = np.clip(rdbpot(q, 31 - 8) + QMIN["INT8"], QMIN["INT8"], QMAX["INT8"])
+    q = fixed_point_fn(mbqm(v, data.input_multiplier, data.input_left_shift), _INPUT_INTEGER_BITS)
+    value = np.clip(rdbpot(q, output_shift) + output_offset, QMIN["INT8"], QMAX["INT8"])
     return np.where(v <= -data.input_range_radius, QMIN["INT8"],
                     np.where(v >= data.input_range_radius, QMAX["INT8"], value)).astype(np.int8)
+
+
+def _logistic_int8(x: np.ndarray, data: LogisticData) -> np.ndarray:
+    """Result in Q0.8 (``>> 23``) with the output zero point -128 added."""
+    return int8_function(x, data, fixed_point_logistic, 31 - 8, QMIN["INT8"])
 
 
 def logistic_float(x: np.ndarray) -> np.ndarray:

@@ -24,11 +24,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import libm
-from ..quant import QMAX, QMIN, fixed_point_tanh, mbqm, rdbpot, tanh_int16
+from ..quant import fixed_point_tanh, tanh_int16
 from ._qutil import all_codes, lookup, qparams
-from .logistic import int8_input_params, int16_input_params
-
-_INPUT_INTEGER_BITS = 4
+from .logistic import int8_function, int8_input_params, int16_input_params
 
 
 @dataclass(frozen=True)
@@ -68,11 +66,8 @@ class Tanh:
 
 
 def _tanh_int8(x: np.ndarray, data: TanhData) -> np.ndarray:
-    v = x.astype(np.int64) - data.input_zero_point
-    t = fixed_point_tanh(mbqm(v, data.input_multiplier, data.input_left_shift), _INPUT_INTEGER_BITS)
-    value = np.clip(rdbpot(t, 31 - 7), QMIN["INT8"], QMAX["INT8"])
-    return np.where(v <= -data.input_range_radius, QMIN["INT8"],
-                    np.where(v >= data.input_range_radius, QMAX["INT8"], value)).astype(np.int8)
+    """Result in Q0.7 (``>> 24``), no output zero point added."""
+    return int8_function(x, data, fixed_point_tanh, 31 - 7, 0)
 
 
 KERNEL = Tanh()
