@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..quant import quantize_multiplier
 from . import reduce_common as rc
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16")
@@ -46,19 +45,10 @@ def fold_mean_multiplier(multiplier: int, shift: int, n: int) -> tuple[int, int]
 
 class Mean:
     def prepare(self, ctx, op) -> MeanData:
-        io = rc.prepare_reduce(ctx, op, SUPPORTED)
-        x, y = ctx.require_input(op, 0), ctx.output(op, 0)
-        quantized = io.input_type != "FLOAT32"
-        multiplier = shift = in_zp = out_zp = 0
+        io, multiplier, shift, in_zp, out_zp = rc.prepare_mean_or_sum(ctx, op, SUPPORTED)
         folded = None
-        if quantized:
-            if x.quantization is None or y.quantization is None:
-                raise ctx.fail(op, f"{io.input_type} MEAN needs quantized input and output tensors")
-            multiplier, shift = quantize_multiplier(x.quantization.scale / y.quantization.scale)
-            in_zp, out_zp = x.quantization.zero_point, y.quantization.zero_point
-            if io.axes is not None:
-                folded = fold_mean_multiplier(multiplier, shift, max(rc.reduced_count(io.input_shape, io.axes), 1))
-        rc.request_scratch(ctx, op, io, with_sums=quantized)
+        if io.input_type != "FLOAT32" and io.axes is not None:
+            folded = fold_mean_multiplier(multiplier, shift, max(rc.reduced_count(io.input_shape, io.axes), 1))
         return MeanData(io, multiplier, shift, folded, in_zp, out_zp)
 
     def invoke(self, ctx, op, data: MeanData) -> None:

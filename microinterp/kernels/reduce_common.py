@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from ..quant import QMAX, QMIN, mbqm, wrap_int32
+from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,23 @@ def prepare_reduce(ctx, op, supported: tuple[str, ...]) -> ReduceIO:
             raise ctx.fail(op, f"output has {y.num_elements} elements, the reduction of {x.shape} over axes "
                                f"{list(axes)} has {expected}")
     return ReduceIO(x.type_name, x.shape, axis.num_elements, axes)
+
+
+def prepare_mean_or_sum(ctx, op, supported: tuple[str, ...]) -> tuple[ReduceIO, int, int, int, int]:
+    """TFLM PrepareMeanOrSumHelper: :func:`prepare_reduce`, then for int8/int16 ``(M, s) = QuantizeMultiplier(
+    double(s_in) / double(s_out))`` and the zero points, then the planned scratch requests (with the int32 sums
+    buffer for int8/int16). Returns ``(io, M, s, zp_in, zp_out)`` (zeros for float32)."""
+    io = prepare_reduce(ctx, op, supported)
+    x, y = ctx.require_input(op, 0), ctx.output(op, 0)
+    quantized = io.input_type != "FLOAT32"
+    multiplier = shift = in_zp = out_zp = 0
+    if quantized:
+        if x.quantization is None or y.quantization is None:
+            raise ctx.fail(op, f"{io.input_type} {op.name} needs quantized input and output tensors")
+        multiplier, shift = quantize_multiplier(x.quantization.scale / y.quantization.scale)
+        in_zp, out_zp = x.quantization.zero_point, y.quantization.zero_point
+    request_scratch(ctx, op, io, with_sums=quantized)
+    return io, multiplier, shift, in_zp, out_zp
 
 
 def request_scratch(ctx, op, io: ReduceIO, with_sums: bool) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..quant import quantize_multiplier
 from . import reduce_common as rc
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16")
@@ -32,17 +31,7 @@ class SumData:
 
 class Sum:
     def prepare(self, ctx, op) -> SumData:
-        io = rc.prepare_reduce(ctx, op, SUPPORTED)
-        x, y = ctx.require_input(op, 0), ctx.output(op, 0)
-        quantized = io.input_type != "FLOAT32"
-        multiplier = shift = in_zp = out_zp = 0
-        if quantized:
-            if x.quantization is None or y.quantization is None:
-                raise ctx.fail(op, f"{io.input_type} SUM needs quantized input and output tensors")
-            multiplier, shift = quantize_multiplier(x.quantization.scale / y.quantization.scale)
-            in_zp, out_zp = x.quantization.zero_point, y.quantization.zero_point
-        rc.request_scratch(ctx, op, io, with_sums=quantized)
-        return SumData(io, multiplier, shift, in_zp, out_zp)
+        return SumData(*rc.prepare_mean_or_sum(ctx, op, SUPPORTED))
 
     def invoke(self, ctx, op, data: SumData) -> None:
         r = rc.rows(ctx.input(op, 0), rc.runtime_axes(ctx, op, data.io))
