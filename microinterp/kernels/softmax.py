@@ -47,6 +47,7 @@ from ..quant import (
     srdhm,
     wrap_int32,
 )
+from ._qutil import qparams
 
 _SCALED_DIFF_INTEGER_BITS = 5
 _ACCUMULATION_INTEGER_BITS = 12
@@ -66,19 +67,10 @@ class SoftmaxData:
     sum_table: np.ndarray | None = None      # int8 mode: its Q12 contribution to the sum (0 below diff_min)
 
 
-def _qparams(t) -> tuple[float, int]:
-    q = t.quantization
-    return (q.scale, q.zero_point) if q is not None and q.scales.size else (0.0, 0)
-
-
 def _near(value: float, target: float, tolerance: float) -> bool:
     """TF_LITE_ENSURE_NEAR in float32."""
     f32 = np.float32
     return not abs(f32(value) - f32(target)) > f32(tolerance)
-
-
-def _exp_f32(v):
-    return libm.expf(v)
 
 
 def _one_over_one_plus_x_f32(v):
@@ -89,7 +81,7 @@ def int16_softmax_luts() -> tuple[np.ndarray, np.ndarray]:
     """The two LUTs of the int16 softmax (they do not depend on the op's parameters)."""
     f32 = np.float32
     range_ = f32(65535)
-    exp_lut = lut_populate_int16(_exp_f32, f32(10.0) / range_, 32767, f32(2.0) / range_, 0)
+    exp_lut = lut_populate_int16(libm.expf, f32(10.0) / range_, 32767, f32(2.0) / range_, 0)
     recip_lut = lut_populate_int16(_one_over_one_plus_x_f32, f32(1.0) / range_, -32768, f32(2.0) / range_, 0)
     return exp_lut, recip_lut
 
@@ -106,8 +98,8 @@ class Softmax:
                 raise ctx.fail(op, f"INT16 output needs an INT8 or INT16 input, got {x.type_name}")
         elif x.type_name != y.type_name:
             raise ctx.fail(op, f"input type {x.type_name} differs from output type {y.type_name}")
-        s_in, zp_in = _qparams(x)
-        s_out, zp_out = _qparams(y)
+        s_in, zp_in = qparams(x)
+        s_out, zp_out = qparams(y)
         if x.type_name == "INT16":
             if zp_out != 0 or zp_in != 0:
                 raise ctx.fail(op, "int16 softmax needs input and output zero point 0")
