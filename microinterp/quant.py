@@ -499,10 +499,19 @@ def lut_populate_int16(transform, input_scale: float, input_zero_point: int, out
     return lut
 
 
+def round_half_away(v) -> np.ndarray:
+    """C ``round``/``roundf`` of float32 values (half away from zero, signed zeros kept), as float64 (exact:
+    ``|v| + 0.5`` cannot round for a float32 ``v`` that is not already an integer)."""
+    v = np.asarray(v)
+    r = np.asarray(np.abs(v, dtype=np.float64))  # in place from here: few large temporaries
+    r += 0.5
+    np.floor(r, out=r)
+    return np.copysign(r, v, out=r)
+
+
 def round_half_away_f32(x) -> np.ndarray:
-    """std::round on float32 values (half away from zero), result float32 (exact: done in float64)."""
-    x = np.asarray(x, dtype=np.float32).astype(np.float64)
-    return (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(np.float32)
+    """:func:`round_half_away` of float32 values, result float32."""
+    return round_half_away(np.asarray(x, dtype=np.float32)).astype(np.float32)
 
 
 def lut_lookup_int16(value, lut: np.ndarray):

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..quant import INT32_MIN, QMAX, QMIN
+from ..quant import INT32_MIN, QMAX, QMIN, round_half_away
 
 __all__ = [
     "all_codes",
@@ -31,7 +31,6 @@ __all__ = [
     "extend_shape",
     "lookup",
     "qparams",
-    "round_half_away",
     "round_to_int32",
     "to_int32_x86",
     "unpack_int4",
@@ -62,16 +61,6 @@ def to_int32_x86(v) -> np.ndarray:
     if not ok.all():
         v = np.where(ok, v, float(INT32_MIN))
     return v.astype(np.int64)
-
-
-def round_half_away(v) -> np.ndarray:
-    """C ``round``/``roundf`` of float32 values, as float64 (exact: ``|v| + 0.5`` cannot round for a float32 ``v``
-    that is not already an integer)."""
-    v = np.asarray(v)
-    r = np.asarray(np.abs(v, dtype=np.float64))  # in place from here: few large temporaries
-    r += 0.5
-    np.floor(r, out=r)
-    return np.copysign(r, v, out=r)
 
 
 def round_to_int32(v) -> np.ndarray:

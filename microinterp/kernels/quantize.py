@@ -28,8 +28,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
-from ._qutil import all_codes, check_scales, lookup, qparams, round_half_away, to_int32_x86
+from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, round_half_away, wrap_int32
+from ._qutil import all_codes, check_scales, lookup, qparams, to_int32_x86
 
 #: Eval's supported (input, output) type pairs.
 SUPPORTED = {

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._qutil import all_codes, clamp_to_type, lookup, qparams, round_half_away, select, to_int32_x86
+from ..quant import round_half_away
+from ._qutil import all_codes, clamp_to_type, lookup, qparams, select, to_int32_x86
 from .relu import check_activation_types
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._qutil import round_half_away
+from ..quant import round_half_away
 from ._resize import prepare_resize
 
 
