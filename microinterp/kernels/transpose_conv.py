@@ -5,7 +5,7 @@ TFLM (``micro/kernels/transpose_conv.cc``, ``reference/integer_ops/transpose_con
 
 * inputs: 0 = output_shape (ignored: TFLM has no dynamic shapes, the output tensor's shape is used),
   1 = filter ``[C_out, KH, KW, C_in]``, 2 = input ``[N, H, W, C_in]``, 3 = bias (optional); dilation is 1.
-* padding: computed with ``in := output H/W`` (``ComputePaddingHeightWidth``):
+* padding: ``ComputePaddingHeightWidth`` (:mod:`.padding`) with ``in := output H/W`` and dilation 1:
   ``out = SAME ? ceil(in/s) : (in + s - k) / s``; ``pad = max(0, (out - 1)·s + k - in) // 2``.
 * scatter: every input pixel ``(iy, ix)`` and tap ``(ky, kx)`` adds ``x·w`` into
   ``acc[iy·sh - pad_h + ky, ix·sw - pad_w + kx]`` when inside the output. int8: ``acc`` is an int32 scratch
@@ -36,6 +36,7 @@ from ..quant import (
     quantize_multipliers,
     wrap_int32,
 )
+from .padding import compute_padding_height_width
 
 
 @dataclass(frozen=True)
@@ -50,19 +51,6 @@ class TransposeConvData:
     act_min: float
     act_max: float
     has_bias: bool
-
-
-def _out_size(padding: str, size: int, k: int, stride: int) -> int:
-    if padding == "SAME":
-        return (size + stride - 1) // stride
-    if padding == "VALID":
-        return int((size + stride - k) / stride)   # C truncation
-    return 0
-
-
-def _pad(padding: str, size: int, k: int, stride: int) -> int:
-    out = _out_size(padding, size, k, stride)
-    return max(0, (out - 1) * stride + k - size) // 2
 
 
 class TransposeConv:
@@ -124,7 +112,8 @@ class TransposeConv:
             raise ctx.fail(op, f"bias type {bias.type_name} not supported with FLOAT32 input")
         if bias is not None and bias.num_elements != c_out:
             raise ctx.fail(op, f"bias has {bias.num_elements} elements, expected {c_out}")
-        pad = (_pad(padding, y.shape[1], kh, sh), _pad(padding, y.shape[2], kw, sw))
+        p = compute_padding_height_width(sh, sw, 1, 1, y.shape[1], y.shape[2], kh, kw, padding)
+        pad = (p.height, p.width)
         return TransposeConvData(kind, (sh, sw), pad, input_zp, output_zp, ctx.persistent(mult),
                                  ctx.persistent(shift), act_min, act_max, bias is not None)
 

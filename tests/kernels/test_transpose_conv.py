@@ -84,6 +84,17 @@ def test_matches_tflm(case):
         assert_matches_tflm(model, [random_tensor(rng, in_shape, params["kind"])])
 
 
+@pytest.mark.parametrize("kind", ["FLOAT32", "INT8", "INT16"])
+@pytest.mark.parametrize("k,stride", [(9, 3), (8, 3), (11, 4), (10, 4)])
+def test_valid_output_smaller_than_the_filter(kind, k, stride):
+    """VALID with an output far smaller than the filter: TFLM's ComputeOutSize is negative, so the checked
+    ComputePaddingHeightWidth leaves the padding at 0 (a local formula gave 1 for (9, 3) and (11, 4))."""
+    rng = np.random.default_rng(k * 10 + stride)
+    model, ishape = build(rng, kind=kind, n=1, h=1, w=1, c_in=1, c_out=2, kh=k, kw=k, stride=(stride, stride),
+                          padding="VALID", out_delta=(-(k - 1), -(k - 2)), bias=None)
+    assert_matches_tflm(model, [random_tensor(rng, ishape, kind)])
+
+
 @pytest.mark.parametrize("kind,bias", [("INT8", "auto"), ("INT16", "auto"), ("INT16", "INT16"),
                                        ("FLOAT32", "auto"), ("INT8", None)])
 def test_scratch_buffers_give_tflm_arena_head(kind, bias):
