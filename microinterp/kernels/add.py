@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..quant import QMAX, QMIN, activation_range, mbqm_smaller_than_one_exp, quantize_multiplier, wrap_int32
+from ._qutil import all_codes
 from .binary_common import (
     apply_int8_table,
     check_broadcast,
@@ -133,7 +134,7 @@ class AddSub:
             table = int8_table(lambda v1, v2: quantized_add_sub(v1, v2, data, self.sign))
             data = replace(data, table=table)
         else:
-            codes = np.arange(1 << 16, dtype=np.uint16).view(np.int16)
+            codes = all_codes("INT16")
             data = replace(data, halves=(quantized_half(codes, left_shift, data.in1),
                                          quantized_half(codes, left_shift, data.in2)))
         return data

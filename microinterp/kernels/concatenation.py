@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._qutil import qparams
+
 SUPPORTED = ("FLOAT32", "INT8", "INT16", "INT32", "INT64", "BOOL")
 MAX_INPUTS = 10
 MAX_DIMS = 6
@@ -22,11 +24,6 @@ MAX_DIMS = 6
 @dataclass(frozen=True)
 class ConcatenationData:
     axis: int
-
-
-def _q(t) -> tuple[float, int]:
-    q = t.quantization
-    return (q.scale, q.zero_point) if q is not None else (0.0, 0)
 
 
 class Concatenation:
@@ -43,14 +40,14 @@ class Concatenation:
             raise ctx.fail(op, f"output type {y.type_name} differs from input type {x0.type_name}")
         if len(op.inputs) > MAX_INPUTS:
             raise ctx.fail(op, f"{len(op.inputs)} inputs; TFLM supports at most {MAX_INPUTS}")
-        out_scale, out_zp = _q(y)
+        out_scale, out_zp = qparams(y)
         for k in range(len(op.inputs)):
             t = ctx.require_input(op, k)
             if t.type_name != x0.type_name:
                 raise ctx.fail(op, f"input {k} type {t.type_name} differs from input 0 type {x0.type_name}")
             if len(t.shape) > MAX_DIMS:
                 raise ctx.fail(op, f"input {k} has {len(t.shape)} dims; TFLM supports at most {MAX_DIMS}")
-            scale, zp = _q(t)
+            scale, zp = qparams(t)
             if t.type_name == "INT8" and (scale != out_scale or zp != out_zp):
                 raise ctx.fail(op, f"input {k} quantization (scale {scale}, zp {zp}) differs from the output's "
                                    f"(scale {out_scale}, zp {out_zp}); TFLM's int8 CONCATENATION never rescales")

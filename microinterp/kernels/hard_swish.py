@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..quant import downscale_int32_to_int16_multiplier, quantize_multiplier, srdhm16, wrap_int16
+from ._qutil import all_codes, qparams
 
 
 @dataclass(frozen=True)
@@ -34,11 +35,6 @@ class HardSwishData:
     reluish_multiplier: int
     reluish_exponent: int
     table: np.ndarray | None = None  # int8: output for every input, indexed by the uint8 view
-
-
-def _qparams(t) -> tuple[float, int]:
-    q = t.quantization
-    return (q.scale, q.zero_point) if q is not None and q.scales.size else (0.0, 0)
 
 
 def rdbpot16(x, exponent: int):
@@ -60,8 +56,8 @@ class HardSwish:
             return HardSwishData("float", 0, 0, 0, 0, 0, 0)
         if x.type_name != "INT8":
             raise ctx.fail(op, f"unsupported type {x.type_name}")
-        s_in, zp_in = _qparams(x)
-        s_out, zp_out = _qparams(y)
+        s_in, zp_in = qparams(x)
+        s_out, zp_out = qparams(y)
         hires = np.float32(np.float32(1.0 / 128.0) * np.float32(s_in))
         m_out, e_out = quantize_multiplier(float(hires) / float(np.float32(s_out)))
         if e_out > 0:
@@ -70,7 +66,7 @@ class HardSwish:
         m_rel, e_rel = quantize_multiplier(float(hires) / float(np.float32(3.0 / 32768.0)))
         data = HardSwishData("int8", zp_in, zp_out, downscale_int32_to_int16_multiplier(m_out), e_out,
                              downscale_int32_to_int16_multiplier(m_rel), e_rel)
-        table = _hard_swish_int8(np.arange(256, dtype=np.uint8).view(np.int8), data).astype(np.int8)
+        table = _hard_swish_int8(all_codes("INT8"), data).astype(np.int8)
         return replace(data, table=table)
 
     def invoke(self, ctx, op, data: HardSwishData) -> None:
