@@ -118,7 +118,8 @@ def broadcast_shape(a: Sequence[int], b: Sequence[int], out: Sequence[int], max_
     bounds otherwise).
     """
     if max(len(a), len(b), len(out)) > max_rank:
-        return f"broadcasting supports at most {max_rank} dimensions, got {tuple(a)}, {tuple(b)} -> {tuple(out)}"
+        return (f"broadcasting supports at most {max_rank} dimensions (TFLM's shape buffer; more is undefined "
+                f"behaviour), got {tuple(a)}, {tuple(b)} -> {tuple(out)}")
     try:
         bshape = np.broadcast_shapes(tuple(a), tuple(b))
     except ValueError:

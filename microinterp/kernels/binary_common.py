@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..quant import INT32_MAX, INT32_MIN, activation_range_float
+from ._qutil import broadcast_shape
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)
 FLT_LOWEST = np.float32(-FLT_MAX)
@@ -51,18 +52,11 @@ def clamp_float_(x: np.ndarray, lo: np.float32, hi: np.float32) -> np.ndarray:
 
 
 def check_broadcast(ctx, op, a, b, out) -> None:
-    """Validate ranks and shapes of a binary op (tensors ``a``, ``b`` -> ``out``); raises ``ctx.fail``."""
-    for t in (a, b, out):
-        if len(t.shape) > MAX_RANK:
-            raise ctx.fail(op, f"tensor {t.name!r} has rank {len(t.shape)}; TFLM's RuntimeShape holds at most "
-                               f"{MAX_RANK} dims (higher ranks are undefined behaviour)")
-    try:
-        shape = np.broadcast_shapes(a.shape, b.shape)
-    except ValueError:
-        raise ctx.fail(op, f"input shapes {a.shape} and {b.shape} do not broadcast") from None
-    rank = max(len(shape), len(out.shape))
-    if (1,) * (rank - len(shape)) + tuple(shape) != (1,) * (rank - len(out.shape)) + tuple(out.shape):
-        raise ctx.fail(op, f"output shape {out.shape} is not the broadcast shape {tuple(shape)} of the inputs")
+    """Validate ranks and shapes of a binary op (tensors ``a``, ``b`` -> ``out``, at most :data:`MAX_RANK` dims,
+    see :func:`._qutil.broadcast_shape`); raises ``ctx.fail``."""
+    problem = broadcast_shape(a.shape, b.shape, out.shape, MAX_RANK)
+    if problem:
+        raise ctx.fail(op, problem)
 
 
 def check_quantized(ctx, op, *tensors) -> None:

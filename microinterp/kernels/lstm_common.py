@@ -19,6 +19,7 @@ from functools import cache
 import numpy as np
 
 from ..quant import logistic_int16, tanh_int16
+from .binary_common import FLT_MAX
 
 INT16_MIN, INT16_MAX = -32768, 32767
 
@@ -42,9 +43,6 @@ def tanh_lut(multiplier: int, left_shift: int) -> np.ndarray:
 
 
 # -- float ------------------------------------------------------------------------------------------------
-FLT_MAX = np.float32(np.finfo(np.float32).max)
-
-
 def clamp_float(x: np.ndarray) -> np.ndarray:
     """``ActivationFunctionWithMinMax`` with kTfLiteActNone's range [lowest, max]: ±inf become ±FLT_MAX."""
     return np.minimum(np.maximum(x, -FLT_MAX), FLT_MAX)
