@@ -23,10 +23,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import microinterp as mi  # noqa: E402
-from microinterp.testing import models as netgen  # noqa: E402
-from microinterp.testing.single_op import random_tensor  # noqa: E402
-from microinterp.testing.tflm import TflmRunner  # noqa: E402
+import microinterp as mi
+from microinterp.testing import models as netgen
+from microinterp.testing.single_op import random_tensor
+from microinterp.testing.tflm import TflmRunner
 
 ZOO = ROOT.parent / "shared" / "models"
 GENERATED = {"demo_cnn (generated)": lambda: netgen.demo_cnn(0)}
@@ -113,9 +113,9 @@ def write_doc(rows, geo_opt, geo_ref, rounds) -> None:
     lines = [
         "# Benchmarks",
         "",
-        "Produced by `python benchmarks/bench_zoo.py` (same process, interleaved, rotating order, 2 warm-up "
-        f"invokes, {rounds} rounds, medians). Ratio = TFLM wheel time / microinterp time: > 1 means microinterp is "
-        "faster. Host timings on shared machines are noisy; the ratios are what to read.",
+        ("Produced by `python benchmarks/bench_zoo.py` (same process, interleaved, rotating order, 2 warm-up "
+         f"invokes, {rounds} rounds, medians). Ratio = TFLM wheel time / microinterp time: > 1 means microinterp is "
+         "faster. Host timings on shared machines are noisy; the ratios are what to read."),
         "",
         f"Machine: {machine()}.",
         f"Date: {time.strftime('%Y-%m-%d')}.",

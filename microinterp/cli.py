@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -65,12 +66,12 @@ def cmd_info(args: argparse.Namespace) -> int:
     out.append(f"{'op':>4}  {'name':<28} {'inputs':<22} {'outputs':<14} options")
     for op in sg.operators:
         opts = ", ".join(f"{k}={v}" for k, v in op.options.items())
-        out.append(f"{op.index:>4}  {op.key:<28} {str(list(op.inputs)):<22} {str(list(op.outputs)):<14} {opts}")
+        out.append(f"{op.index:>4}  {op.key:<28} {list(op.inputs)!s:<22} {list(op.outputs)!s:<14} {opts}")
     out.append("")
     out.append(f"{'tensor':>6}  {'type':<8} {'shape':<20} {'bytes':>9}  kind      name")
     for t in sg.tensors:
         kind = "const" if t.is_constant else ("variable" if t.is_variable else "planned")
-        out.append(f"{t.index:>6}  {t.type_name:<8} {str(list(t.shape)):<20} {t.nbytes:>9}  {kind:<9} {t.name}")
+        out.append(f"{t.index:>6}  {t.type_name:<8} {list(t.shape)!s:<20} {t.nbytes:>9}  {kind:<9} {t.name}")
     print("\n".join(out))
     return 0
 

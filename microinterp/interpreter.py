@@ -41,8 +41,8 @@ class Interpreter:
     ``kPreserveAllTensors``).
     """
 
-    def __init__(self, model: "str | os.PathLike | bytes | memoryview | Model", arena: int | None = None,
-                 backing: "str | os.PathLike | None" = None, *, resolver: OpResolver | None = None,
+    def __init__(self, model: str | os.PathLike | bytes | memoryview | Model, arena: int | None = None,
+                 backing: str | os.PathLike | None = None, *, resolver: OpResolver | None = None,
                  optimized: bool = True, preserve_all_tensors: bool = False, **kwargs: Any):
         if backing is not None:
             raise NotImplementedError(
@@ -65,11 +65,11 @@ class Interpreter:
         self._build(Arena(int(arena)))
 
     @classmethod
-    def from_file(cls, path: "str | os.PathLike", arena_size: int | None = None, **kwargs: Any) -> "Interpreter":
+    def from_file(cls, path: str | os.PathLike, arena_size: int | None = None, **kwargs: Any) -> Interpreter:
         return cls(os.fspath(path), arena=arena_size, **kwargs)
 
     @classmethod
-    def from_bytes(cls, data: bytes, arena_size: int | None = None, **kwargs: Any) -> "Interpreter":
+    def from_bytes(cls, data: bytes, arena_size: int | None = None, **kwargs: Any) -> Interpreter:
         return cls(bytes(data), arena=arena_size, **kwargs)
 
     # -- building --------------------------------------------------------------------------------------------------

@@ -112,7 +112,8 @@ def _build():
         if not probe:
             raise RuntimeError("libm ufunc disagrees with the scalar call")
         return ("libm-ufunc", *ufuncs, factory)
-    except Exception:   # no CPython C API / unexpected NumPy internals: call libm element by element
+    except (AttributeError, ImportError, OSError, RuntimeError, TypeError, ValueError, ctypes.ArgumentError):
+        # no CPython C API / unexpected NumPy internals: call libm element by element
         slow = [np.frompyfunc(_c_function(lib, n), 1, 1) for n in ("expf", "tanhf")]
         return ("libm-ctypes", *(lambda a, f=f: np.asarray(f(a), dtype=np.float32).reshape(a.shape) for f in slow),
                 None)

@@ -87,7 +87,7 @@ def downscale_int32_to_int16_multiplier(m: int) -> int:
 
 def _round_half_away(x: float) -> int:
     """std::round on a double."""
-    return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
+    return math.floor(abs(x) + 0.5) * (1 if x >= 0 else -1)
 
 
 # -- core integer arithmetic ---------------------------------------------------------------------------------------

@@ -5,17 +5,53 @@
 
 from __future__ import annotations
 
-from . import reshape
-from . import conv, depthwise_conv
-from . import svdf, transpose_conv, unidirectional_sequence_lstm
-from . import arg_max, arg_min, dequantize, leaky_relu, maximum, minimum, prelu, quantize, relu, relu6
-from . import resize_bilinear, resize_nearest_neighbor
-from . import mean, reduce_max, sum
-from . import hard_swish, logistic, softmax, tanh
-from . import add, average_pool, fully_connected, max_pool, mul, sub
-from . import pad, padv2, transpose
-from . import concatenation, expand_dims, pack, shape, split, split_v, squeeze, unpack
-from . import gather, slice, strided_slice
+from . import (
+    add,
+    arg_max,
+    arg_min,
+    average_pool,
+    concatenation,
+    conv,
+    depthwise_conv,
+    dequantize,
+    expand_dims,
+    fully_connected,
+    gather,
+    hard_swish,
+    leaky_relu,
+    logistic,
+    max_pool,
+    maximum,
+    mean,
+    minimum,
+    mul,
+    pack,
+    pad,
+    padv2,
+    prelu,
+    quantize,
+    reduce_max,
+    relu,
+    relu6,
+    reshape,
+    resize_bilinear,
+    resize_nearest_neighbor,
+    shape,
+    slice,
+    softmax,
+    split,
+    split_v,
+    squeeze,
+    strided_slice,
+    sub,
+    sum,
+    svdf,
+    tanh,
+    transpose,
+    transpose_conv,
+    unidirectional_sequence_lstm,
+    unpack,
+)
 
 REFERENCE_KERNELS: dict[str, object] = {
     "RESHAPE": reshape.KERNEL,

@@ -19,9 +19,9 @@ from ..planner.lifetimes import ScratchRequest
 
 
 class Kernel(Protocol):
-    def prepare(self, ctx: "PrepareContext", op: Operator) -> Any: ...
+    def prepare(self, ctx: PrepareContext, op: Operator) -> Any: ...
 
-    def invoke(self, ctx: "InvokeContext", op: Operator, data: Any) -> None: ...
+    def invoke(self, ctx: InvokeContext, op: Operator, data: Any) -> None: ...
 
 
 class PrepareContext:
@@ -93,7 +93,7 @@ class PrepareContext:
 class InvokeContext:
     """The views a kernel computes on: ``views[t]`` is tensor ``t`` (arena view, or read-only constant data)."""
 
-    __slots__ = ("views", "scratch_views")
+    __slots__ = ("scratch_views", "views")
 
     def __init__(self, views: list[np.ndarray | None], scratch_views: list[np.ndarray]):
         self.views = views

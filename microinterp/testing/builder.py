@@ -19,8 +19,9 @@ Options are given with the same snake_case keys the loader produces (``fused_act
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import flatbuffers
 import numpy as np

@@ -9,7 +9,7 @@ without saturating. Architectures: :func:`demo_cnn` (small), :func:`vgg16`, :fun
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
