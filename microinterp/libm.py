@@ -64,8 +64,8 @@ def _c_function(lib, name: str):
 class _UfuncFactory:
     """Builds NumPy ufuncs whose inner loop (``PyUFunc_f_f``) calls a C ``float f(float)`` directly.
 
-    NumPy keeps pointers to the loop, data, type and name arrays (it does not copy them), so this object holds them
-    for the life of the process (it is kept in a module global).
+    NumPy may keep pointers to the loop, data, type and name arrays instead of copying them, so this object holds
+    them for the life of the process (it is kept in a module global).
     """
 
     def __init__(self):

@@ -444,6 +444,15 @@ def srdhm16(a, b):
     return np.where((a == -32768) & (b == -32768), 32767, res)
 
 
+def rdbpot16(x, exponent: int):
+    """gemmlowp RoundingDivideByPOT<int16_t>: the mask and threshold are int16 (matters only for exponent > 15)."""
+    x = np.asarray(x, dtype=np.int64)
+    mask = int(wrap_int16((1 << exponent) - 1))
+    remainder = wrap_int16(x & mask)
+    threshold = wrap_int16((mask >> 1) + (x < 0))
+    return wrap_int16((x >> exponent) + (remainder > threshold))
+
+
 def wrap_int16(x):
     """Reinterpret int64 values as C int16 (two's complement wrap-around)."""
     return ((np.asarray(x, dtype=np.int64) + (1 << 15)) & 0xFFFF) - (1 << 15)

@@ -245,6 +245,12 @@ def test_srdhm16_and_wrap16():
     assert quant.wrap_int16(np.array([32768, -32769, 65535, 5])).tolist() == [-32768, 32767, -1, 5]
 
 
+def test_rdbpot16_is_rdbpot_on_int16_values():
+    x = np.arange(-32768, 32768, dtype=np.int64)
+    for e in range(15):
+        assert quant.rdbpot16(x[::7], e).tolist() == [rdbpot(int(v), e) for v in x[::7]]
+
+
 def test_lut_lookup_matches_scalar():
     rng = np.random.default_rng(7)
     lut = rng.integers(-32768, 32767, size=513, endpoint=True).astype(np.int16)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..quant import downscale_int32_to_int16_multiplier, quantize_multiplier, srdhm16, wrap_int16
+from ..quant import downscale_int32_to_int16_multiplier, quantize_multiplier, rdbpot16, srdhm16, wrap_int16
 from ._qutil import all_codes, qparams
 
 
@@ -35,15 +35,6 @@ class HardSwishData:
     reluish_multiplier: int
     reluish_exponent: int
     table: np.ndarray | None = None  # int8: output for every input, indexed by the uint8 view
-
-
-def rdbpot16(x, exponent: int):
-    """gemmlowp RoundingDivideByPOT<int16_t>: the mask and threshold are int16 (matters only for exponent > 15)."""
-    x = np.asarray(x, dtype=np.int64)
-    mask = int(wrap_int16((1 << exponent) - 1))
-    remainder = wrap_int16(x & mask)
-    threshold = wrap_int16((mask >> 1) + (x < 0))
-    return wrap_int16((x >> exponent) + (remainder > threshold))
 
 
 class HardSwish:
