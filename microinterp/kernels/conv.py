@@ -275,7 +275,9 @@ def _check_shapes(ctx, op, x, w, y, bias_t) -> None:
         raise ctx.fail(op, f"filter has {w.shape[0]} output channels, output has {y.shape[3]}")
     if w.shape[3] <= 0 or x.shape[3] % w.shape[3]:
         raise ctx.fail(op, f"input depth {x.shape[3]} is not a multiple of the filter depth {w.shape[3]}")
-    groups = x.shape[3] // w.shape[3]
+    groups = x.shape[3] // w.shape[3] if w.shape[3] else 0
+    if groups == 0:
+        raise ctx.fail(op, f"input depth {x.shape[3]} is not a positive multiple of filter depth {w.shape[3]}")
     if y.shape[3] % groups:
         raise ctx.fail(op, f"{y.shape[3]} output channels cannot be split into {groups} groups")
     if bias_t is not None and bias_t.num_elements != y.shape[3]:

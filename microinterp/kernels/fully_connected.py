@@ -124,6 +124,10 @@ class FullyConnected:
             if tensor.quantization is None:
                 raise ctx.fail(op, f"tensor {tensor.name!r} has no quantization parameters")
         qx, qw, qo = x.quantization, w.quantization, out.quantization
+        if not qo.scale > 0:
+            raise ctx.fail(op, f"output scale must be positive, got {qo.scale}")
+        if bias is not None and bias.num_elements != depth:
+            raise ctx.fail(op, f"bias has {bias.num_elements} elements for {depth} output channels")
         per_channel = qw.scales.size > 1
         if per_channel:
             if w.type_name == "INT4":
