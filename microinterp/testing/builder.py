@@ -28,7 +28,7 @@ import numpy as np
 import tflite
 
 from ..model import TENSOR_TYPES
-from ..model_options import ACTIVATIONS, OPTION_FIELDS, PADDINGS
+from ..model_options import ACTIVATIONS, OP_OPTIONS, OPTION_FIELDS, PADDINGS
 
 _TYPE_CODES = {name: code for code, (name, _) in TENSOR_TYPES.items()}
 _OP_CODES = {k: v for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_") and isinstance(v, int)}
@@ -36,23 +36,6 @@ _OPTION_CODES = {k: v for k, v in vars(tflite.BuiltinOptions).items() if not k.s
 _ACT_CODES = {v: k for k, v in ACTIVATIONS.items()}
 _PAD_CODES = {v: k for k, v in PADDINGS.items()}
 
-#: Builtin op -> its options table (only ops whose options the loader parses).
-OP_OPTIONS = {
-    "CONV_2D": "Conv2DOptions", "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions",
-    "FULLY_CONNECTED": "FullyConnectedOptions", "TRANSPOSE_CONV": "TransposeConvOptions",
-    "AVERAGE_POOL_2D": "Pool2DOptions", "MAX_POOL_2D": "Pool2DOptions", "L2_POOL_2D": "Pool2DOptions",
-    "ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "DIV": "DivOptions",
-    "SOFTMAX": "SoftmaxOptions", "LEAKY_RELU": "LeakyReluOptions",
-    "MEAN": "ReducerOptions", "SUM": "ReducerOptions", "REDUCE_MAX": "ReducerOptions",
-    "REDUCE_MIN": "ReducerOptions", "REDUCE_PROD": "ReducerOptions",
-    "RESHAPE": "ReshapeOptions", "SQUEEZE": "SqueezeOptions", "SHAPE": "ShapeOptions",
-    "PACK": "PackOptions", "UNPACK": "UnpackOptions", "SPLIT": "SplitOptions", "SPLIT_V": "SplitVOptions",
-    "CONCATENATION": "ConcatenationOptions", "STRIDED_SLICE": "StridedSliceOptions",
-    "GATHER": "GatherOptions", "ARG_MAX": "ArgMaxOptions", "ARG_MIN": "ArgMinOptions",
-    "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions", "RESIZE_BILINEAR": "ResizeBilinearOptions",
-    "SVDF": "SVDFOptions", "UNIDIRECTIONAL_SEQUENCE_LSTM": "UnidirectionalSequenceLSTMOptions",
-    "IF": "IfOptions", "WHILE": "WhileOptions", "CALL_ONCE": "CallOnceOptions",
-}
 #: Defaults that differ from the flatbuffer zero default (what the TF converter writes).
 _DEFAULTS = {"stride_w": 1, "stride_h": 1, "dilation_w_factor": 1, "dilation_h_factor": 1,
              "depth_multiplier": 1, "beta": 1.0, "filter_width": 1, "filter_height": 1}
