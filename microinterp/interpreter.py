@@ -51,12 +51,8 @@ class Interpreter:
         if kwargs:
             raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
         self.model = load_model(model)
-        if resolver is None:
-            resolver = default_resolver() if optimized else OpResolver(optimized=False)
-            if not optimized:
-                for name, kernel in default_resolver()._layers["explicit"].items():
-                    resolver.register(name, kernel, replace=True)
-        self.resolver = resolver
+        self.resolver = resolver if resolver is not None else default_resolver()
+        self.optimized = optimized
         self.preserve_all_tensors = preserve_all_tensors
         self._subgraph = self.model.main
         self._kernels = self._resolve()
@@ -77,30 +73,32 @@ class Interpreter:
         missing = []
         for sg in self.model.subgraphs:
             for op in sg.operators:
-                if op.key in CONTROL_FLOW or self.resolver.find(op.key) is None:
+                if op.key in CONTROL_FLOW or self.resolver.find(op.key, self.optimized) is None:
                     missing.append((op.index if sg.index == 0 else f"{sg.index}:{op.index}", op.key))
         if missing:
             raise UnsupportedOpError(missing)
-        return [self.resolver.find(op.key) for op in self._subgraph.operators]
+        return [self.resolver.find(op.key, self.optimized) for op in self._subgraph.operators]
 
-    def _prepare_and_plan(self, arena: Any) -> tuple[list[Any], PrepareContext, list, list[int], list, list[int]]:
-        """Prepare every op against ``arena`` (tail allocations happen here), then plan the head."""
+    def _allocate(self, arena: Any) -> tuple[list[Any], PrepareContext, list, list[int], list, list[int], dict]:
+        """Prepare every op against ``arena`` (tail allocations happen here), plan and size the head, then put the
+        variable tensors in the tail. Works the same on a real :class:`Arena` and on a :class:`SizingArena`."""
         ctx = PrepareContext(self.model, self._subgraph, arena)
         op_data = [kernel.prepare(ctx, op) for kernel, op in zip(self._kernels, self._subgraph.operators)]
         infos = allocation_infos(self.model, ctx.scratch_requests)
         requests, owners = buffer_requests(infos)
         offsets = plan_linear(requests) if self.preserve_all_tensors else plan_greedy(requests)
-        return op_data, ctx, infos, owners, requests, offsets
+        arena.set_head(plan_size(requests, offsets))
+        variables = {}
+        for info in infos:
+            t = self._variable_tensor(info)
+            if t is not None:
+                variables[t.index] = arena.allocate_persistent(t.nbytes)
+        return op_data, ctx, infos, owners, requests, offsets, variables
 
     def _measure(self) -> int:
         """Smallest arena for this model: head + tail + variables, measured without a real arena."""
         sizing = SizingArena()
-        _, _, infos, _, requests, offsets = self._prepare_and_plan(sizing)
-        sizing.set_head(plan_size(requests, offsets))
-        for info in infos:
-            t = self._variable_tensor(info)
-            if t is not None:
-                sizing.allocate_persistent(t.nbytes)
+        self._allocate(sizing)
         return sizing.used_bytes
 
     def _variable_tensor(self, info: Any):
@@ -111,14 +109,7 @@ class Interpreter:
 
     def _build(self, arena: Arena) -> None:
         try:
-            op_data, ctx, infos, owners, requests, offsets = self._prepare_and_plan(arena)
-            head = plan_size(requests, offsets)
-            arena.set_head(head)
-            variables = {}
-            for info in infos:
-                t = self._variable_tensor(info)
-                if t is not None:
-                    variables[t.index] = arena.allocate_persistent(t.nbytes)
+            op_data, ctx, infos, owners, requests, offsets, variables = self._allocate(arena)
         except ArenaOverflowError as e:
             needed = self._measure()
             raise ArenaOverflowError(e.what, e.requested, e.available, needed_arena=needed + arena.start) from None
@@ -130,7 +121,6 @@ class Interpreter:
         # views[-1] is None so that an optional input (index -1) reads as None.
         views: list[np.ndarray | None] = [None] * (len(tensors) + 1)
         scratch_views: list[np.ndarray] = [np.empty(0, np.uint8)] * len(ctx.scratch_requests)
-        self._offsets: dict[int, int] = {}
         for owner, offset in zip(owners, offsets):
             info = infos[owner]
             if info.kind == "scratch":
@@ -138,7 +128,6 @@ class Interpreter:
             elif info.subgraph == 0:
                 t = tensors[info.index]
                 views[t.index] = arena.head_view(offset, t.nbytes).view(t.dtype).reshape(t.shape)
-                self._offsets[t.index] = offset
         for ti, raw in variables.items():
             t = tensors[ti]
             views[ti] = raw.view(t.dtype).reshape(t.shape)
@@ -269,7 +258,7 @@ class Interpreter:
 
     def describe(self) -> dict[str, str]:
         """Which implementation each op of this model resolves to."""
-        return self.resolver.describe(self.model.op_names())
+        return self.resolver.describe(self.model.op_names(), self.optimized)
 
     @property
     def operators(self) -> tuple[Operator, ...]:

@@ -100,32 +100,35 @@ class OpResolver:
         return loaded
 
     # -- lookup ------------------------------------------------------------------------------------------------------
-    def _active_layers(self) -> list[str]:
-        return [layer for layer in reversed(LAYERS) if layer != "optimized" or self.optimized]
+    def _active_layers(self, optimized: bool = True) -> list[str]:
+        """Layers from highest to lowest; the optimized one only if this resolver and the caller both want it."""
+        use_optimized = self.optimized and optimized
+        return [layer for layer in reversed(LAYERS) if layer != "optimized" or use_optimized]
 
-    def find(self, op_name: str) -> Any | None:
-        """The kernel ``op_name`` resolves to, or None."""
-        for layer in self._active_layers():
+    def find(self, op_name: str, optimized: bool = True) -> Any | None:
+        """The kernel ``op_name`` resolves to, or None. ``optimized=False`` skips the optimized layer."""
+        for layer in self._active_layers(optimized):
             kernel = self._layers[layer].get(op_name)
             if kernel is not None:
                 return kernel
         return None
 
-    def layer_of(self, op_name: str) -> str | None:
-        for layer in self._active_layers():
+    def layer_of(self, op_name: str, optimized: bool = True) -> str | None:
+        for layer in self._active_layers(optimized):
             if op_name in self._layers[layer]:
                 return layer
         return None
 
-    def ops(self) -> list[str]:
-        return sorted({name for layer in self._active_layers() for name in self._layers[layer]})
+    def ops(self, optimized: bool = True) -> list[str]:
+        return sorted({name for layer in self._active_layers(optimized) for name in self._layers[layer]})
 
-    def describe(self, ops: list[str] | None = None) -> dict[str, str]:
+    def describe(self, ops: list[str] | None = None, optimized: bool = True) -> dict[str, str]:
         """``{op_name: "layer: module.Class"}`` for every bound op (or the given ones; unbound ones say so)."""
         out = {}
-        for name in ops if ops is not None else self.ops():
-            kernel = self.find(name)
-            out[name] = "UNSUPPORTED" if kernel is None else f"{self.layer_of(name)}: {describe_kernel(kernel)}"
+        for name in ops if ops is not None else self.ops(optimized):
+            kernel = self.find(name, optimized)
+            out[name] = ("UNSUPPORTED" if kernel is None
+                         else f"{self.layer_of(name, optimized)}: {describe_kernel(kernel)}")
         return out
 
     @property
