@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .tflm import compare_with_tflm
+from .tflm import compare_optimized, compare_with_tflm, uses_optimized
 
 _RANGES = {"INT8": (-128, 127), "UINT8": (0, 255), "INT16": (-32768, 32767), "INT32": (-(1 << 31), (1 << 31) - 1)}
 
@@ -29,8 +29,16 @@ def random_tensor(rng: np.random.Generator, shape: Sequence[int], type_name: str
 
 def assert_matches_tflm(model: Any, inputs: Sequence[np.ndarray] | np.ndarray, *, optimized: bool = False,
                         per_op: bool = True) -> list[np.ndarray]:
-    """Run ``model`` in microinterp and in the wheel; raise AssertionError naming the first differing op."""
+    """Run ``model`` in microinterp and in the wheel; raise AssertionError naming the first differing op.
+
+    When some op of the model has an optimized kernel, the optimized run must also equal the reference run, op by
+    op — so every differential case of a reference kernel is a differential case of its optimized kernel too.
+    """
     result = compare_with_tflm(model, inputs, optimized=optimized, per_op=per_op)
     if not result.ok:
         raise AssertionError(f"microinterp differs from TFLM: {result}")
+    if uses_optimized(model):
+        opt = compare_optimized(model, inputs)
+        if not opt.ok:
+            raise AssertionError(f"optimized kernels differ from the reference kernels: {opt}")
     return result.outputs

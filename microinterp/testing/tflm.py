@@ -158,7 +158,33 @@ def compare_with_tflm(model: Any, inputs: Sequence[np.ndarray] | np.ndarray, *, 
     return Comparison(outs, ref_outs, mismatch)
 
 
-def _first_op_mismatch(m: Model, mi: Interpreter, ref: TflmRunner) -> Mismatch | None:
+def compare_optimized(model: Any, inputs: Sequence[np.ndarray] | np.ndarray) -> Comparison:
+    """Run ``model`` with optimized kernels and with reference kernels only, every tensor preserved; name the first
+    op whose output differs (the reference plays TFLM's part in the returned :class:`Comparison`)."""
+    m = load_model(model) if not isinstance(model, Model) else model
+    if isinstance(inputs, np.ndarray):
+        inputs = [inputs]
+    opt = Interpreter(m, optimized=True, preserve_all_tensors=True)
+    ref = Interpreter(m, optimized=False, preserve_all_tensors=True)
+    for mi in (opt, ref):
+        for i, x in enumerate(inputs):
+            mi.set_input(x, i)
+        mi.invoke()
+    outs = [opt.get_output(i) for i in range(opt.num_outputs)]
+    ref_outs = [ref.get_output(i) for i in range(ref.num_outputs)]
+    return Comparison(outs, ref_outs, _first_op_mismatch(m, opt, ref))
+
+
+def uses_optimized(model: Any) -> bool:
+    """True when some op of ``model`` resolves to a different kernel with the optimized layer on."""
+    from ..resolver import default_resolver
+
+    m = load_model(model) if not isinstance(model, Model) else model
+    r = default_resolver()
+    return any(r.find(op.key, True) is not r.find(op.key, False) for sg in m.subgraphs for op in sg.operators)
+
+
+def _first_op_mismatch(m: Model, mi: Interpreter, ref: Any) -> Mismatch | None:
     for op in m.main.operators:
         for ti in op.outputs:
             if ti < 0 or m.main.tensors[ti].dtype is None:
