@@ -5,4 +5,8 @@
 
 from __future__ import annotations
 
-OPTIMIZED_KERNELS: dict[str, object] = {}
+from . import depthwise_conv
+
+OPTIMIZED_KERNELS: dict[str, object] = {
+    "DEPTHWISE_CONV_2D": depthwise_conv.KERNEL,
+}
