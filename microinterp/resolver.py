@@ -52,6 +52,7 @@ class OpResolver:
         self._layers["optimized"].update(OPTIMIZED_KERNELS)
         self.optimized = optimized
         self._plugins_loaded: list[str] = []
+        self._plugin_keys: set[tuple[str, str | None]] = set()
         if plugins:
             self.load_plugins()
 
@@ -80,24 +81,42 @@ class OpResolver:
         table[op_name] = kernel
 
     def load_plugins(self, entry_points: list[Any] | None = None) -> list[str]:
-        """Load kernel plugins from the ``microinterp.kernels`` entry-point group (deterministic: sorted by name)."""
+        """Load kernel plugins from the ``microinterp.kernels`` entry-point group; returns the names loaded now.
+
+        Deterministic: entry points are loaded sorted by (name, value). Each one is loaded once per resolver (entry
+        points with the same name but different targets, from different distributions, are distinct plugins).
+        Loading a plugin is all or nothing: when importing it, or any binding it makes, fails, the plugin layer is
+        left as it was and a :class:`RegistrationError` naming the plugin is raised (chained to the cause).
+        """
         eps = entry_points if entry_points is not None else list(
             importlib_metadata.entry_points(group=PLUGIN_GROUP))
         loaded = []
-        for ep in sorted(eps, key=lambda e: e.name):
-            if ep.name in self._plugins_loaded:
+        for ep in sorted(eps, key=lambda e: (e.name, str(getattr(e, "value", "")))):
+            key = (ep.name, getattr(ep, "value", None))
+            if key in self._plugin_keys:
                 continue
-            target = ep.load()
-            if isinstance(target, Mapping):
-                for op_name, kernel in target.items():
-                    self.register_plugin(op_name, kernel)
-            elif callable(target):
-                target(self)
-            else:
-                raise RegistrationError(f"plugin {ep.name!r} must load to a callable or a mapping, got {target!r}")
+            table = self._layers["plugin"]
+            before = dict(table)
+            try:
+                self._apply_plugin(ep.load())
+            except Exception as e:
+                table.clear()
+                table.update(before)
+                where = f" ({key[1]})" if key[1] else ""
+                raise RegistrationError(f"plugin {ep.name!r}{where}: {type(e).__name__}: {e}") from e
+            self._plugin_keys.add(key)
             self._plugins_loaded.append(ep.name)
             loaded.append(ep.name)
         return loaded
+
+    def _apply_plugin(self, target: Any) -> None:
+        if isinstance(target, Mapping):
+            for op_name, kernel in target.items():
+                self.register_plugin(op_name, kernel)
+        elif callable(target):
+            target(self)
+        else:
+            raise RegistrationError(f"must load to a callable or a mapping, got {target!r}")
 
     # -- lookup ------------------------------------------------------------------------------------------------------
     def _active_layers(self, optimized: bool = True) -> list[str]:

@@ -4,6 +4,7 @@ resolver), custom ops keyed by their custom code, describe(), and entry-point pl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib.metadata import EntryPoint
 from typing import Any
 
 import numpy as np
@@ -240,11 +241,49 @@ def test_load_plugins_from_callables_and_mappings():
 
 
 def test_plugins_binding_the_same_op_conflict():
-    eps = [FakeEntryPoint("one", {"X_OP": FakeKernel()}), FakeEntryPoint("two", {"X_OP": FakeKernel()})]
+    first = FakeKernel("one")
+    eps = [FakeEntryPoint("one", {"X_OP": first}), FakeEntryPoint("two", {"Y_OP": FakeKernel(), "X_OP": FakeKernel()})]
     r = OpResolver()
-    with pytest.raises(RegistrationError, match="X_OP is already bound .* in the plugin layer"):
+    with pytest.raises(RegistrationError, match="plugin 'two': .*X_OP is already bound .* in the plugin layer"):
         r.load_plugins(eps)
     assert r.plugins_loaded == ["one"]
+    # all or nothing: the failed plugin's first binding (Y_OP) was rolled back, the earlier plugin's stays
+    assert r.find("Y_OP") is None and r.find("X_OP") is first
+
+
+def test_a_failing_plugin_callable_is_rolled_back_and_named():
+    def half_done(resolver):
+        resolver.register_plugin("HALF_OP", FakeKernel())
+        raise RuntimeError("boom")
+
+    r = OpResolver()
+    with pytest.raises(RegistrationError, match="plugin 'half': RuntimeError: boom") as info:
+        r.load_plugins([FakeEntryPoint("half", half_done)])
+    assert isinstance(info.value.__cause__, RuntimeError)
+    assert r.find("HALF_OP") is None and r.plugins_loaded == []
+
+
+def test_a_plugin_that_does_not_import_is_named():
+    ep = EntryPoint(name="ghost", value="no_such_module_xyz:register", group="microinterp.kernels")
+    with pytest.raises(RegistrationError, match=r"plugin 'ghost' \(no_such_module_xyz:register\): "
+                                                r"ModuleNotFoundError"):
+        OpResolver().load_plugins([ep])
+
+
+@dataclass
+class NamedEntryPoint(FakeEntryPoint):
+    value: str = ""
+
+
+def test_same_name_different_targets_are_distinct_plugins():
+    a, b = FakeKernel("a"), FakeKernel("b")
+    eps = [NamedEntryPoint("kernels", {"B_OP": b}, value="pkg_b:KERNELS"),
+           NamedEntryPoint("kernels", {"A_OP": a}, value="pkg_a:KERNELS"),
+           NamedEntryPoint("kernels", {"A_OP": a}, value="pkg_a:KERNELS")]  # the same one seen twice
+    r = OpResolver()
+    assert r.load_plugins(eps) == ["kernels", "kernels"]
+    assert r.find("A_OP") is a and r.find("B_OP") is b
+    assert [ep.loads for ep in eps] == [1, 1, 0] and r.load_plugins(eps) == []
 
 
 @pytest.mark.parametrize("target,match", [(42, "must load to a callable or a mapping"),
