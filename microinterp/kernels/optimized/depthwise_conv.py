@@ -47,27 +47,26 @@ from ..depthwise_conv import KERNEL as REFERENCE
 from ..depthwise_conv import DepthwiseData
 
 _F32_EXACT = 1 << 24    # float32 represents every integer of magnitude <= 2^24
-_TILE = 512             # target length of the innermost (tiled pixels x channels) loops
 
 
 @dataclass(frozen=True)
 class _Phase:
-    """One phase image ``P_ab``: the flat buffer, and where the input lands in it (None: all padding)."""
+    """Column phase ``b``: the padded image's columns ``b, b + s_w, ...`` in a buffer whose borders (zp_in) are
+    written once at prepare; where the input lands in it; the taps that read it as one strided window view."""
 
-    buf: np.ndarray                     # (N, Lbuf, C_out) float, borders = zp_in, fixed at prepare
-    dst: np.ndarray | None              # view (N, rows, cols, C_in, M) of buf's interior
-    src: tuple[slice, slice] | None     # rows and columns of the input that go there
+    buf: np.ndarray                     # (N, R, Wb, C_out) float
+    dst: np.ndarray | None              # view (N, rows, cols, C_in, M) of buf's interior (None: all padding)
+    src: tuple[slice, slice] | None     # input rows and columns that go there
+    windows: np.ndarray                 # read-only view (KH, taps of this phase, N, out_h, out_w * C_out)
+    weights: np.ndarray                 # (KH, taps of this phase, out_w * C_out): filter taps tiled out_w times
 
 
 @dataclass(frozen=True)
 class _TapsPlan:
     phases: tuple[_Phase, ...]
-    taps: tuple[tuple[int, int, np.ndarray], ...]   # (phase index, flat offset, weights tiled to T * C_out)
-    length: int                                     # flat positions computed per image (a multiple of T)
-    tile: int                                       # T
-    acc: np.ndarray                                 # (N, length, C_out)
-    tmp: np.ndarray
-    valid: np.ndarray                               # view (N, out_h, out_w, C_out) of acc
+    acc: np.ndarray                     # (N, out_h, out_w * C_out)
+    tmp: np.ndarray | None              # same, for the phases after the first
+    valid: np.ndarray                   # view (N, out_h, out_w, C_out) of acc
 
 
 @dataclass(frozen=True)
@@ -169,62 +168,52 @@ def _interior(pad: int, phase: int, stride: int, in_size: int, count: int) -> tu
 
 
 def _taps_plan(data: DepthwiseData, w: np.ndarray, dtype, zp_in: int, in_shape, out_shape) -> _TapsPlan:
+    n = in_shape[0]
+    _, oh, ow, c_out = out_shape
+    kh, kw = w.shape[:2]
+    sw, dw = data.stride_w, data.dilation_w
+    rows = (oh - 1) * data.stride_h + (kh - 1) * data.dilation_h + 1
+    phases = []
+    for b in range(sw):
+        kxs = [kx for kx in range(kw) if kx * dw % sw == b]
+        if kxs:
+            phases.append(_phase(data, w[:, kxs], [kx * dw // sw for kx in kxs], dtype, zp_in, in_shape, out_shape,
+                                 rows, b))
+    acc = np.zeros((n, oh, ow * c_out), dtype)
+    tmp = np.zeros_like(acc) if len(phases) > 1 else None
+    return _TapsPlan(tuple(phases), acc, tmp, acc.reshape(n, oh, ow, c_out))
+
+
+def _phase(data: DepthwiseData, w: np.ndarray, qxs: list[int], dtype, zp_in: int, in_shape, out_shape, rows: int,
+           b: int) -> _Phase:
+    """Column phase ``b`` read by the filter columns ``w`` (``[KH, nx, C_out]``) at phase columns ``ox + qxs``."""
     n, in_h, in_w, c_in = in_shape
     _, oh, ow, c_out = out_shape
-    m = data.depth_multiplier
-    kh, kw = w.shape[:2]
-    sh, sw = data.stride_h, data.stride_w
-    ry = [(ky * data.dilation_h) for ky in range(kh)]
-    rx = [(kx * data.dilation_w) for kx in range(kw)]
-    qy_max, qx_max = max(r // sh for r in ry), max(r // sw for r in rx)
-    hq, wq = oh + qy_max, ow + qx_max
-    tile = max(1, -(-_TILE // c_out))
-    length = -(-(oh * wq) // tile) * tile
-    lbuf = length + qy_max * wq + qx_max
-    phase_index: dict[tuple[int, int], int] = {}
-    phases: list[_Phase] = []
-    taps = []
-    for ky in range(kh):
-        for kx in range(kw):
-            a, b = ry[ky] % sh, rx[kx] % sw
-            if (a, b) not in phase_index:
-                phase_index[(a, b)] = len(phases)
-                phases.append(_phase(data, dtype, zp_in, (n, in_h, in_w, c_in, m), (hq, wq, lbuf), a, b))
-            off = (ry[ky] // sh) * wq + rx[kx] // sw
-            taps.append((phase_index[(a, b)], off, np.tile(w[ky, kx].astype(dtype), tile)))
-    acc = np.zeros((n, length, c_out), dtype)
-    valid = acc[:, :oh * wq].reshape(n, oh, wq, c_out)[:, :, :ow]
-    return _TapsPlan(tuple(phases), tuple(taps), length, tile, acc, np.zeros_like(acc), valid)
-
-
-def _phase(data: DepthwiseData, dtype, zp_in: int, dims, sizes, a: int, b: int) -> _Phase:
-    n, in_h, in_w, c_in, m = dims
-    hq, wq, lbuf = sizes
-    buf = np.zeros((n, lbuf, c_in * m), dtype)
-    buf[:, :hq * wq] = zp_in
-    i0, i1, rows = _interior(data.pad_h, a, data.stride_h, in_h, hq)
-    j0, j1, cols = _interior(data.pad_w, b, data.stride_w, in_w, wq)
-    if i0 == i1 or j0 == j1:
-        return _Phase(buf, None, None)
-    dst = buf[:, :hq * wq].reshape(n, hq, wq, c_in, m)[:, i0:i1, j0:j1]
-    return _Phase(buf, dst, (rows, cols))
+    step = qxs[1] - qxs[0] if len(qxs) > 1 else 0          # an arithmetic progression (step dilation / gcd)
+    width = ow + qxs[-1]
+    buf = np.full((n, rows, width, c_out), zp_in, dtype)
+    i0, i1, src_rows = _interior(data.pad_h, 0, 1, in_h, rows)
+    j0, j1, src_cols = _interior(data.pad_w, b, data.stride_w, in_w, width)
+    dst, src = None, None
+    if i0 < i1 and j0 < j1:
+        dst, src = buf.reshape(n, rows, width, c_in, c_out // c_in)[:, i0:i1, j0:j1], (src_rows, src_cols)
+    st = buf.strides
+    windows = np.lib.stride_tricks.as_strided(
+        buf[:, :, qxs[0]:], (w.shape[0], len(qxs), n, oh, ow * c_out),
+        (data.dilation_h * st[1], step * st[2], st[0], data.stride_h * st[1], st[3]), writeable=False)
+    return _Phase(buf, dst, src, windows, np.tile(w.astype(dtype), (1, 1, ow)))
 
 
 def _run_taps(plan: _TapsPlan, x: np.ndarray) -> None:
-    for ph in plan.phases:
+    """Per phase one sum of products over its taps (einsum's float loops; exact, see the module docstring)."""
+    acc, tmp = plan.acc, plan.tmp
+    for k, ph in enumerate(plan.phases):
         if ph.dst is not None:
             rows, cols = ph.src
             np.copyto(ph.dst, x[:, rows, cols, :, None])
-    n, length, c_out = plan.acc.shape
-    shape = (n, length // plan.tile, plan.tile * c_out)
-    acc, tmp = plan.acc.reshape(shape), plan.tmp.reshape(shape)
-    for k, (p, off, wt) in enumerate(plan.taps):
-        src = plan.phases[p].buf[:, off:off + length].reshape(shape)
-        if k == 0:
-            np.multiply(src, wt, out=acc)
-        else:
-            np.multiply(src, wt, out=tmp)
-            acc += tmp
+        np.einsum("ijnyz,ijz->nyz", ph.windows, ph.weights, out=acc if k == 0 else tmp)
+        if k:
+            np.add(acc, tmp, out=acc)
 
 
 def _gemm_plan(data: DepthwiseData, w: np.ndarray, dtype, zp_in: int, in_shape, out_shape) -> _GemmPlan:
