@@ -52,6 +52,10 @@ class ArenaOverflowError(MicroInterpError, MemoryError):
         super().__init__(msg)
 
 
+class ConfigError(MicroInterpError, ValueError):
+    """A bad configuration value: unknown MCU profile name, a profile field out of range, an unknown option."""
+
+
 class InputError(MicroInterpError, ValueError):
     """Wrong input/output index, shape or dtype (names what was expected and what was given)."""
 
