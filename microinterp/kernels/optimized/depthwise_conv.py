@@ -25,8 +25,9 @@ Two computation schemes (the output tensor's H/W drive the loops, as in TFLM):
   against the per-channel weights tiled ``T`` times. Depth multiplier ``M > 1``: each input channel is copied ``M``
   times into the phase buffers, after which output channel ``oc`` simply reads buffer channel ``oc``. The padding
   borders are written once at prepare (the buffers persist); each invoke copies only the image interior.
-* **One input channel** (``C_in == 1``, any ``M``): a plain convolution, im2col (``KH*KW`` strided copies of the
-  padded image into a preallocated buffer) and one float GEMM with the ``[KH*KW, M]`` filter.
+* **One input channel** (``C_in == 1``, any ``M``): a plain convolution, im2col (one copy of a strided
+  ``[KH, KW, N, out_h, out_w]`` window view of the padded image into a preallocated tap-major buffer) and one float
+  GEMM with the ``[KH*KW, M]`` filter.
 
 Then the int32 epilogue: float -> int32 (exact), ``+ bias'`` (int32, wraps), the prepared double-rounding MBQM of
 the reference (``quant.Requantizer``), ``+ zp_out``, clamp, int8.
@@ -74,8 +75,8 @@ class _GemmPlan:
     padded: np.ndarray                  # (N, R, Qc) float, borders = zp_in
     dst: np.ndarray | None
     src: tuple[slice, slice] | None
-    cols: np.ndarray                    # (K, N, out_h, out_w) im2col buffer
-    windows: tuple[tuple[slice, slice], ...]        # per tap: rows, columns of `padded`
+    windows: np.ndarray                 # read-only view (KH, KW, N, out_h, out_w) of `padded`
+    cols: np.ndarray                    # (KH * KW, N * out_h * out_w) im2col buffer
     weights: np.ndarray                 # (K, M)
     acc: np.ndarray                     # (N * out_h * out_w, M)
     valid: np.ndarray                   # view (N, out_h, out_w, M) of acc
@@ -226,10 +227,11 @@ def _gemm_plan(data: DepthwiseData, w: np.ndarray, dtype, zp_in: int, in_shape, 
     i0, i1, rows = _interior(data.pad_h, 0, 1, in_h, rows_needed)
     j0, j1, cols = _interior(data.pad_w, 0, 1, in_w, cols_needed)
     dst, src = (None, None) if i0 == i1 or j0 == j1 else (padded[:, i0:i1, j0:j1], (rows, cols))
-    windows = tuple((slice(ky * dh, ky * dh + (oh - 1) * sh + 1, sh), slice(kx * dw, kx * dw + (ow - 1) * sw + 1, sw))
-                    for ky in range(kh) for kx in range(kw))
+    st = padded.strides
+    windows = np.lib.stride_tricks.as_strided(padded, (kh, kw, n, oh, ow), (dh * st[1], dw * st[2], st[0],
+                                                                           sh * st[1], sw * st[2]), writeable=False)
     acc = np.zeros((n * oh * ow, m), dtype)
-    return _GemmPlan(padded, dst, src, np.zeros((kh * kw, n, oh, ow), dtype), windows,
+    return _GemmPlan(padded, dst, src, windows, np.zeros((kh * kw, n * oh * ow), dtype),
                      np.ascontiguousarray(w.reshape(kh * kw, m).astype(dtype)), acc, acc.reshape(n, oh, ow, m))
 
 
@@ -237,10 +239,8 @@ def _run_gemm(plan: _GemmPlan, x: np.ndarray) -> None:
     if plan.dst is not None:
         rows, cols = plan.src
         np.copyto(plan.dst, x[:, rows, cols, 0])
-    for k, (rows, cols) in enumerate(plan.windows):
-        np.copyto(plan.cols[k], plan.padded[:, rows, cols])
-    k_taps = plan.cols.shape[0]
-    matmul(plan.cols.reshape(k_taps, -1).T, plan.weights, out=plan.acc)
+    np.copyto(plan.cols.reshape(plan.windows.shape), plan.windows)     # im2col in one copy, tap-major
+    matmul(plan.cols.T, plan.weights, out=plan.acc)
 
 
 KERNEL = OptimizedDepthwiseConv2D()
