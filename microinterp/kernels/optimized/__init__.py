@@ -5,8 +5,11 @@
 
 from __future__ import annotations
 
-from . import depthwise_conv
+from . import add, depthwise_conv, mul, sub
 
 OPTIMIZED_KERNELS: dict[str, object] = {
     "DEPTHWISE_CONV_2D": depthwise_conv.KERNEL,
+    "ADD": add.KERNEL,
+    "SUB": sub.KERNEL,
+    "MUL": mul.KERNEL,
 }

@@ -1,0 +1,9 @@
+"""ADD, optimized int8 path: one 16-bit-indexed gather from the reference's exact 256 x 256 table (see
+``_binary_table``); other types run the reference kernel (``kernels/add.py`` states TFLM's arithmetic)."""
+
+from __future__ import annotations
+
+from ..add import KERNEL as REFERENCE
+from ._binary_table import TableBinary
+
+KERNEL = TableBinary(REFERENCE)
