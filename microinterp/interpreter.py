@@ -17,14 +17,19 @@ too small raises ``ArenaOverflowError`` naming the smallest arena that works.
 from __future__ import annotations
 
 import os
-from typing import Any
+import time
+from typing import Any, Self
 
 import numpy as np
 
 from .arena import Arena, SizingArena
 from .errors import ArenaOverflowError, InputError, UnsupportedOpError
 from .kernels.base import InvokeContext, PrepareContext
+from .mcu import McuProfile, get_profile
 from .model import Model, Operator, load_model
+from .pager import OpRecord, Pager, profile_json
+from .pager.profile import TileRecord
+from .pager.work import op_work
 from .planner import allocation_infos, buffer_requests, plan_greedy, plan_linear
 from .planner.greedy import plan_size
 from .resolver import OpResolver, default_resolver
@@ -43,22 +48,39 @@ class Interpreter:
 
     def __init__(self, model: str | os.PathLike | bytes | memoryview | Model, arena: int | None = None,
                  backing: str | os.PathLike | None = None, *, resolver: OpResolver | None = None,
-                 optimized: bool = True, preserve_all_tensors: bool = False, **kwargs: Any):
-        if backing is not None:
-            raise NotImplementedError(
-                "out-of-core execution (backing=...) is not available yet in this version of microinterp; "
-                "run with an arena that fits the plan (arena=None sizes it exactly)")
+                 optimized: bool = True, preserve_all_tensors: bool = False, pools: Any = None,
+                 flash: int | None = None, mcu: str | McuProfile = "stm32f746", tile: int | None = None,
+                 checksum: str = "crc32", recover: bool = False, cost_kernels: str = "optimized", **kwargs: Any):
         if kwargs:
             raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
         self.model = load_model(model)
         self.resolver = resolver if resolver is not None else default_resolver()
         self.optimized = optimized
         self.preserve_all_tensors = preserve_all_tensors
+        self.mcu = mcu if isinstance(mcu, McuProfile) else get_profile(mcu)
+        self.cost_kernels = cost_kernels
         self._subgraph = self.model.main
         self._kernels = self._resolve()
+        self._pager: Pager | None = None
+        self._records: list[OpRecord] = []
+        needed = self._measure()
         if arena is None:
-            arena = self._measure()
-        self._build(Arena(int(arena)))
+            arena = needed
+        arena = int(arena)
+        if backing is not None and arena < needed:
+            if preserve_all_tensors:
+                raise InputError("preserve_all_tensors=True cannot run out of core (intermediates share the card)")
+            self._pager = Pager(self, arena, backing, pools=pools, flash=flash, mcu=self.mcu, tile=tile,
+                                checksum=checksum, recover=recover, cost_kernels=cost_kernels)
+            self.arena = self._pager.arena
+            return
+        try:
+            self._build(Arena(arena))
+        except ArenaOverflowError as e:
+            if backing is None:
+                e.args = (e.args[0] + "; or pass backing='sd.img' to run it out of core, paging tensors and "
+                          "weights to a file-backed SD image",)
+            raise
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, arena_size: int | None = None, **kwargs: Any) -> Interpreter:
@@ -112,7 +134,9 @@ class Interpreter:
             op_data, ctx, infos, owners, requests, offsets, variables = self._allocate(arena)
         except ArenaOverflowError as e:
             needed = self._measure()
-            raise ArenaOverflowError(e.what, e.requested, e.available, needed_arena=needed + arena.start) from None
+            raise ArenaOverflowError(e.what, e.requested, e.available, needed_arena=needed + arena.start,
+                                     hint="or pass backing='sd.img' to run it out of core, paging tensors and "
+                                          "weights to a file-backed SD image") from None
         self.arena = arena
         self._op_data = op_data
         self._plan = {"infos": infos, "owners": owners, "offsets": offsets, "requests": requests}
@@ -139,23 +163,39 @@ class Interpreter:
         self._views = views
         self._ctx = InvokeContext(views, scratch_views)
         self._steps = list(zip(self._kernels, self._subgraph.operators, op_data))
+        self._host_times = [0.0] * len(self._steps)
         self.reset()
 
     # -- running -----------------------------------------------------------------------------------------------------
     def invoke(self) -> None:
-        """Run every op of the main subgraph in order."""
+        """Run every op of the main subgraph in order (tile by tile through the SD image when out of core)."""
+        if self._pager is not None:
+            self._records = self._pager.invoke()
+            return
         ctx = self._ctx
-        for kernel, op, data in self._steps:
+        times = self._host_times
+        clock = time.perf_counter
+        for i, (kernel, op, data) in enumerate(self._steps):
+            t0 = clock()
             kernel.invoke(ctx, op, data)
+            times[i] = clock() - t0
 
     def reset(self) -> None:
         """Variable tensors back to their zero point (int8) or 0, as TFLM's MicroInterpreter::Reset."""
+        views = self._pager.views if self._pager is not None else self._views
+        steps = self._pager.plans if self._pager is not None else None
         for t in self._subgraph.tensors:
-            view = self._views[t.index]
+            view = views[t.index]
             if t.is_variable and view is not None:
                 zp = t.quantization.zero_point if (t.quantization and t.type_name == "INT8") else 0
                 # TFLM memsets the zero point: only its low byte counts.
                 view.view(np.uint8)[...] = zp & 0xFF
+        if steps is not None:
+            for p in steps:
+                reset = getattr(p.kernel, "reset", None)
+                if reset is not None:
+                    reset(self._pager.ctx, p.op, p.data)
+            return
         for kernel, op, data in self._steps:
             reset = getattr(kernel, "reset", None)
             if reset is not None:
@@ -207,11 +247,16 @@ class Interpreter:
             raise InputError(f"input {index} ({t.name!r}): expected dtype {t.dtype}, got {value.dtype}")
         if tuple(value.shape) != t.shape:
             raise InputError(f"input {index} ({t.name!r}): expected shape {t.shape}, got {tuple(value.shape)}")
+        if self._pager is not None:
+            self._pager.write_input(t.index, value)
+            return
         self._views[t.index][...] = value
 
     def get_output(self, index: int = 0) -> np.ndarray:
         """A copy of output ``index`` after the last invoke."""
         t = self._io_tensor("output", index)
+        if self._pager is not None:
+            return self._pager.read_tensor(t.index)
         return np.array(self._views[t.index], copy=True)
 
     def tensor(self, index: int) -> np.ndarray:
@@ -219,6 +264,8 @@ class Interpreter:
         ``preserve_all_tensors=True``, since planned tensors share memory)."""
         if not 0 <= index < len(self._subgraph.tensors):
             raise InputError(f"tensor index {index} out of range [0, {len(self._subgraph.tensors)})")
+        if self._pager is not None:
+            return self._pager.read_tensor(index)
         view = self._views[index]
         if view is None:
             raise InputError(f"tensor {index} has no data (type {self._subgraph.tensors[index].type_name})")
@@ -242,6 +289,66 @@ class Interpreter:
     @property
     def arena_used_bytes(self) -> int:
         return self.arena.used_bytes
+
+    # -- out of core and profile -------------------------------------------------------------------------------------
+    @property
+    def out_of_core(self) -> bool:
+        """True when this interpreter pages tensors and weights through an SD image."""
+        return self._pager is not None
+
+    @property
+    def sd_image(self):
+        """The :class:`~microinterp.storage.sd.SdImage` when out of core, else None."""
+        return self._pager.sd if self._pager is not None else None
+
+    @property
+    def recoveries(self) -> list[dict[str, Any]]:
+        """Corrupted records recovered with ``recover=True`` (what, where, how), all invokes so far."""
+        return list(self._pager.engine.recoveries) if self._pager is not None else []
+
+    @property
+    def profile(self) -> list[OpRecord]:
+        """Per-op records of the last invoke (work, MCU cycles, flash/SD traffic, checksums, host time), each with
+        its tiles. In memory every op is one tile whose weights are read from flash."""
+        if self._pager is not None:
+            return self._pager.records
+        records = []
+        coeffs = self.mcu.op_cycles[self.cost_kernels]
+        from .mcu import op_class
+
+        for i, op in enumerate(self._subgraph.operators):
+            cls = op_class(op.key)
+            c = coeffs[cls]
+            macs, elements = op_work(op, self._subgraph.tensors)
+            flash = sum(self._subgraph.tensors[ti].nbytes for ti in op.inputs
+                        if ti >= 0 and self._subgraph.tensors[ti].data is not None)
+            tile = TileRecord(0, None, None, macs, elements, flash_read_bytes=flash,
+                              compute_cycles=c.fixed_cycles + c.cycles_per_mac * macs + c.cycles_per_element * elements,
+                              io_cycles=self.mcu.flash_cycles(flash))
+            records.append(OpRecord(i, op.key, cls, "in-memory", [tile], self._host_times[i]))
+        return records
+
+    def profile_json(self, tiles: bool = True) -> dict[str, Any]:
+        """The profile as the documented JSON document (docs/profile-schema.md)."""
+        meta = {"model": self.model.source, "mcu": self.mcu.name, "clock_hz": self.mcu.clock_hz,
+                "kernels": self.cost_kernels, "out_of_core": self.out_of_core, "arena": self.arena.size}
+        if self._pager is not None:
+            p = self._pager
+            meta.update(pools={"input": p.pools.input, "weights": p.pools.weights, "output": p.pools.output},
+                        scratch=p.scratch_bytes, tail=self.arena.tail_bytes, flash_budget=p.flash, tile=p.tile,
+                        checksum=p.sd.checksum.name, backing=p.sd.path, image_action=p.sd.action)
+        return profile_json(self.profile, meta, tiles)
+
+    def close(self) -> None:
+        """Close the SD image (out of core); the interpreter cannot invoke afterwards."""
+        if self._pager is not None:
+            self._pager.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def plan_table(self) -> list[dict[str, Any]]:
         """Every planned buffer: kind, tensor index/name or scratch number, offset, size, lifetime."""

@@ -156,9 +156,9 @@ def test_custom_op_registered_explicitly_runs():
     assert it.describe()["Double"].startswith("explicit:")
 
 
-def test_backing_not_available_yet_is_clear():
-    with pytest.raises(NotImplementedError, match="backing"):
-        mi.Interpreter(reshape_model(), arena=512_000, backing="sd.img")
+def test_a_plan_that_fits_runs_in_memory_even_with_backing(tmp_path):
+    interp = mi.Interpreter(reshape_model(), arena=512_000, backing=tmp_path / "sd.img")
+    assert not interp.out_of_core and not (tmp_path / "sd.img").exists()
 
 
 def test_from_file_and_from_bytes(tmp_path):

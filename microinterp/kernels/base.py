@@ -32,6 +32,9 @@ class PrepareContext:
         self.subgraph = subgraph
         self.arena = arena
         self.scratch_requests: list[ScratchRequest] = []
+        #: False when the interpreter runs out of core: constant tensors may live on the SD card, so a kernel must
+        #: not derive weight-sized host arrays from them at prepare (it gets weight tiles at invoke instead).
+        self.weights_resident = True
 
     # -- tensors -------------------------------------------------------------------------------------------------
     def tensor(self, index: int) -> Tensor:

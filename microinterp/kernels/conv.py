@@ -140,19 +140,24 @@ def filter_and_bias(ctx, op, data) -> tuple[np.ndarray, np.ndarray | None]:
     return w, ctx.input(op, 2) if data.has_bias else None
 
 
-def requantize(acc: np.ndarray, data, out_dtype: np.dtype) -> np.ndarray:
+def requantize(acc: np.ndarray, data, out_dtype: np.dtype, c0: int = 0) -> np.ndarray:
     """Accumulators with the bias added (int64 or integral float64, channels last) ->
     ``clamp(MBQM(acc, M_c, s_c) + zp_out, act_min, act_max)`` in ``out_dtype``.
 
     int32 accumulators (int8 and 16x8-with-int32-bias paths): the sum wraps to int32 as TFLM's does, then
     the double-rounding MBQM (``data.requantizer``). int64 accumulators (16x8 with int64 or no bias):
-    :func:`~microinterp.quant.mbqm_int64`.
+    :func:`~microinterp.quant.mbqm_int64`. ``acc`` may hold only output channels ``[c0, c0 + acc.shape[-1])`` (an
+    out-of-core channel tile); their multipliers and shifts are used.
     """
+    channels = acc.shape[-1]
+    whole = c0 == 0 and channels == data.multipliers.size
+    mult, shifts = (data.multipliers, data.shifts) if whole else \
+        (data.multipliers[c0:c0 + channels], data.shifts[c0:c0 + channels])
     if data.kind == "int16_acc64":
-        v = mbqm_int64(np.asarray(acc, np.int64), data.multipliers, data.shifts)
+        v = mbqm_int64(np.asarray(acc, np.int64), mult, shifts)
     else:
         x32 = acc if acc.dtype == np.int32 else np.asarray(acc, np.int64).astype(np.int32)   # wraps like C
-        v = data.requantizer(x32)
+        v = (data.requantizer if whole else Requantizer(mult, shifts))(x32)
     v += data.output_offset
     np.clip(v, data.act_min, data.act_max, out=v)
     return v.astype(out_dtype)
@@ -160,11 +165,12 @@ def requantize(acc: np.ndarray, data, out_dtype: np.dtype) -> np.ndarray:
 
 # -- the kernel -------------------------------------------------------------------------------------------------------
 def conv_rows(data: ConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray, y0: int,
-              x_row0: int = 0) -> None:
+              x_row0: int = 0, c0: int = 0) -> None:
     """Compute output rows ``[y0, y0 + out.shape[1])`` into ``out`` (an NHWC view of those rows).
 
     ``x`` holds input rows ``[x_row0, x_row0 + x.shape[1])`` (whole tensor or a band with its halo), ``w`` is the
-    (unpacked) OHWI filter, ``bias`` the bias vector or None.
+    (unpacked) OHWI filter, ``bias`` the bias vector or None. With one group, ``w``, ``bias`` and ``out`` may hold
+    only output channels ``[c0, c0 + w.shape[0])`` (an out-of-core channel tile).
     """
     n, oh, ow, c_out = out.shape
     if out.size == 0:
@@ -193,7 +199,7 @@ def conv_rows(data: ConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | N
         return
     if bias is not None:
         acc += bias   # float64 stays exact: |acc| + |bias| < 2^53
-    out[...] = requantize(acc, data, out.dtype).reshape(out.shape)
+    out[...] = requantize(acc, data, out.dtype, c0).reshape(out.shape)
 
 
 def _float_taps(cols: np.ndarray, wg: np.ndarray) -> np.ndarray:

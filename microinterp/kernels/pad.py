@@ -99,4 +99,23 @@ class Pad:
         out[data.out_slices] = ctx.input(op, 0).reshape(-1)[:n].reshape(data.box_shape)
 
 
+def pad_rows(data: PadData, x: np.ndarray, x_row0: int, out: np.ndarray, y0: int, fill) -> None:
+    """Output rows ``[y0, y0 + out.shape[1])`` of a 4-D PAD whose batch axis is not padded, from ``x`` = input rows
+    starting at ``x_row0`` (the row band the out-of-core pager loaded): fill, then copy the input rows that land in
+    the band. Same result as :meth:`Pad.invoke` restricted to those rows."""
+    out[...] = fill
+    top, rows = data.out_slices[1].start, data.box_shape[1]
+    lo, hi = max(y0, top), min(y0 + out.shape[1], top + rows)
+    if lo < hi:
+        band = (slice(None), slice(lo - y0, hi - y0)) + data.out_slices[2:]
+        out[band] = x[:, lo - top - x_row0:hi - top - x_row0]
+
+
+def pad_input_rows(data: PadData, y0: int, y1: int) -> tuple[int, int]:
+    """Input rows ``[lo, hi)`` that output rows ``[y0, y1)`` of a row-tiled PAD copy (``(0, 0)`` if none)."""
+    top, rows = data.out_slices[1].start, data.box_shape[1]
+    lo, hi = max(y0, top) - top, min(y1, top + rows) - top
+    return (lo, hi) if lo < hi else (0, 0)
+
+
 KERNEL = Pad()

@@ -53,10 +53,10 @@ import os
 import struct
 import time
 import zlib
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Self
 
 import numpy as np
 
@@ -72,6 +72,7 @@ AREAS = ("header", "table", "weights", "activations")
 DATA_AREAS = ("weights", "activations")
 
 _BUILDING, _READY = 1, 2
+_IOV_MAX = min(os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else 1024, 1024)
 _STATE_NAMES = {_BUILDING: "building", _READY: "ready"}
 # magic, version, sector size, state, reserved, checksum name, 6 x geometry, weights bytes, activation bytes,
 # table entries, entries in use, table digest, fingerprint length, fingerprint.
@@ -363,22 +364,33 @@ class SdImage:
 
     def write(self, area: str, offset: int, data: Any, *, key: Hashable) -> None:
         """Write one tile (bytes-like or numpy array) at ``offset`` in ``area`` and record its checksum."""
+        self.write_tiles(area, offset, [(key, data)])
+
+    def write_tiles(self, area: str, offset: int, tiles: Sequence[tuple[Hashable, Any]]) -> None:
+        """Write consecutive tiles in ONE command: tile ``i`` starts on the sector after tile ``i - 1`` ends (the
+        unused tail of each tile's last sector is written as zeros); each tile gets its own checksum entry."""
         self._check_open()
         start, size = self._area(area, data=True)
         if area == "weights" and self._weights_ready:
             raise StorageError("the weights area is sealed (weights committed); open the image for a new model "
                                "to rewrite it")
-        view = _byte_view(data)
-        nbytes = view.nbytes
-        self._check_range(area, offset, nbytes, size)
-        digest_key = _key_digest(key)
+        views = [(_key_digest(key), _byte_view(data)) for key, data in tiles]
+        span = sum(_sectors(v.nbytes) for _, v in views) * SECTOR_SIZE
+        self._check_range(area, offset, span, size)
         entries = self._entries[area]
-        if area == "weights" and digest_key not in entries and len(entries) >= self.table_entries:
-            raise StorageError(f"checksum table full ({self.table_entries} entries) writing {_describe(key)[2]}")
-        entries.pop(digest_key, None)    # a failed write must not leave the old checksum behind
-        digest = self._digest(view)
-        self._pwritev([view, memoryview(self._zeros)[:(-nbytes) % SECTOR_SIZE]], start + offset, area, nbytes)
-        entries[digest_key] = _Entry(offset, nbytes, digest)
+        if area == "weights":
+            new = len({k for k, _ in views} - entries.keys())
+            if len(entries) + new > self.table_entries:
+                raise StorageError(f"checksum table full ({self.table_entries} entries) writing "
+                                   f"{_describe(tiles[-1][0])[2]}")
+        iov, pos, done = [], offset, []
+        for digest_key, view in views:
+            entries.pop(digest_key, None)    # a failed write must not leave the old checksum behind
+            done.append((digest_key, _Entry(pos, view.nbytes, self._digest(view))))
+            iov += [view, memoryview(self._zeros)[:(-view.nbytes) % SECTOR_SIZE]]
+            pos += _sectors(view.nbytes) * SECTOR_SIZE
+        self._pwritev(iov, start + offset, area, sum(v.nbytes for _, v in views))
+        entries.update(done)
 
     def read(self, area: str, offset: int, nbytes: int, *, key: Hashable,
              out: np.ndarray | None = None) -> np.ndarray:
@@ -387,26 +399,56 @@ class SdImage:
         Raises IntegrityError, naming tensor, tile and absolute SD byte offset, when the tile was never written
         (at this offset and length) or its checksum does not match.
         """
-        self._check_open()
-        start, size = self._area(area, data=True)
-        self._check_range(area, offset, nbytes, size)
-        entry = self._entries[area].get(_key_digest(key))
-        if entry is None or (entry.offset, entry.length) != (offset, nbytes):
-            written = "never written" if entry is None else (
-                f"written at offset {entry.offset} with {entry.length} bytes, not {offset} / {nbytes}")
-            raise self._integrity_error(key, area, offset, nbytes, written)
         if out is None:
             out = np.empty(nbytes, dtype=np.uint8)
-        view = _byte_view(out, writable=True)
-        if view.nbytes != nbytes:
-            raise StorageError(f"the `out` buffer has {view.nbytes} bytes, the tile {nbytes}")
-        self._preadv([view, memoryview(self._pad)[:(-nbytes) % SECTOR_SIZE]], start + offset, area, nbytes)
-        digest = self._digest(view)
-        if digest != entry.digest:
-            raise self._integrity_error(key, area, offset, nbytes,
-                                        f"checksum mismatch ({self.checksum.name} stored {entry.digest.hex()}, "
-                                        f"read {digest.hex()})")
+        self.read_tiles(area, offset, [(key, nbytes)], out)
         return out
+
+    def read_tiles(self, area: str, offset: int, tiles: Sequence[tuple[Hashable, int]], out: Any) -> None:
+        """Read consecutive tiles (laid out as :meth:`write_tiles` writes them) in ONE command into ``out``, packed
+        back to back without the sector padding, and verify every tile's checksum (first failure raises)."""
+        self._check_open()
+        start, size = self._area(area, data=True)
+        span = sum(_sectors(n) for _, n in tiles) * SECTOR_SIZE
+        self._check_range(area, offset, span, size)
+        view = _byte_view(out, writable=True)
+        payload = sum(n for _, n in tiles)
+        if view.nbytes != payload:
+            raise StorageError(f"the `out` buffer has {view.nbytes} bytes, the tiles {payload}")
+        found, pos = [], offset
+        for key, n in tiles:
+            entry = self._entries[area].get(_key_digest(key))
+            if entry is None or (entry.offset, entry.length) != (pos, n):
+                written = "never written" if entry is None else (
+                    f"written at offset {entry.offset} with {entry.length} bytes, not {pos} / {n}")
+                raise self._integrity_error(key, area, pos, n, written)
+            found.append((key, pos, entry))
+            pos += _sectors(n) * SECTOR_SIZE
+        iov, at = [], 0
+        for _, n in tiles:
+            iov += [view[at:at + n], memoryview(self._pad)[:(-n) % SECTOR_SIZE]]
+            at += n
+        self._preadv(iov, start + offset, area, payload)
+        at = 0
+        for key, pos, entry in found:
+            digest = self._digest(view[at:at + entry.length])
+            if digest != entry.digest:
+                raise self._integrity_error(key, area, pos, entry.length,
+                                            f"checksum mismatch ({self.checksum.name} stored {entry.digest.hex()}, "
+                                            f"read {digest.hex()})")
+            at += entry.length
+
+    def repair_weights(self, offset: int, data: Any, *, key: Hashable) -> None:
+        """Rewrite a committed weights tile with its original content (what ``recover=True`` does after a
+        corrupted weights read): allowed only when ``data`` matches the checksum stored for ``key``."""
+        self._check_open()
+        start, _ = self._area("weights", data=True)
+        entry = self._entries["weights"].get(_key_digest(key))
+        view = _byte_view(data)
+        if entry is None or (entry.offset, entry.length) != (offset, view.nbytes) or self._digest(view) != entry.digest:
+            raise StorageError(f"{_describe(key)[2]}: repair data does not match the stored checksum")
+        self._pwritev([view, memoryview(self._zeros)[:(-view.nbytes) % SECTOR_SIZE]], start + offset, "weights",
+                      view.nbytes)
 
     def _integrity_error(self, key: Any, area: str, offset: int, nbytes: int, what: str) -> IntegrityError:
         tensor, tile, text = _describe(key)
@@ -438,7 +480,7 @@ class SdImage:
     def closed(self) -> bool:
         return self._fd is None
 
-    def __enter__(self) -> SdImage:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -502,7 +544,7 @@ class SdImage:
         total, done = sum(v.nbytes for v in views), 0
         while views:
             try:
-                n = call(self._fd, views, pos + done)
+                n = call(self._fd, views[:_IOV_MAX], pos + done)
             except OSError as e:
                 raise StorageError(f"cannot {verb} {total} bytes at SD offset {pos} of {self.path}: {e}") from e
             if n == 0:

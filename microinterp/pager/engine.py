@@ -1,0 +1,314 @@
+"""The out-of-core engine: runs a prepared model tile by tile between the arena's pools and the SD image.
+
+For every op (see :mod:`.tiling` for the three modes): resident constants that live on the SD card are read into
+the weights pool once, resident non-row inputs into the input pool once; then for every output tile: read the
+input row band(s) (one SD command per run of records, every record's checksum verified), for every channel tile
+read the filter tile (alternating between the two halves of the weights pool) and compute into the output band,
+then write the band back (one command, one checksum per record). Constants in flash are read in place.
+
+Every tile is annotated with its work and its MCU cost (:mod:`.profile`). With ``recover=True`` a checksum failure on
+an activation record recomputes the producing op's tiles that wrote it (recursively, from its own inputs) with
+buffers outside the arena, rewrites them and reads again; a corrupted weights record is rewritten from the model
+(the card's original content). Each event is counted; a model input cannot be recomputed and still raises.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from ..arena import align_up
+from ..errors import IntegrityError
+from ..mcu import McuProfile, op_class
+from ..storage.sd import SECTOR_SIZE
+from .layout import Home
+from .plan import ALIGN, OpPlan, region_ranges
+from .profile import OpRecord, TileRecord
+from .tiling import BandViews
+from .work import op_work
+
+_AREA = {"weights": "weights", "activations": "activations"}
+
+
+class _Buffers:
+    """The three pool buffers (arena views, or host arrays during a recovery) with bump positions."""
+
+    def __init__(self, inp: np.ndarray, weights: np.ndarray, out: np.ndarray):
+        self.input, self.weights, self.output = inp, weights, out
+        self.pos = {"input": 0, "weights": 0, "output": 0}
+
+    def take(self, pool: str, nbytes: int) -> np.ndarray:
+        at = self.pos[pool]
+        buf = getattr(self, pool)[at:at + nbytes]
+        if buf.nbytes != nbytes:
+            raise RuntimeError(f"{pool} pool overrun: {at} + {nbytes} > {getattr(self, pool).nbytes}")
+        self.pos[pool] = at + align_up(nbytes, ALIGN)
+        return buf
+
+    def mark(self, pool: str) -> int:
+        return self.pos[pool]
+
+    def reset(self, pool: str, at: int = 0) -> None:
+        self.pos[pool] = at
+
+
+class Engine:
+    """Executes the plans of an out-of-core interpreter (built by :class:`~microinterp.pager.Pager`)."""
+
+    def __init__(self, pager: Any):
+        self.p = pager
+        self.tensors = pager.tensors
+        self.homes: list[Home | None] = pager.homes
+        self.sd = pager.sd
+        self.mcu: McuProfile = pager.mcu
+        self.kernels = pager.cost_kernels
+        self.views = pager.views
+        self.ctx = pager.ctx
+        self.recover = pager.recover
+        self.recoveries: list[dict[str, Any]] = []
+
+    # -- SD access with counting (and recovery) ----------------------------------------------------------------------
+    def _count_read(self, rec: TileRecord, tiles: list[tuple[Any, int]]) -> None:
+        rec.sd_read_commands += 1
+        rec.sd_read_payload += sum(n for _, n in tiles)
+        rec.sd_read_bytes += sum(-(-n // SECTOR_SIZE) for _, n in tiles) * SECTOR_SIZE
+
+    def read_records(self, home: Home, r0: int, r1: int, out: np.ndarray, rec: TileRecord,
+                     depth: int = 0) -> None:
+        tiles = home.tiles(r0, r1)
+        self._count_read(rec, tiles)
+        try:
+            self.sd.read_tiles(_AREA[home.device], home.record_offset(r0), tiles, out)
+        except IntegrityError:
+            if not self.recover:
+                raise
+            self._recover(home, r0, r1, depth)
+            self._count_read(rec, tiles)
+            self.sd.read_tiles(_AREA[home.device], home.record_offset(r0), tiles, out)
+
+    def write_records(self, home: Home, r0: int, r1: int, data: np.ndarray, rec: TileRecord) -> None:
+        rb = home.record_bytes
+        flat = data.reshape(-1).view(np.uint8)
+        tiles = []
+        for r in range(r0, r1):
+            lo = (r - r0) * rb
+            tiles.append((home.key(r), flat[lo:lo + min(rb, home.nbytes - r * rb)]))
+        self.sd.write_tiles("activations", home.record_offset(r0), tiles)
+        rec.sd_write_commands += 1
+        rec.sd_write_payload += flat.nbytes
+        rec.sd_write_bytes += sum(-(-t[1].nbytes // SECTOR_SIZE) for t in tiles) * SECTOR_SIZE
+
+    def _recover(self, home: Home, r0: int, r1: int, depth: int) -> None:
+        if depth > len(self.p.plans):
+            raise IntegrityError(f"recovery of tensor {home.name!r} does not terminate")
+        event = {"tensor": home.tensor, "name": home.name, "records": (r0, r1), "area": home.device}
+        if home.device == "weights":
+            t = self.tensors[home.tensor]
+            raw = np.asarray(t.data).reshape(-1).view(np.uint8)
+            rb = home.record_bytes
+            for r in range(r0, r1):
+                self.sd.repair_weights(home.record_offset(r), raw[r * rb:min((r + 1) * rb, home.nbytes)],
+                                       key=home.key(r))
+            event["action"] = "weights rewritten from the model"
+        else:
+            producer = self.p.producer.get(home.tensor)
+            if producer is None:
+                raise IntegrityError(f"tensor {home.name!r} records {r0}..{r1 - 1} are corrupted and it is a model "
+                                     "input: nothing to recompute it from")
+            plan = self.p.plans[producer]
+            lo, hi = r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)
+            tiles = [t for t in plan.tiles if self._tile_bytes(plan, t, home)[0] < hi
+                     and self._tile_bytes(plan, t, home)[1] > lo]
+            host = _Buffers(np.zeros(self.p.pools.input, np.uint8), np.zeros(self.p.pools.weights, np.uint8),
+                            np.zeros(self.p.pools.output, np.uint8))
+            scratch = OpRecord(plan.index, plan.op.key, op_class(plan.op.key), plan.mode)
+            self.run_op(plan, host, scratch, only=[t.index for t in tiles], depth=depth + 1)
+            event.update(action="recomputed", producer=plan.index, tiles=[t.index for t in tiles],
+                         sd_read_bytes=scratch.sd_read_bytes, sd_write_bytes=scratch.sd_write_bytes)
+        self.recoveries.append(event)
+        self.p.current_record.recoveries += 1
+
+    def _tile_bytes(self, plan: OpPlan, tile: Any, home: Home) -> tuple[int, int]:
+        if plan.mode != "rows":
+            return 0, home.nbytes
+        return tile.y0 * home.row_bytes, tile.y1 * home.row_bytes
+
+    # -- reading regions ---------------------------------------------------------------------------------------------
+    def read_region(self, ti: int, axis: int, lo: int, hi: int, bufs: _Buffers, rec: TileRecord,
+                    depth: int) -> tuple[np.ndarray, int]:
+        """Input rows ``[lo, hi)`` along ``axis`` of tensor ``ti`` as an array of the tensor's dtype (and the row
+        its first index is)."""
+        t, home = self.tensors[ti], self.homes[ti]
+        shape = list(t.shape)
+        if hi <= lo:
+            shape[axis] = 0
+            return np.zeros(shape, t.dtype), lo
+        pieces = []
+        for blo, bhi in region_ranges(t, axis, lo, hi):
+            r0, r1 = home.record_range(blo, bhi)
+            start = r0 * home.record_bytes
+            nbytes = min(r1 * home.record_bytes, home.nbytes) - start
+            buf = bufs.take("input", nbytes)
+            self.read_records(home, r0, r1, buf, rec, depth)
+            pieces.append(buf[blo - start:bhi - start])
+        shape[axis] = hi - lo
+        if len(pieces) == 1:
+            return pieces[0].view(t.dtype).reshape(shape), lo
+        return np.concatenate(pieces).view(t.dtype).reshape(shape), lo
+
+    def read_whole(self, ti: int, pool: str, bufs: _Buffers, rec: TileRecord, depth: int) -> np.ndarray:
+        t, home = self.tensors[ti], self.homes[ti]
+        buf = bufs.take(pool, home.nbytes)
+        if home.records:
+            self.read_records(home, 0, home.records, buf, rec, depth)
+        return buf.view(t.dtype).reshape(t.shape)
+
+    # -- running one op ----------------------------------------------------------------------------------------------
+    def run_op(self, plan: OpPlan, bufs: _Buffers, record: OpRecord, only: list[int] | None = None,
+               depth: int = 0) -> None:
+        op, tensors, views = plan.op, self.tensors, self.views
+        cls = op_class(op.key)
+        coeff = self.mcu.op_cycles[self.kernels][cls]
+        setup = TileRecord(-1)
+        # resident inputs: SD constants (except a streamed filter) and non-row activation inputs
+        flash_fixed = 0
+        for k, ti in enumerate(op.inputs):
+            home = self.homes[ti] if ti >= 0 else None
+            if home is None or k == plan.streamed:
+                continue
+            if home.device == "flash":
+                flash_fixed += home.nbytes          # the kernel reads it in place, once per tile
+            elif home.device == "weights":
+                views[ti] = self.read_whole(ti, "weights", bufs, setup, depth)
+            elif k not in plan.tiler.row_inputs:
+                views[ti] = self.read_whole(ti, "input", bufs, setup, depth)
+        w_mark, in_mark = bufs.mark("weights"), bufs.mark("input")
+        half = (bufs.weights.nbytes - w_mark) // 2
+        filt_k = plan.streamed
+        filt_ti = op.inputs[filt_k] if filt_k is not None else -1
+        first = True
+        for tile in plan.tiles:
+            if only is not None and tile.index not in only:
+                continue
+            rec = TileRecord(tile.index, (tile.y0, tile.y1) if plan.mode == "rows" else None)
+            if first:       # the resident reads are charged to the first tile
+                for f in TileRecord.__dataclass_fields__:
+                    if f not in ("index", "rows", "channels"):
+                        setattr(rec, f, getattr(setup, f))
+            bufs.reset("input", in_mark)
+            bufs.reset("output", 0)
+            band = self._tile_inputs(plan, tile, bufs, rec, depth)
+            self._tile_outputs(plan, tile, bufs)
+            rec.flash_read_bytes += flash_fixed
+            for n, (c0, c1) in enumerate(tile.channel_tiles):
+                if filt_k is not None:      # the filter streams: channel tile n into half n % 2 of the pool
+                    bufs.reset("weights", w_mark + (n % 2) * half)
+                    band.inputs[filt_k] = self._read_channels(filt_ti, self.homes[filt_ti], c0, c1, bufs, rec,
+                                                              depth)
+                    self._slice_bias(plan, band, c0, c1)
+                band.c0, band.c1 = c0, c1
+                self._compute(plan, band)
+            if filt_k is not None:
+                rec.channels = (tile.channel_tiles[0][0], tile.channel_tiles[-1][1])
+            macs, elements = op_work(op, tensors, rows=rec.rows)
+            rec.macs, rec.elements = macs, elements
+            rec.compute_cycles = coeff.cycles_per_mac * macs + coeff.cycles_per_element * elements + \
+                (coeff.fixed_cycles if first else 0)
+            self._write_outputs(plan, tile, rec)
+            self._annotate(rec)
+            record.tiles.append(rec)
+            first = False
+
+    def _slice_bias(self, plan: OpPlan, band: BandViews, c0: int, c1: int) -> None:
+        op = plan.op
+        if len(op.inputs) > 2 and op.inputs[2] >= 0:
+            band.inputs[2] = self.views[op.inputs[2]][c0:c1]
+
+    def _read_channels(self, ti: int, home: Home, c0: int, c1: int, bufs: _Buffers, rec: TileRecord,
+                       depth: int) -> np.ndarray:
+        t = self.tensors[ti]
+        r0, r1 = home.record_range(c0 * home.row_bytes, c1 * home.row_bytes)
+        start = r0 * home.record_bytes
+        nbytes = min(r1 * home.record_bytes, home.nbytes) - start
+        buf = bufs.take("weights", nbytes)
+        self.read_records(home, r0, r1, buf, rec, depth)
+        lo = c0 * home.row_bytes - start
+        return buf[lo:lo + (c1 - c0) * home.row_bytes].view(t.dtype).reshape((c1 - c0,) + tuple(t.shape[1:]))
+
+    def _tile_inputs(self, plan: OpPlan, tile: Any, bufs: _Buffers, rec: TileRecord, depth: int) -> BandViews:
+        op, views = plan.op, self.views
+        inputs: dict[int, np.ndarray] = {}
+        row0: dict[int, int] = {}
+        for k, ti in enumerate(op.inputs):
+            if ti < 0:
+                continue
+            if plan.mode == "rows" and k in plan.tiler.row_inputs:
+                lo, hi = plan.tiler.input_rows(plan.data, k, tile.y0, tile.y1)
+                inputs[k], row0[k] = self.read_region(ti, plan.tiler.row_inputs[k], lo, hi, bufs, rec, depth)
+                if plan.tiler.row_inputs[k] == 1 and hi <= lo:
+                    row0[k] = 0
+            else:
+                inputs[k] = views[ti]
+        return BandViews(inputs, row0, None, tile.y0, 0, 0, self.ctx)
+
+    def _tile_outputs(self, plan: OpPlan, tile: Any, bufs: _Buffers) -> None:
+        for ti in plan.op.outputs:
+            if ti < 0 or self.homes[ti] is None:
+                continue
+            t = self.tensors[ti]
+            shape = list(t.shape)
+            if plan.mode == "rows":
+                shape[1] = tile.y1 - tile.y0
+            view = bufs.take("output", int(np.prod(shape, dtype=np.int64)) * t.dtype.itemsize).view(t.dtype)
+            self.views[ti] = view.reshape(shape)
+
+    def _compute(self, plan: OpPlan, band: BandViews) -> None:
+        op = plan.op
+        if plan.mode == "whole":
+            for k, ti in enumerate(op.inputs):
+                if ti >= 0 and k in band.inputs:
+                    self.views[ti] = band.inputs[k]
+            plan.kernel.invoke(self.ctx, op, plan.data)
+            return
+        band.out = self.views[op.outputs[0]]
+        plan.tiler.compute(plan.kernel, op, plan.data, band)
+
+    def _write_outputs(self, plan: OpPlan, tile: Any, rec: TileRecord) -> None:
+        for ti in plan.op.outputs:
+            home = self.homes[ti] if ti >= 0 else None
+            if home is None:
+                continue
+            line = _row_bytes(self.tensors[ti])
+            lo, hi = (tile.y0 * line, tile.y1 * line) if plan.mode == "rows" else (0, home.nbytes)
+            if hi > lo:
+                r0, r1 = home.record_range(lo, hi)
+                self.write_records(home, r0, r1, self.views[ti], rec)
+
+    def _annotate(self, rec: TileRecord) -> None:
+        mcu = self.mcu
+        rec.io_cycles = (mcu.flash_cycles(rec.flash_read_bytes)
+                         + (mcu.sd_io_cycles(rec.sd_read_bytes, rec.sd_read_commands) if rec.sd_read_commands else 0)
+                         + (mcu.sd_io_cycles(rec.sd_write_bytes, rec.sd_write_commands, write=True)
+                            if rec.sd_write_commands else 0))
+        hashed = rec.sd_read_payload + rec.sd_write_payload
+        rec.hash_cycles = mcu.hash_cycles(hashed, self.sd.checksum.name) if hashed else 0.0
+
+    # -- a whole invoke ----------------------------------------------------------------------------------------------
+    def invoke(self, bufs: _Buffers) -> list[OpRecord]:
+        records = []
+        for plan in self.p.plans:
+            record = OpRecord(plan.index, plan.op.key, op_class(plan.op.key), plan.mode)
+            self.p.current_record = record
+            bufs.reset("weights")
+            bufs.reset("input")
+            t0 = time.perf_counter()
+            self.run_op(plan, bufs, record)
+            record.host_seconds = time.perf_counter() - t0
+            records.append(record)
+        return records
+
+
+def _row_bytes(t: Any) -> int:
+    return t.dtype.itemsize * int(np.prod(t.shape[2:], dtype=np.int64))

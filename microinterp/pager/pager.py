@@ -1,0 +1,257 @@
+"""The pager: builds an out-of-core interpreter state (prepare, homes, pools, tiles, SD image) and runs it.
+
+Built by :class:`~microinterp.interpreter.Interpreter` when ``backing=`` is given and the in-memory plan does not fit
+the arena. Steps:
+
+1. **prepare** every op against the real arena with ``ctx.weights_resident = False`` (kernels must not derive
+   weight-sized data: the weights may be on the card); persistent data and variable tensors take the tail exactly as
+   in memory. Ops resolved to the optimized layer use the reference kernel here, whose band functions the tiles call;
+   plugin and explicit kernels keep their own ``invoke`` and run whole;
+2. **homes** for every tensor (:mod:`.layout`): constants in flash up to ``flash`` bytes, the rest on the SD weights
+   area; activations on the SD activations area;
+3. **pools** from what the tail and the scratch region leave, and **tiles** for every op (:mod:`.plan`); when an op
+   cannot be tiled, :class:`~microinterp.errors.ArenaOverflowError` names it and the smallest arena that works;
+4. **the SD image** is opened (created, reused, re-initialised or rebuilt; a foreign file is refused) and, unless
+   it already holds this model's weights, the SD-resident constants are written once and committed.
+
+The image fingerprint covers the model bytes, the flash budget and the record layout of the weights, so an image is
+reused exactly when its weights area is what this configuration would write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+import numpy as np
+
+from ..arena import Arena, align_up
+from ..errors import ArenaOverflowError, InputError
+from ..kernels.base import InvokeContext, PrepareContext
+from ..mcu import McuProfile, get_profile
+from ..storage.sd import SdImage
+from .engine import Engine, _Buffers
+from .layout import RECORD_TARGET, Home
+from .plan import ALIGN, NoFit, OpPlan, Planner, Pools, layout_homes
+from .profile import OpRecord, TileRecord
+from .tiling import tiler_for
+
+DEFAULT_POOLS = (1.0, 2.0, 1.0)
+
+
+def _fingerprint(model: Any, flash: int, homes: list[Home | None]) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{model.fingerprint};flash={flash};record={RECORD_TARGET};".encode())
+    for home in homes:
+        if home is not None and home.device == "weights":
+            h.update(f"{home.tensor}:{home.offset}:{home.record_bytes};".encode())
+    return f"microinterp-ooc:{h.hexdigest()}"
+
+
+class Pager:
+    """Out-of-core state of one interpreter (see the module docstring)."""
+
+    def __init__(self, interp: Any, arena_size: int, backing: str | os.PathLike, *, pools: Any = None,
+                 flash: int | None = None, mcu: str | McuProfile = "stm32f746", tile: int | None = None,
+                 checksum: str = "crc32", recover: bool = False, cost_kernels: str = "optimized"):
+        self.model = interp.model
+        self.subgraph = interp.model.main
+        self.tensors = self.subgraph.tensors
+        self.mcu = mcu if isinstance(mcu, McuProfile) else get_profile(mcu)
+        self.cost_kernels = cost_kernels
+        self.flash = int(self.mcu.flash_bytes if flash is None else flash)
+        self.fractions = _fractions(pools)
+        self.tile = None if tile is None else int(tile)
+        if self.tile is not None and self.tile < 1:
+            raise ValueError(f"tile must be a positive number of bytes, got {tile}")
+        self.recover = bool(recover)
+        self.current_record = OpRecord(-1, "", "", "")
+
+        kernels = [self._kernel(interp, op) for op in self.subgraph.operators]
+        self.arena = Arena(int(arena_size))
+        ctx = PrepareContext(self.model, self.subgraph, self.arena)
+        ctx.weights_resident = False
+        try:
+            op_data = [k.prepare(ctx, op) for k, op in zip(kernels, self.subgraph.operators)]
+            variables = self._variables(interp)
+        except ArenaOverflowError as e:
+            raise ArenaOverflowError(e.what, e.requested, e.available,
+                                     hint="the persistent data alone does not fit; out-of-core execution pages "
+                                          "tensors and weights, not persistent data") from None
+        scratch_sizes = self._scratch_region(ctx)
+        self.scratch_bytes = max(scratch_sizes, default=0)
+        self.plans = [OpPlan(op.index, op, k, d, tiler_for(op, d, self.tensors, self._is_reference(interp, op, k)))
+                      for op, k, d in zip(self.subgraph.operators, kernels, op_data)]
+        self.producer = {ti: p.index for p in self.plans for ti in p.op.outputs if ti >= 0}
+        self.homes, weights_bytes, act_bytes, records = layout_homes(
+            self.tensors, self.plans, list(self.subgraph.inputs), set(variables), self.flash)
+        self.pools = self._plan_all(int(arena_size))
+
+        # views: constants in flash read in place, variables in the tail, the rest set per op
+        views: list[np.ndarray | None] = [None] * (len(self.tensors) + 1)
+        for t in self.tensors:
+            if t.data is not None and t.dtype is not None and t.type_name != "INT4":
+                views[t.index] = t.data
+            elif t.dtype is not None and t.nbytes == 0:
+                views[t.index] = np.zeros(t.shape, t.dtype)
+        for ti, raw in variables.items():
+            t = self.tensors[ti]
+            views[ti] = raw.view(t.dtype).reshape(t.shape)
+        self.views = views
+        region = self.arena.head_view(0, self.scratch_bytes)
+        self.ctx = InvokeContext(views, self._scratch_views(ctx, region))
+        self.variables = variables
+        self.arena.set_head(self.scratch_bytes + self.pools.input + self.pools.weights + self.pools.output)
+        base = self.arena.head_view(0, self.arena.head_bytes)
+        s = self.scratch_bytes
+        self.buffers = _Buffers(base[s:s + self.pools.input], base[s + self.pools.input:s + self.pools.input +
+                                self.pools.weights], base[s + self.pools.input + self.pools.weights:])
+
+        self.sd = SdImage.open(backing, fingerprint=_fingerprint(self.model, self.flash, self.homes),
+                               weights_bytes=weights_bytes, activation_bytes=act_bytes,
+                               table_entries=max(records, 1), checksum=checksum)
+        try:
+            self.weights_written = 0
+            if not self.sd.weights_ready:
+                self._write_weights()
+            self.engine = Engine(self)
+            self.input_io = TileRecord(-1)
+        except BaseException:
+            self.sd.close()
+            raise
+        self.records: list[OpRecord] = []
+
+    # -- building ------------------------------------------------------------------------------------------------------
+    @staticmethod
+    def _kernel(interp: Any, op: Any) -> Any:
+        layer = interp.resolver.layer_of(op.key, interp.optimized)
+        return interp.resolver.find(op.key, False) if layer == "optimized" else interp.resolver.find(op.key,
+                                                                                                    interp.optimized)
+
+    @staticmethod
+    def _is_reference(interp: Any, op: Any, kernel: Any) -> bool:
+        from ..kernels import REFERENCE_KERNELS
+
+        return REFERENCE_KERNELS.get(op.key) is kernel
+
+    def _variables(self, interp: Any) -> dict[int, np.ndarray]:
+        out = {}
+        for t in self.tensors:
+            if t.is_variable and t.data is None and t.nbytes:
+                out[t.index] = self.arena.allocate_persistent(t.nbytes)
+        return out
+
+    def _scratch_region(self, ctx: PrepareContext) -> list[int]:
+        per_op: dict[int, int] = {}
+        for req in ctx.scratch_requests:
+            per_op[req.node] = per_op.get(req.node, 0) + align_up(req.nbytes, ALIGN)
+        return list(per_op.values())
+
+    @staticmethod
+    def _scratch_views(ctx: PrepareContext, region: np.ndarray) -> list[np.ndarray]:
+        views, at = [], {}
+        for req in ctx.scratch_requests:
+            off = at.get(req.node, 0)
+            views.append(region[off:off + req.nbytes])
+            at[req.node] = off + align_up(req.nbytes, ALIGN)
+        return views
+
+    def _pools_for(self, arena_size: int) -> Pools:
+        free = arena_size - self.arena.tail_bytes - self.arena.start - self.scratch_bytes
+        return Pools.split(self.scratch_bytes, max(free, 0), self.fractions, self.tile)
+
+    def _plan_all(self, arena_size: int) -> Pools:
+        planner = Planner(self.tensors, self.homes)
+        pools = self._pools_for(arena_size)
+        try:
+            for p in self.plans:
+                planner.plan(p, pools)
+        except NoFit as e:
+            need = self._smallest_arena(planner, arena_size)
+            raise ArenaOverflowError(
+                f"tile buffers of op {e.op_index} ({e.op_name}), even one row per tile", e.need, e.have,
+                needed_arena=need,
+                hint=f"its {e.pool} pool needs {e.need} bytes and has {e.have}; the smallest arena that runs "
+                     f"this model out of core with pools {self.fractions} is {need} bytes") from None
+        return pools
+
+    def _smallest_arena(self, planner: Planner, start: int) -> int:
+        def ok(size: int) -> bool:
+            pools = self._pools_for(size)
+            try:
+                for p in self.plans:
+                    planner.plan(p, pools)
+            except NoFit:
+                return False
+            return True
+
+        hi = max(start, 1024)
+        while not ok(hi):
+            hi *= 2
+            if hi > 1 << 40:
+                return hi
+        lo = start
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def _write_weights(self) -> None:
+        """Stream every SD-resident constant from the memory-mapped model onto the card, one command each."""
+        for home in self.homes:
+            if home is None or home.device != "weights":
+                continue
+            raw = np.asarray(self.tensors[home.tensor].data).reshape(-1).view(np.uint8)
+            rb = home.record_bytes
+            # at most ~1 MB per command so no large host buffer is ever needed
+            step = max(1, (1 << 20) // max(rb, 1))
+            for r0 in range(0, home.records, step):
+                r1 = min(home.records, r0 + step)
+                tiles = [(home.key(r), raw[r * rb:min((r + 1) * rb, home.nbytes)]) for r in range(r0, r1)]
+                self.sd.write_tiles("weights", home.record_offset(r0), tiles)
+            self.weights_written += home.nbytes
+        self.sd.commit_weights()
+
+    # -- running ---------------------------------------------------------------------------------------------------------
+    def invoke(self) -> list[OpRecord]:
+        self.records = self.engine.invoke(self.buffers)
+        return self.records
+
+    def write_input(self, ti: int, value: np.ndarray) -> None:
+        home = self.homes[ti]
+        if home is None:      # a variable or empty tensor
+            self.views[ti][...] = value
+            return
+        if home.records:
+            self.engine.write_records(home, 0, home.records, np.ascontiguousarray(value), self.input_io)
+
+    def read_tensor(self, ti: int) -> np.ndarray:
+        t, home = self.tensors[ti], self.homes[ti]
+        if home is None or home.device == "flash":
+            view = self.views[ti]
+            if view is None:
+                raise InputError(f"tensor {ti} has no data (type {t.type_name})")
+            return np.array(view, copy=True)
+        out = np.empty(home.nbytes, np.uint8)
+        if home.records:
+            self.engine.read_records(home, 0, home.records, out, TileRecord(-1))
+        return out.view(t.dtype).reshape(t.shape)
+
+    def close(self) -> None:
+        self.sd.close()
+
+
+def _fractions(pools: Any) -> tuple[float, float, float]:
+    if pools is None:
+        return DEFAULT_POOLS
+    try:
+        vals = tuple(float(v) for v in pools)
+    except TypeError:
+        raise ValueError(f"pools must be three numbers (input, weights, output), got {pools!r}") from None
+    if len(vals) != 3 or min(vals) <= 0 or not all(np.isfinite(vals)):
+        raise ValueError(f"pools must be three positive numbers (input, weights, output), got {pools!r}")
+    return vals

@@ -1,0 +1,259 @@
+"""Planning an out-of-core invoke: pools, tensor homes and every op's tiles, before anything runs.
+
+Arena layout out of core (offsets grow to the right)::
+
+    | scratch region | input pool | weights pool | output pool |  ...free...  | tail (persistent, variables) |
+
+The tail is exactly what in-memory preparation allocates. The scratch region holds the largest set of scratch
+buffers one op requested (only one op runs at a time). The rest is split into the three pools by ``pools``
+(default input : weights : output = 1 : 2 : 1): separate pools, since one shared pool can deadlock.
+
+Tile choice for a ``rows`` op: the largest band height ``b`` (a multiple of the output's rows per record) such that
+every band's input rows (with halo, expanded to whole records) fit the input pool next to the resident inputs,
+and the band's output fits the output pool; larger tiles mean fewer, larger SD commands. A filter streams in
+output-channel tiles only when it does not fit the weights pool whole: then two channel tiles must fit (one being
+used, one being loaded — the minimal parallel working set). ``tile`` caps every tile buffer (input band, weight
+tile, output band) at that many bytes, as a fixed tile size does on an MCU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..arena import align_down, align_up
+from .layout import Home, line_bytes, record_bytes_for
+from .tiling import Tiler, TileSpec
+
+ALIGN = 16
+
+
+class NoFit(Exception):
+    """An op cannot be tiled into the pools: ``pool`` needs ``need`` bytes, has ``have``."""
+
+    def __init__(self, op_index: int, op_name: str, pool: str, need: int, have: int):
+        super().__init__(f"op {op_index} ({op_name}): the {pool} pool needs {need} bytes, has {have}")
+        self.op_index, self.op_name, self.pool, self.need, self.have = op_index, op_name, pool, need, have
+
+
+@dataclass(frozen=True)
+class Pools:
+    """Byte sizes (and arena offsets) of the three pools; ``cap`` is the tile size limit (or None)."""
+
+    input: int
+    weights: int
+    output: int
+    input_at: int = 0
+    weights_at: int = 0
+    output_at: int = 0
+    cap: int | None = None
+
+    @classmethod
+    def split(cls, start: int, nbytes: int, fractions: tuple[float, float, float], cap: int | None) -> Pools:
+        total = sum(fractions)
+        a = align_down(int(nbytes * fractions[0] / total), ALIGN)
+        b = align_down(int(nbytes * fractions[1] / total), ALIGN)
+        c = align_down(max(nbytes - a - b, 0), ALIGN)
+        return cls(a, b, c, start, start + a, start + a + b, cap)
+
+    def limit(self, pool: str) -> int:
+        size = getattr(self, pool)
+        return size if self.cap is None else min(size, self.cap)
+
+
+@dataclass
+class OpPlan:
+    index: int
+    op: Any
+    kernel: Any
+    data: Any
+    tiler: Tiler
+    tiles: list[TileSpec] = field(default_factory=list)
+    streamed: int | None = None            # input index of the filter streamed in channel tiles, if any
+    channel_tiles: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def mode(self) -> str:
+        return self.tiler.mode
+
+
+def layout_homes(tensors: list[Any], plans: list[OpPlan], inputs: list[int], variables: set[int],
+                 flash_budget: int) -> tuple[list[Home | None], int, int, int]:
+    """Homes of every tensor; returns ``(homes, weights bytes, activation bytes, weight records)``."""
+    homes: list[Home | None] = [None] * len(tensors)
+    axis: dict[int, int] = {}
+    aligned: set[int] = set()
+    streamed: set[int] = set()
+    for p in plans:
+        if p.tiler.mode == "rows":
+            out = p.op.outputs[0]
+            axis[out] = max(axis.get(out, 1), 1)
+            aligned.add(out)
+        for k, a in p.tiler.row_inputs.items():
+            ti = p.op.inputs[k]
+            axis[ti] = max(axis.get(ti, a), a)
+        if p.tiler.channel_input is not None and p.tiler.channel_input < len(p.op.inputs):
+            streamed.add(p.op.inputs[p.tiler.channel_input])
+    flash_used = weights_at = act_at = records = 0
+    for p in plans:
+        for ti in p.op.inputs:
+            t = tensors[ti] if ti >= 0 else None
+            if t is None or t.data is None or homes[ti] is not None or t.dtype is None:
+                continue
+            if flash_used + t.nbytes <= flash_budget:
+                flash_used += t.nbytes
+                homes[ti] = Home(ti, t.name, t.nbytes, "flash")
+                continue
+            row = line_bytes(t.shape, t.dtype.itemsize, 0) if ti in streamed and len(t.shape) >= 2 else t.nbytes
+            rb = record_bytes_for(t.nbytes, row, aligned_rows=True) if ti in streamed else t.nbytes
+            home = Home(ti, t.name, t.nbytes, "weights", weights_at, max(rb, 1), row)
+            homes[ti] = home
+            weights_at += home.span
+            records += home.records
+    produced = {ti for p in plans for ti in p.op.outputs if ti >= 0}
+    for ti in sorted(produced | set(inputs)):
+        t = tensors[ti]
+        if t.data is not None or ti in variables or t.dtype is None or homes[ti] is not None:
+            continue
+        a = axis.get(ti, 0)
+        shape = t.shape if t.shape else (1,)
+        a = min(a, len(shape) - 1)
+        row = line_bytes(shape, t.dtype.itemsize, a)
+        if ti in aligned and a > 1:        # a deeper consumer axis than the producer's rows: one line per record
+            rb = row
+        else:
+            rb = record_bytes_for(t.nbytes, row, aligned_rows=ti in aligned)
+        home = Home(ti, t.name, t.nbytes, "activations", act_at, max(rb, 1), row)
+        homes[ti] = home
+        act_at += home.span
+    return homes, weights_at, act_at, records
+
+
+# -- tile planning ----------------------------------------------------------------------------------------------------
+def region_ranges(t: Any, axis: int, lo: int, hi: int) -> list[tuple[int, int]]:
+    """Byte ranges of tensor ``t`` with index ``[lo, hi)`` along ``axis`` (one range per leading index)."""
+    if hi <= lo:
+        return []
+    shape = t.shape
+    line = line_bytes(shape, t.dtype.itemsize, axis)
+    stride = shape[axis] * line
+    lead = math.prod(shape[:axis])
+    return [(n * stride + lo * line, n * stride + hi * line) for n in range(lead)]
+
+
+def covered_bytes(home: Home, ranges: list[tuple[int, int]]) -> int:
+    """Payload bytes of the whole records covering ``ranges`` (what a read moves into a pool)."""
+    total = 0
+    for lo, hi in ranges:
+        r0, r1 = home.record_range(lo, hi)
+        total += align_up(min(r1 * home.record_bytes, home.nbytes) - r0 * home.record_bytes, ALIGN)
+    return total
+
+
+class Planner:
+    """Plans the tiles of every op for one set of pools (raises :class:`NoFit` for the first op that cannot)."""
+
+    def __init__(self, tensors: list[Any], homes: list[Home | None]):
+        self.tensors = tensors
+        self.homes = homes
+
+    def _sd_consts(self, op: Any) -> list[int]:
+        return [k for k, ti in enumerate(op.inputs) if ti >= 0 and self.homes[ti] is not None
+                and self.homes[ti].device == "weights"]
+
+    def _whole_inputs(self, p: OpPlan) -> int:
+        total = 0
+        for k, ti in enumerate(p.op.inputs):
+            h = self.homes[ti] if ti >= 0 else None
+            if h is not None and h.device == "activations" and k not in p.tiler.row_inputs:
+                total += align_up(h.nbytes, ALIGN)
+        return total
+
+    def _weights(self, p: OpPlan, pools: Pools) -> None:
+        """Decide whether the op's SD filter is resident or streams, and its channel tiles."""
+        consts = self._sd_consts(p.op)
+        k = p.tiler.channel_input if p.tiler.channel_input in consts else None
+        fixed = sum(align_up(self.homes[p.op.inputs[j]].nbytes, ALIGN) for j in consts if j != k)
+        p.streamed = None
+        channels = self._channels(p)
+        p.channel_tiles = [(0, channels)]
+        if k is None:
+            if fixed > pools.weights:
+                raise NoFit(p.index, p.op.key, "weights", fixed, pools.weights)
+            return
+        home = self.homes[p.op.inputs[k]]
+        if fixed + align_up(home.nbytes, ALIGN) <= pools.weights and home.nbytes <= pools.limit("weights"):
+            return
+        per_record = max(1, home.record_bytes // home.row_bytes)
+        record = align_up(per_record * home.row_bytes, ALIGN)
+        budget = min((pools.weights - fixed) // 2, pools.limit("weights"))
+        ct = (budget // record) * per_record if budget > 0 else 0
+        if ct <= 0:
+            raise NoFit(p.index, p.op.key, "weights", fixed + 2 * record, pools.weights)
+        p.streamed = k
+        p.channel_tiles = [(c, min(c + ct, channels)) for c in range(0, channels, ct)]
+
+    def _channels(self, p: OpPlan) -> int:
+        out = self.tensors[p.op.outputs[0]]
+        return out.shape[-1] if out.shape else 1
+
+    def plan(self, p: OpPlan, pools: Pools) -> None:
+        self._weights(p, pools)
+        if p.mode == "rows":
+            self._plan_rows(p, pools)
+            return
+        need_in = self._whole_inputs(p)
+        if need_in > pools.input:
+            raise NoFit(p.index, p.op.key, "input", need_in, pools.input)
+        need_out = sum(align_up(self.homes[ti].nbytes, ALIGN) for ti in p.op.outputs
+                       if ti >= 0 and self.homes[ti] is not None)
+        if need_out > pools.output:
+            raise NoFit(p.index, p.op.key, "output", need_out, pools.output)
+        p.tiles = [TileSpec(0, 0, 0, p.channel_tiles)]
+
+    def _plan_rows(self, p: OpPlan, pools: Pools) -> None:
+        out_t = self.tensors[p.op.outputs[0]]
+        height = out_t.shape[1]
+        line = line_bytes(out_t.shape, out_t.dtype.itemsize, 1)
+        home = self.homes[p.op.outputs[0]]
+        q = max(1, home.record_bytes // line) if line and home.record_bytes >= line else 1
+        resident = self._whole_inputs(p)
+
+        def cost(y0: int, y1: int) -> tuple[int, int, int]:
+            band = 0
+            biggest = 0
+            for k, a in p.tiler.row_inputs.items():
+                ti = p.op.inputs[k]
+                lo, hi = p.tiler.input_rows(p.data, k, y0, y1)
+                nbytes = covered_bytes(self.homes[ti], region_ranges(self.tensors[ti], a, lo, hi))
+                band += nbytes
+                biggest = max(biggest, nbytes)
+            return resident + band, biggest, align_up((y1 - y0) * line, ALIGN)
+
+        def fits(b: int) -> tuple[bool, int, int]:
+            worst_in = worst_out = 0
+            ok = True
+            for y0 in range(0, height, b):
+                total_in, biggest, out = cost(y0, min(height, y0 + b))
+                worst_in, worst_out = max(worst_in, total_in), max(worst_out, out)
+                cap = pools.cap if pools.cap is not None else math.inf
+                if total_in > pools.input or biggest > cap or out > pools.limit("output"):
+                    ok = False
+            return ok, worst_in, worst_out
+
+        steps = -(-height // q)
+        ok, need_in, need_out = fits(q)
+        if not ok:
+            if need_in > pools.input or (pools.cap is not None and need_in > pools.cap):
+                raise NoFit(p.index, p.op.key, "input", need_in, pools.limit("input"))
+            raise NoFit(p.index, p.op.key, "output", need_out, pools.limit("output"))
+        lo, hi = 1, steps                 # largest k with fits(k * q), by bisection
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if fits(mid * q)[0]:
+                lo = mid
+            else:
+                hi = mid - 1
+        b = lo * q
+        p.tiles = [TileSpec(i, y0, min(height, y0 + b), p.channel_tiles) for i, y0 in enumerate(range(0, height, b))]

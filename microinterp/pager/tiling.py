@@ -1,0 +1,210 @@
+"""How each op is cut into tiles out of core: which input rows an output row band needs, how weights are split,
+and how one tile is computed with the kernel's own code.
+
+Three ways to run an op (``Tiler.mode``):
+
+- ``rows``: the output (4-D, batch 1) is cut into row bands along axis 1; each band needs a band of input rows (with
+  the halo its filter reaches), declared by :meth:`Tiler.input_rows`. CONV_2D additionally streams its filter in
+  output-channel tiles when the whole filter does not fit the weights pool: the input band stays resident while the
+  channel tiles go by, and the output band is written once all its channels are done.
+- ``channels``: FULLY_CONNECTED (batch 1): the input vector and the output are resident, the filter streams in
+  output-channel tiles.
+- ``whole``: every other op (and tiled ops whose tensors are not batch-1 NHWC): inputs are read whole into the input
+  pool, the kernel's ``invoke`` runs on pool views, outputs are written whole. The op must fit its pools.
+
+Row-band computations call the reference kernels' band functions (``conv_rows``, ``depthwise_rows``, ``pool_rows``,
+``pad_rows``) — the same code that computes the whole tensor in memory — or the kernel's ``invoke`` on band views
+for elementwise ops, whose result at a position depends only on the inputs at that position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..kernels import average_pool, conv, depthwise_conv, max_pool, pad
+from ..kernels.padding import input_rows_for
+from ..kernels.pooling_common import input_rows as pool_input_rows
+
+#: Elementwise ops whose int8/int16 kernels compute each output position from the same position of their inputs
+#: (so running ``invoke`` on a row band of every tensor gives that band of the result).
+ELEMENTWISE = frozenset({"ADD", "SUB", "MUL", "RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH", "LOGISTIC", "TANH",
+                         "QUANTIZE", "DEQUANTIZE", "MAXIMUM", "MINIMUM"})
+
+
+@dataclass
+class TileSpec:
+    """One output tile: output rows ``[y0, y1)`` (rows mode) and the weight channel tiles computed into it."""
+
+    index: int
+    y0: int
+    y1: int
+    channel_tiles: list[tuple[int, int]]
+
+
+class Tiler:
+    """Base: how an op reads its inputs and computes a band. ``mode`` is ``rows``, ``channels`` or ``whole``."""
+
+    mode = "whole"
+    #: input index -> axis along which a row band of the output reads that input (absent: read whole)
+    row_inputs: ClassVar[dict[int, int]] = {}
+    #: input index of a filter that may stream in output-channel tiles (CONV_2D, FULLY_CONNECTED)
+    channel_input: int | None = None
+
+    def input_rows(self, data: Any, k: int, y0: int, y1: int) -> tuple[int, int]:
+        """Rows ``[lo, hi)`` of input ``k`` (along ``row_inputs[k]``) that output rows ``[y0, y1)`` need."""
+        return y0, y1
+
+    def compute(self, kernel: Any, op: Any, data: Any, band: BandViews) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@dataclass
+class BandViews:
+    """What a tile computation sees: per input its view and first row, the (channel-sliced) filter/bias, the output
+    band view and its first row, the channel range, and an invoke context for kernels that need one."""
+
+    inputs: dict[int, np.ndarray]
+    row0: dict[int, int]
+    out: np.ndarray
+    y0: int
+    c0: int
+    c1: int
+    ctx: Any
+
+
+class _ConvLike(Tiler):
+    mode = "rows"
+    row_inputs: ClassVar[dict[int, int]] = {0: 1}
+
+    def input_rows(self, data, k, y0, y1):
+        return input_rows_for(y0, y1, data.stride_h, data.dilation_h, data.filter_shape[1], data.pad_h, data.in_h)
+
+
+class ConvTiler(_ConvLike):
+    channel_input = 1
+
+    def compute(self, kernel, op, data, band):
+        w = band.inputs[1]
+        bias = band.inputs.get(2)
+        conv.conv_rows(data, band.inputs[0], w, bias, band.out[..., band.c0:band.c1], band.y0, band.row0[0], band.c0)
+
+
+class DepthwiseTiler(_ConvLike):
+    def compute(self, kernel, op, data, band):
+        depthwise_conv.depthwise_rows(data, band.inputs[0], band.inputs[1], band.inputs.get(2), band.out, band.y0,
+                                      band.row0[0])
+
+
+class PoolTiler(Tiler):
+    mode = "rows"
+    row_inputs: ClassVar[dict[int, int]] = {0: 1}
+
+    def __init__(self, rows_fn):
+        self.rows_fn = rows_fn
+
+    def input_rows(self, data, k, y0, y1):
+        return pool_input_rows(data, y0, y1)
+
+    def compute(self, kernel, op, data, band):
+        y1 = band.y0 + band.out.shape[1]
+        band.out[...] = self.rows_fn(data, band.inputs[0], band.row0[0], band.y0, y1)
+
+
+class PadTiler(Tiler):
+    mode = "rows"
+    row_inputs: ClassVar[dict[int, int]] = {0: 1}
+
+    def input_rows(self, data, k, y0, y1):
+        return pad.pad_input_rows(data, y0, y1)
+
+    def compute(self, kernel, op, data, band):
+        fill = data.fill if data.fill is not None else band.ctx.input(op, 2).reshape(-1)[0]
+        pad.pad_rows(data, band.inputs[0], band.row0[0], band.out, band.y0, fill)
+
+
+class TransposeTiler(Tiler):
+    """Output rows ``[y0, y1)`` of a 4-D transpose are input indices ``[y0, y1)`` along axis ``perm[1]``."""
+
+    mode = "rows"
+
+    def __init__(self, axis: int):
+        self.row_inputs = {0: axis}
+
+    def compute(self, kernel, op, data, band):
+        band.ctx.views[op.inputs[0]] = band.inputs[0]
+        band.ctx.views[op.outputs[0]] = band.out
+        kernel.invoke(band.ctx, op, data)
+
+
+class ElementwiseTiler(Tiler):
+    mode = "rows"
+
+    def __init__(self, row_inputs: dict[int, int]):
+        self.row_inputs = row_inputs
+
+    def compute(self, kernel, op, data, band):
+        for k, view in band.inputs.items():
+            band.ctx.views[op.inputs[k]] = view
+        band.ctx.views[op.outputs[0]] = band.out
+        kernel.invoke(band.ctx, op, data)
+
+
+class FullyConnectedTiler(Tiler):
+    mode = "channels"
+    channel_input = 1
+
+    def compute(self, kernel, op, data, band):
+        from ..kernels.fully_connected import fc_channels
+
+        fc_channels(data, band.inputs[0], band.inputs[1], band.inputs.get(2), band.out, band.c0)
+
+
+class WholeTiler(Tiler):
+    mode = "whole"
+
+
+WHOLE = WholeTiler()
+
+
+def _batch1_nhwc(*tensors) -> bool:
+    return all(t is not None and len(t.shape) == 4 and t.shape[0] == 1 for t in tensors)
+
+
+def tiler_for(op: Any, data: Any, tensors: list[Any], is_reference: bool) -> Tiler:
+    """The tiler for ``op`` (its reference ``data`` decides what the band functions can do). Ops run by a kernel
+    other than the reference one (plugins, explicit registrations) run whole: only ``invoke`` is known of them."""
+    key = op.key
+    ins = [tensors[i] if i >= 0 else None for i in op.inputs]
+    out = tensors[op.outputs[0]] if op.outputs and op.outputs[0] >= 0 else None
+    if not is_reference or out is None or len(op.outputs) != 1:
+        return WHOLE
+    if key == "CONV_2D" and _batch1_nhwc(ins[0], out) and data.int4_scratch is None:
+        tiler = ConvTiler()
+        if data.groups != 1:
+            tiler.channel_input = None
+        return tiler
+    if key == "DEPTHWISE_CONV_2D" and _batch1_nhwc(ins[0], out) and data.int4_scratch is None:
+        return DepthwiseTiler()
+    if key in ("MAX_POOL_2D", "AVERAGE_POOL_2D") and _batch1_nhwc(ins[0], out):
+        return PoolTiler(max_pool.pool_rows if key == "MAX_POOL_2D" else average_pool.pool_rows)
+    if key in ("PAD", "PADV2") and _batch1_nhwc(ins[0], out) and data.box_shape == ins[0].shape:
+        return PadTiler()
+    if key == "TRANSPOSE" and _batch1_nhwc(ins[0], out) and data.perm[0] == 0:
+        return TransposeTiler(int(data.perm[1]))
+    if key in ELEMENTWISE and _batch1_nhwc(out) and out.type_name in ("INT8", "INT16"):
+        rows = {}
+        for k, t in enumerate(ins):
+            if t is None or t.data is not None:
+                continue
+            if t.shape == out.shape:
+                rows[k] = 1
+            elif not (len(t.shape) <= 4 and (len(t.shape) < 3 or t.shape[-3] == 1)):
+                return WHOLE        # broadcasts along the row axis in a way a band cannot follow
+        return ElementwiseTiler(rows)
+    if key == "FULLY_CONNECTED" and getattr(data, "batches", 0) == 1 and data.type_name in ("INT8", "INT16") \
+            and data.scratch is None:
+        return FullyConnectedTiler()
+    return WHOLE
