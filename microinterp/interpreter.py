@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing import Self
 
 import numpy as np
 

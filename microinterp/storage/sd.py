@@ -46,6 +46,7 @@ one thread at a time.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import operator
@@ -56,7 +57,10 @@ import zlib
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, NamedTuple, Self
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from typing import Self
 
 import numpy as np
 
@@ -161,6 +165,7 @@ def _canonical_key(key: Any) -> Any:
         raise StorageError(f"a tile key must be a str, an int or a tuple of them, got {key!r}") from None
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _key_digest(key: Hashable) -> bytes:
     text = json.dumps(_canonical_key(key), separators=(",", ":"))
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
