@@ -5,11 +5,16 @@
 
 from __future__ import annotations
 
-from . import add, depthwise_conv, mul, sub
+from . import add, average_pool, depthwise_conv, mean, mul, pad, padv2, softmax, sub
 
 OPTIMIZED_KERNELS: dict[str, object] = {
     "DEPTHWISE_CONV_2D": depthwise_conv.KERNEL,
     "ADD": add.KERNEL,
     "SUB": sub.KERNEL,
     "MUL": mul.KERNEL,
+    "AVERAGE_POOL_2D": average_pool.KERNEL,
+    "MEAN": mean.KERNEL,
+    "PAD": pad.KERNEL,
+    "PADV2": padv2.KERNEL,
+    "SOFTMAX": softmax.KERNEL,
 }

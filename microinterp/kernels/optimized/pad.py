@@ -1,0 +1,64 @@
+"""PAD / PADV2, optimized: fill only the border, then one copy of the input into the kept box.
+
+The reference (``kernels/pad.py``, which states TFLM's algorithm and its negative-padding pitfall) fills the whole
+output with the constant and then copies the input over the middle: the middle is written twice. Here prepare
+partitions the fill region (the output minus the box) into disjoint slabs, one before and one after the box per
+dimension: slab ``d`` spans the box's range in dims ``< d``, the part outside the box in dim ``d``, and everything in
+dims ``> d`` (each fill position lies in exactly one slab: the one of its first dim outside the box). Empty slabs are
+dropped, so the usual NHWC spatial padding is four small fills plus the copy. The copy is the reference's (the box
+takes the first ``prod(box)`` input elements in flat order), done as a plain view assignment when the box has the
+input's shape (all paddings >= 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..pad import KERNEL as REFERENCE
+from ..pad import PadData
+
+
+@dataclass(frozen=True)
+class FastPadData:
+    ref: PadData
+    slabs: tuple[tuple[slice, ...], ...]    # disjoint regions that get the fill value
+    whole_input: bool                       # the box has the input's shape: copy the input view as it is
+    count: int                              # elements of the box
+
+
+def border_slabs(out_shape: tuple[int, ...], box: tuple[slice, ...]) -> tuple[tuple[slice, ...], ...]:
+    """Disjoint slabs covering ``out_shape`` minus ``box`` (non-empty ones only)."""
+    slabs = []
+    for d, dim in enumerate(out_shape):
+        for part in (slice(0, box[d].start), slice(box[d].stop, dim)):
+            region = box[:d] + (part,) + tuple(slice(0, n) for n in out_shape[d + 1:])
+            if all(s.stop > s.start for s in region):
+                slabs.append(region)
+    return tuple(slabs)
+
+
+class FastPad:
+    def __init__(self, reference=REFERENCE):
+        self.reference = reference
+
+    def prepare(self, ctx, op) -> FastPadData:
+        ref = self.reference.prepare(ctx, op)
+        x, y = ctx.input(op, 0), ctx.output(op, 0)
+        count = int(np.prod(ref.box_shape, dtype=np.int64))
+        return FastPadData(ref, border_slabs(y.shape, ref.out_slices), ref.box_shape == x.shape, count)
+
+    def invoke(self, ctx, op, data: FastPadData) -> None:
+        out = ctx.output(op, 0)
+        fill = data.ref.fill if data.ref.fill is not None else ctx.input(op, 2).reshape(-1)[0]
+        for slab in data.slabs:
+            out[slab] = fill
+        x = ctx.input(op, 0)
+        if data.whole_input:
+            out[data.ref.out_slices] = x
+        else:
+            out[data.ref.out_slices] = x.reshape(-1)[:data.count].reshape(data.ref.box_shape)
+
+
+KERNEL = FastPad()
