@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from . import add, average_pool, depthwise_conv, mean, mul, pad, padv2, softmax, sub
+from . import add, average_pool, depthwise_conv, mean, mul, pad, padv2, softmax, sub, transpose
 
 OPTIMIZED_KERNELS: dict[str, object] = {
     "DEPTHWISE_CONV_2D": depthwise_conv.KERNEL,
@@ -17,4 +17,5 @@ OPTIMIZED_KERNELS: dict[str, object] = {
     "PAD": pad.KERNEL,
     "PADV2": padv2.KERNEL,
     "SOFTMAX": softmax.KERNEL,
+    "TRANSPOSE": transpose.KERNEL,
 }
