@@ -66,7 +66,7 @@ class Interpreter:
         self._kernels = self._resolve()
         self._pager: Pager | None = None
         self._records: list[OpRecord] = []
-        needed = self._measure()
+        needed = self._measure() if (arena is None or backing is not None) else None
         if arena is None:
             arena = needed
         arena = int(arena)
@@ -108,6 +108,8 @@ class Interpreter:
         """Prepare every op against ``arena`` (tail allocations happen here), plan and size the head, then put the
         variable tensors in the tail. Works the same on a real :class:`Arena` and on a :class:`SizingArena`."""
         ctx = PrepareContext(self.model, self._subgraph, arena)
+        # sizing needs only the arena figures: no kernel should derive host copies of the weights for it
+        ctx.weights_resident = not isinstance(arena, SizingArena)
         op_data = [kernel.prepare(ctx, op) for kernel, op in zip(self._kernels, self._subgraph.operators)]
         infos = allocation_infos(self.model, ctx.scratch_requests)
         requests, owners = buffer_requests(infos)

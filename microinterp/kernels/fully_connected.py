@@ -29,6 +29,10 @@ clamp (NONE clamps to +-FLT_MAX). Emulated with a loop over ``k`` on whole ``[ba
 Implementation: constant weights are converted once at prepare to a float64 ``[accum, depth]`` matrix with the
 filter offset applied; the input offset is folded into the bias (``bias - zp_in * sum_k w'``). The accumulation is one
 float64 matmul (exact: every partial sum is an integer below 2^53), rounded to int64, plus the folded bias as int64.
+Prepare also computes each channel's exact accumulator range from the weights and the input type's range; when no
+int32 accumulator can wrap (the usual case), ``MBQM + zp_out`` then the clamp is a non-decreasing step function of the
+accumulator, evaluated with one ``searchsorted`` (:mod:`._step_requant`): invoke is then four NumPy calls (product,
+bias, searchsorted, store), which is what tiny FCs (hello_world: 1x16, 16x16, 16x1) spend their time on.
 """
 
 from __future__ import annotations
@@ -38,9 +42,20 @@ from typing import Any
 
 import numpy as np
 
-from ..quant import QMAX, Requantizer, activation_range, mbqm_int64, quantize_multiplier, wrap_int32
+from ..quant import (
+    INT32_MAX,
+    INT32_MIN,
+    QMAX,
+    QMIN,
+    Requantizer,
+    activation_range,
+    mbqm_int64,
+    quantize_multiplier,
+    wrap_int32,
+)
 from ._blas import matmul
 from ._qutil import unpack_int4
+from ._step_requant import StepRequantizer
 from .binary_common import clamp_float_, float_activation_range
 
 
@@ -64,6 +79,15 @@ class FullyConnectedData:
     unpacked_int4: np.ndarray | None = None     # int8 weights written into the scratch on every invoke
     scratch: int | None = None
     requantizer: Requantizer | None = None      # the int32 MBQM with (multiplier, shift), prepared once
+    steps: StepRequantizer | None = None        # clamp(MBQM(acc) + zp_out) as a step function (constant weights,
+    key_bias: np.ndarray | None = None          # no wrap); float64, output shape: bias + the steps' key_offset
+    whole_input: bool = True                    # the input holds exactly batches * accum elements
+    input_shape: tuple[int, ...] = ()           # the input as (*output.shape[:-1], accum): products come out shaped
+
+
+#: Below this many multiply-adds the product is one plain np.dot: OpenBLAS runs such small products on one thread
+#: anyway, and _blas.matmul's thread-count calls would cost more than the product.
+_SMALL_PRODUCT = 1 << 16
 
 
 #: float32 path: elements of the [batches, chunk, depth] product block formed at once.
@@ -174,22 +198,39 @@ class FullyConnected:
             bias64 += bias.data.reshape(-1)[:depth].astype(np.int64)
         weights = None
         wrap = not int64_acc
-        if wdata is not None:
+        steps = key_bias = None
+        if wdata is not None and getattr(ctx, "weights_resident", True):  # out of core: weights stream at invoke
             wq = wdata.reshape(-1, accum)[:depth].astype(np.int64) + filter_offset
             weights = np.ascontiguousarray(wq.T.astype(np.float64))
+            # Exact range of each channel's accumulator over all inputs: x + x_off spans [qmin, qmax] + x_off.
+            x_lo, x_hi = QMIN[t] + input_offset, QMAX[t] + input_offset
+            acc_min = bias64 + np.minimum(wq * x_lo, wq * x_hi).sum(axis=1)
+            acc_max = bias64 + np.maximum(wq * x_lo, wq * x_hi).sum(axis=1)
             bias64 = bias64 + input_offset * wq.sum(axis=1)
-            xmax = QMAX[t] + 1 + abs(input_offset)
-            bound = int(np.abs(wq).sum(axis=1).max(initial=0)) * xmax + int(np.abs(bias64).max(initial=0))
-            wrap = wrap and bound >= 1 << 31
+            acc_min, acc_max = int(acc_min.min(initial=0)), int(acc_max.max(initial=0))
+            wrap = wrap and (acc_min < INT32_MIN or acc_max > INT32_MAX)
+            if not wrap:
+                steps = requantization_steps(multiplier, shift, output_offset, lo, hi, acc_min, acc_max, int64_acc,
+                                             depth if per_channel else 1, out.dtype)
+            if steps is not None:   # full output shape: a broadcasting add costs more than the addition
+                key_bias = np.broadcast_to(bias64 + steps.key_offset, out.shape).astype(np.float64)
         return FullyConnectedData(t, batches, depth, accum, lo, hi, weights, bias64, input_offset, filter_offset,
                                   output_offset, multiplier, shift, int64_acc, wrap, unpacked, scratch,
-                                  None if int64_acc else Requantizer(multiplier, shift))
+                                  None if int64_acc else Requantizer(multiplier, shift), steps, key_bias,
+                                  x.num_elements == batches * accum, (*out.shape[:-1], accum))
 
     def invoke(self, ctx, op, data: FullyConnectedData) -> None:
-        out = ctx.output(op, 0)
-        x = ctx.input(op, 0).reshape(-1)[:data.batches * data.accum].reshape(data.batches, data.accum)
+        out = ctx.views[op.outputs[0]]
+        x = ctx.views[op.inputs[0]]
         if data.scratch is not None:
             ctx.scratch(data.scratch)[:data.unpacked_int4.size] = data.unpacked_int4.view(np.uint8)
+        if data.steps is not None:      # the usual case: four NumPy calls
+            acc = _product(x.reshape(data.input_shape) if data.whole_input else
+                           x.reshape(-1)[:data.batches * data.accum].reshape(data.input_shape), data.weights)
+            acc += data.key_bias
+            out[...] = data.steps.values[data.steps.index(acc)]
+            return
+        x = x.reshape(-1)[:data.batches * data.accum].reshape(data.batches, data.accum)
         if data.type_name == "FLOAT32":
             out[...] = self._float(ctx, op, x, data).reshape(out.shape)
             return
@@ -198,7 +239,7 @@ class FullyConnected:
             wq = ctx.input(op, 1).reshape(-1, data.accum)[:data.depth].astype(np.int64) + data.filter_offset
             weights = wq.T.astype(np.float64)
             bias = bias + data.input_offset * wq.sum(axis=1)
-        acc = matmul(x.astype(np.float64), weights).astype(np.int64) + bias
+        acc = _product(x, weights).astype(np.int64) + bias
         if data.int64_acc:
             y = mbqm_int64(acc, data.multiplier, data.shift)
         else:
@@ -206,8 +247,8 @@ class FullyConnected:
                 acc = wrap_int32(acc)
             y = data.requantizer(acc)
         y += data.output_offset
-        np.clip(y, data.act_min, data.act_max, out=y)
-        out[...] = y.reshape(out.shape)
+        np.maximum(y, data.act_min, out=y)
+        np.minimum(y, data.act_max, out=out.reshape(y.shape), casting="unsafe")
 
     @staticmethod
     def _float(ctx, op, x: np.ndarray, data: FullyConnectedData) -> np.ndarray:
@@ -245,4 +286,71 @@ def sequential_dot_float32(x: np.ndarray, weights: np.ndarray, bias: np.ndarray 
             out += bias
     return clamp_float_(out, lo, hi)
 
+def requantization_steps(multiplier, shift, output_offset: int, lo: int, hi: int, acc_min: int, acc_max: int,
+                         int64_acc: bool, channels: int, dtype) -> StepRequantizer | None:
+    """``clamp(MBQM(acc) + zp_out, lo, hi)`` for accumulators in ``[acc_min, acc_max]`` as a step function, or None
+    where it is not one: MBQM is non-decreasing in ``acc`` for ``M >= 0`` unless something wraps, i.e. the int32
+    MBQM's left shift ``acc * 2^shift`` leaves int32, or the int64 MBQM's result (wrapped to int32) leaves int32."""
+    m = np.asarray(multiplier, dtype=np.int64)
+    s = np.asarray(shift, dtype=np.int64)
+    if (m < 0).any():
+        return None
+    if int64_acc:
+        m16 = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
+        right = 15 - s
+        if (right < 1).any() or max(-acc_min, acc_max) >= 1 << 47:      # TFLM's own precondition on int64 accs
+            return None
+        ends = [(a * m16 + (np.int64(1) << (right - 1))) >> right for a in (acc_min, acc_max)]
+        if (ends[0] < INT32_MIN).any() or (ends[1] > INT32_MAX).any():
+            return None
+
+        def f(acc):
+            return mbqm_int64(acc, m, s) + output_offset
+    else:
+        left = np.maximum(s, 0)
+        if ((np.int64(acc_min) << left) < INT32_MIN).any() or ((np.int64(acc_max) << left) > INT32_MAX).any():
+            return None
+        requantize = Requantizer(m, s)
+
+        def f(acc):
+            return requantize(acc) + output_offset
+    if channels * (acc_max - acc_min + 2) >= 1 << 53:
+        return None
+    return StepRequantizer(f, lo, hi, acc_min, acc_max, channels, values_dtype=dtype)
+
+
+def _product(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``x @ weights`` in float64 (exact integer sums)."""
+    if x.size * weights.shape[1] < _SMALL_PRODUCT:
+        return np.dot(x, weights)
+    return matmul(x.astype(np.float64), weights)
+
+
 KERNEL = FullyConnected()
+
+
+def fc_channels(data: FullyConnectedData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray,
+                c0: int) -> None:
+    """Output channels ``[c0, c0 + w.shape[0])`` of a quantized FULLY_CONNECTED from raw weight rows ``w`` (an
+    out-of-core channel tile; ``bias`` holds the same channels), written into ``out[..., c0:c1]``.
+
+    The same arithmetic as :meth:`FullyConnected.invoke`: ``acc = sum_k (w + w_off) * (x + x_off) + bias`` as an
+    exact float64 product rounded to int64, wrapped to int32 unless the 16x8 int64 accumulator applies, then the
+    output channels' MultiplyByQuantizedMultiplier, output offset and activation clamp.
+    """
+    c1 = c0 + w.shape[0]
+    xq = x.reshape(-1)[:data.accum].astype(np.float64) + data.input_offset
+    wq = w.reshape(w.shape[0], -1)[:, :data.accum].astype(np.float64) + data.filter_offset
+    acc = matmul(xq[None, :], wq.T).astype(np.int64).reshape(-1)
+    if bias is not None:
+        acc += bias.reshape(-1).astype(np.int64)
+    per_channel = np.ndim(data.multiplier) > 0
+    mult = data.multiplier[c0:c1] if per_channel else data.multiplier
+    shift = data.shift[c0:c1] if per_channel else data.shift
+    if data.int64_acc:
+        y = mbqm_int64(acc, mult, shift)
+    else:
+        y = Requantizer(mult, shift)(wrap_int32(acc))
+    y += data.output_offset
+    np.clip(y, data.act_min, data.act_max, out=y)
+    out.reshape(-1)[c0:c1] = y

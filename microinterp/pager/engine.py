@@ -70,22 +70,25 @@ class Engine:
         self.recoveries: list[dict[str, Any]] = []
 
     # -- SD access with counting (and recovery) ----------------------------------------------------------------------
-    def _count_read(self, rec: TileRecord, tiles: list[tuple[Any, int]]) -> None:
+    def _count_read(self, rec: TileRecord, tiles: list[tuple[Any, int]], pool: str) -> None:
+        payload = sum(n for _, n in tiles)
+        physical = sum(-(-n // SECTOR_SIZE) for _, n in tiles) * SECTOR_SIZE
         rec.sd_read_commands += 1
-        rec.sd_read_payload += sum(n for _, n in tiles)
-        rec.sd_read_bytes += sum(-(-n // SECTOR_SIZE) for _, n in tiles) * SECTOR_SIZE
+        rec.sd_read_payload += payload
+        rec.sd_read_bytes += physical
+        rec.io.append(("read", pool, physical, payload))
 
     def read_records(self, home: Home, r0: int, r1: int, out: np.ndarray, rec: TileRecord,
-                     depth: int = 0) -> None:
+                     depth: int = 0, pool: str = "input") -> None:
         tiles = home.tiles(r0, r1)
-        self._count_read(rec, tiles)
+        self._count_read(rec, tiles, pool)
         try:
             self.sd.read_tiles(_AREA[home.device], home.record_offset(r0), tiles, out)
         except IntegrityError:
             if not self.recover:
                 raise
             self._recover(home, r0, r1, depth)
-            self._count_read(rec, tiles)
+            self._count_read(rec, tiles, pool)
             self.sd.read_tiles(_AREA[home.device], home.record_offset(r0), tiles, out)
 
     def write_records(self, home: Home, r0: int, r1: int, data: np.ndarray, rec: TileRecord) -> None:
@@ -96,9 +99,11 @@ class Engine:
             lo = (r - r0) * rb
             tiles.append((home.key(r), flat[lo:lo + min(rb, home.nbytes - r * rb)]))
         self.sd.write_tiles("activations", home.record_offset(r0), tiles)
+        physical = sum(-(-t[1].nbytes // SECTOR_SIZE) for t in tiles) * SECTOR_SIZE
         rec.sd_write_commands += 1
         rec.sd_write_payload += flat.nbytes
-        rec.sd_write_bytes += sum(-(-t[1].nbytes // SECTOR_SIZE) for t in tiles) * SECTOR_SIZE
+        rec.sd_write_bytes += physical
+        rec.io.append(("write", "output", physical, flat.nbytes))
 
     def _recover(self, home: Home, r0: int, r1: int, depth: int) -> None:
         if depth > len(self.p.plans):
@@ -162,12 +167,14 @@ class Engine:
         t, home = self.tensors[ti], self.homes[ti]
         buf = bufs.take(pool, home.nbytes)
         if home.records:
-            self.read_records(home, 0, home.records, buf, rec, depth)
+            self.read_records(home, 0, home.records, buf, rec, depth, pool)
         return buf.view(t.dtype).reshape(t.shape)
 
     # -- running one op ----------------------------------------------------------------------------------------------
     def run_op(self, plan: OpPlan, bufs: _Buffers, record: OpRecord, only: list[int] | None = None,
                depth: int = 0) -> None:
+        if plan.mode == "alias":          # shares its input's records: nothing to move or compute
+            return
         op, tensors, views = plan.op, self.tensors, self.views
         cls = op_class(op.key)
         coeff = self.mcu.op_cycles[self.kernels][cls]
@@ -197,11 +204,14 @@ class Engine:
                 for f in TileRecord.__dataclass_fields__:
                     if f not in ("index", "rows", "channels"):
                         setattr(rec, f, getattr(setup, f))
+                rec.io = list(setup.io)
             bufs.reset("input", in_mark)
             bufs.reset("output", 0)
             band = self._tile_inputs(plan, tile, bufs, rec, depth)
             self._tile_outputs(plan, tile, bufs)
             rec.flash_read_bytes += flash_fixed
+            if flash_fixed:
+                rec.io.append(("flash", "weights", flash_fixed, flash_fixed))
             for n, (c0, c1) in enumerate(tile.channel_tiles):
                 if filt_k is not None:      # the filter streams: channel tile n into half n % 2 of the pool
                     bufs.reset("weights", w_mark + (n % 2) * half)
@@ -210,6 +220,7 @@ class Engine:
                     self._slice_bias(plan, band, c0, c1)
                 band.c0, band.c1 = c0, c1
                 self._compute(plan, band)
+                rec.io.append(("compute", "cpu", c1 - c0, 0))
             if filt_k is not None:
                 rec.channels = (tile.channel_tiles[0][0], tile.channel_tiles[-1][1])
             macs, elements = op_work(op, tensors, rows=rec.rows)
@@ -233,7 +244,7 @@ class Engine:
         start = r0 * home.record_bytes
         nbytes = min(r1 * home.record_bytes, home.nbytes) - start
         buf = bufs.take("weights", nbytes)
-        self.read_records(home, r0, r1, buf, rec, depth)
+        self.read_records(home, r0, r1, buf, rec, depth, "weights")
         lo = c0 * home.row_bytes - start
         return buf[lo:lo + (c1 - c0) * home.row_bytes].view(t.dtype).reshape((c1 - c0,) + tuple(t.shape[1:]))
 

@@ -26,13 +26,14 @@ physical bytes (whole sectors) next to payload bytes.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 from ..storage.sd import SECTOR_SIZE
 
 #: Smallest record (bytes) a tensor is cut into, when its rows are smaller.
-RECORD_TARGET = 2048
+RECORD_TARGET = 512
 
 
 def sectors(nbytes: int) -> int:
@@ -76,6 +77,7 @@ class Home:
     def record_offset(self, record: int) -> int:
         return self.offset + record * sectors(self.record_bytes) * SECTOR_SIZE
 
+    @functools.lru_cache(maxsize=1 << 14)  # noqa: B019 - homes live as long as their interpreter
     def tiles(self, r0: int, r1: int) -> list[tuple[tuple[str, int], int]]:
         """``(key, payload bytes)`` of records ``[r0, r1)``, as :meth:`SdImage.read_tiles` takes them."""
         rb = self.record_bytes

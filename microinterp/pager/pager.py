@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arena import Arena, align_up
+from ..arena import Arena, SizingArena, align_up
 from ..errors import ArenaOverflowError, InputError
 from ..kernels.base import InvokeContext, PrepareContext
 from ..mcu import McuProfile, get_profile
@@ -69,25 +69,26 @@ class Pager:
         self.current_record = OpRecord(-1, "", "", "")
 
         kernels = [self._kernel(interp, op) for op in self.subgraph.operators]
-        self.arena = Arena(int(arena_size))
-        ctx = PrepareContext(self.model, self.subgraph, self.arena)
-        ctx.weights_resident = False
-        try:
-            op_data = [k.prepare(ctx, op) for k, op in zip(kernels, self.subgraph.operators)]
-            variables = self._variables(interp)
-        except ArenaOverflowError as e:
-            raise ArenaOverflowError(e.what, e.requested, e.available,
-                                     hint="the persistent data alone does not fit; out-of-core execution pages "
-                                          "tensors and weights, not persistent data") from None
-        scratch_sizes = self._scratch_region(ctx)
-        self.scratch_bytes = max(scratch_sizes, default=0)
-        self.plans = [OpPlan(op.index, op, k, d, tiler_for(op, d, self.tensors, self._is_reference(interp, op, k)))
+        # a sizing pass first: the tail it measures decides the pools, and an arena too small even for the tail
+        # still gets the smallest arena that works in its error
+        sizing = SizingArena()
+        op_data, ctx = self._prepare(kernels, sizing)
+        variables = self._variables(sizing)
+        self.tail_bytes = sizing.tail_bytes
+        self.scratch_bytes = max(self._scratch_region(ctx), default=0)
+        self.plans = [OpPlan(op.index, op, k, d, tiler_for(op, d, self.tensors, self._is_reference(op, k)))
                       for op, k, d in zip(self.subgraph.operators, kernels, op_data)]
-        self.producer = {ti: p.index for p in self.plans for ti in p.op.outputs if ti >= 0}
         self.homes, weights_bytes, act_bytes, records = layout_homes(
             self.tensors, self.plans, list(self.subgraph.inputs), set(variables), self.flash)
+        # who wrote a tensor's records (an alias's output records are its input's)
+        self.producer = {ti: p.index for p in self.plans for ti in p.op.outputs if ti >= 0 and p.mode != "alias"}
         self.pools = self._plan_all(int(arena_size))
 
+        self.arena = Arena(int(arena_size))
+        op_data, ctx = self._prepare(kernels, self.arena)
+        for p, d in zip(self.plans, op_data):
+            p.data = d
+        variables = self._variables(self.arena)
         # views: constants in flash read in place, variables in the tail, the rest set per op
         views: list[np.ndarray | None] = [None] * (len(self.tensors) + 1)
         for t in self.tensors:
@@ -117,6 +118,10 @@ class Pager:
                 self._write_weights()
             self.engine = Engine(self)
             self.input_io = TileRecord(-1)
+            for ti in self.subgraph.inputs:     # inputs start zeroed, as a fresh arena is
+                t = self.tensors[ti]
+                if t.dtype is not None and self.homes[ti] is not None:
+                    self.write_input(ti, np.zeros(t.shape, t.dtype))
         except BaseException:
             self.sd.close()
             raise
@@ -129,17 +134,22 @@ class Pager:
         return interp.resolver.find(op.key, False) if layer == "optimized" else interp.resolver.find(op.key,
                                                                                                     interp.optimized)
 
+    def _prepare(self, kernels: list[Any], arena: Any) -> tuple[list[Any], PrepareContext]:
+        ctx = PrepareContext(self.model, self.subgraph, arena)
+        ctx.weights_resident = False
+        return [k.prepare(ctx, op) for k, op in zip(kernels, self.subgraph.operators)], ctx
+
     @staticmethod
-    def _is_reference(interp: Any, op: Any, kernel: Any) -> bool:
+    def _is_reference(op: Any, kernel: Any) -> bool:
         from ..kernels import REFERENCE_KERNELS
 
         return REFERENCE_KERNELS.get(op.key) is kernel
 
-    def _variables(self, interp: Any) -> dict[int, np.ndarray]:
+    def _variables(self, arena: Any) -> dict[int, np.ndarray]:
         out = {}
         for t in self.tensors:
             if t.is_variable and t.data is None and t.nbytes:
-                out[t.index] = self.arena.allocate_persistent(t.nbytes)
+                out[t.index] = arena.allocate_persistent(t.nbytes)
         return out
 
     def _scratch_region(self, ctx: PrepareContext) -> list[int]:
@@ -158,22 +168,30 @@ class Pager:
         return views
 
     def _pools_for(self, arena_size: int) -> Pools:
-        free = arena_size - self.arena.tail_bytes - self.arena.start - self.scratch_bytes
+        free = arena_size - self.tail_bytes - 2 * ALIGN - self.scratch_bytes   # start and tail alignment slack
         return Pools.split(self.scratch_bytes, max(free, 0), self.fractions, self.tile)
 
     def _plan_all(self, arena_size: int) -> Pools:
         planner = Planner(self.tensors, self.homes)
         pools = self._pools_for(arena_size)
         try:
+            if pools.input + pools.weights + pools.output == 0:
+                raise NoFit(-1, "", "input", 1, 0)
             for p in self.plans:
                 planner.plan(p, pools)
         except NoFit as e:
+            if e.op_index < 0:
+                need = self._smallest_arena(planner, arena_size)
+                raise ArenaOverflowError("the persistent data and scratch buffers", self.tail_bytes +
+                                         self.scratch_bytes, max(arena_size - ALIGN, 0), needed_arena=need,
+                                         hint="out of core, tensors and weights are paged but persistent data "
+                                              "(the arena tail) stays in the arena") from None
             need = self._smallest_arena(planner, arena_size)
             raise ArenaOverflowError(
                 f"tile buffers of op {e.op_index} ({e.op_name}), even one row per tile", e.need, e.have,
                 needed_arena=need,
-                hint=f"its {e.pool} pool needs {e.need} bytes and has {e.have}; the smallest arena that runs "
-                     f"this model out of core with pools {self.fractions} is {need} bytes") from None
+                hint=f"its {e.pool} pool needs {e.need} bytes and has {e.have} (pools input:weights:output = "
+                     f"{':'.join(f'{f:g}' for f in self.fractions)}, out of core)") from None
         return pools
 
     def _smallest_arena(self, planner: Planner, start: int) -> int:

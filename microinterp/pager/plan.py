@@ -112,7 +112,19 @@ def layout_homes(tensors: list[Any], plans: list[OpPlan], inputs: list[int], var
             weights_at += home.span
             records += home.records
     produced = {ti for p in plans for ti in p.op.outputs if ti >= 0}
+    readers: dict[int, list[OpPlan]] = {}
+    for p in plans:
+        for ti in p.op.inputs:
+            readers.setdefault(ti, []).append(p)
+    for p in plans:     # an alias whose output is read by row bands cannot share records shaped for its input
+        if p.tiler.mode == "alias" and any(q.tiler.row_inputs for q in readers.get(p.op.outputs[0], [])):
+            from .tiling import WHOLE
+
+            p.tiler = WHOLE
+    aliased = {p.op.outputs[0]: p.op.inputs[0] for p in plans if p.tiler.mode == "alias"}
     for ti in sorted(produced | set(inputs)):
+        if ti in aliased:
+            continue
         t = tensors[ti]
         if t.data is not None or ti in variables or t.dtype is None or homes[ti] is not None:
             continue
@@ -127,6 +139,9 @@ def layout_homes(tensors: list[Any], plans: list[OpPlan], inputs: list[int], var
         home = Home(ti, t.name, t.nbytes, "activations", act_at, max(rb, 1), row)
         homes[ti] = home
         act_at += home.span
+    for p in plans:     # in op order, so chains of aliases resolve
+        if p.tiler.mode == "alias":
+            homes[p.op.outputs[0]] = homes[p.op.inputs[0]]
     return homes, weights_at, act_at, records
 
 
@@ -199,6 +214,9 @@ class Planner:
         return out.shape[-1] if out.shape else 1
 
     def plan(self, p: OpPlan, pools: Pools) -> None:
+        if p.mode == "alias":
+            p.tiles = []
+            return
         self._weights(p, pools)
         if p.mode == "rows":
             self._plan_rows(p, pools)

@@ -44,6 +44,10 @@ class TileRecord:
     compute_cycles: float = 0.0
     io_cycles: float = 0.0
     hash_cycles: float = 0.0
+    #: the tile's steps in order: ("read", pool, physical bytes, payload) for every SD read command (pool
+    #: "input" or "weights"), ("flash", "weights", bytes, bytes) for in-place flash reads, ("compute", "cpu",
+    #: channels, 0) for every channel tile computed, ("write", "output", physical bytes, payload) for the write
+    io: list[tuple[str, str, int, int]] = field(default_factory=list)
 
     @property
     def total_cycles(self) -> float:
@@ -91,6 +95,7 @@ def _tile_dict(t: TileRecord) -> dict[str, Any]:
     d["rows"] = list(t.rows) if t.rows else None
     d["channels"] = list(t.channels) if t.channels else None
     d["total_cycles"] = t.total_cycles
+    d["io"] = [list(e) for e in t.io]
     return d
 
 

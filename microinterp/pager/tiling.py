@@ -166,7 +166,16 @@ class WholeTiler(Tiler):
     mode = "whole"
 
 
+class AliasTiler(Tiler):
+    """RESHAPE / SQUEEZE / EXPAND_DIMS of an activation: the output is the input's bytes under another shape, so
+    out of core it shares the input's records on the card and the op moves nothing."""
+
+    mode = "alias"
+
+
 WHOLE = WholeTiler()
+ALIAS = AliasTiler()
+ALIASES = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
 
 
 def _batch1_nhwc(*tensors) -> bool:
@@ -181,6 +190,9 @@ def tiler_for(op: Any, data: Any, tensors: list[Any], is_reference: bool) -> Til
     out = tensors[op.outputs[0]] if op.outputs and op.outputs[0] >= 0 else None
     if not is_reference or out is None or len(op.outputs) != 1:
         return WHOLE
+    if key in ALIASES and ins and ins[0] is not None and ins[0].data is None and not ins[0].is_variable \
+            and ins[0].nbytes == out.nbytes and ins[0].dtype == out.dtype:
+        return ALIAS
     if key == "CONV_2D" and _batch1_nhwc(ins[0], out) and data.int4_scratch is None:
         tiler = ConvTiler()
         if data.groups != 1:

@@ -93,6 +93,22 @@ class QuantNet:
         self.x, self.shape = y, (n, oh, ow, c)
         return y
 
+    def mark(self) -> tuple:
+        """The current tensor and its quantization, for a later :meth:`add` (a residual connection)."""
+        return self.x, self.scale, self.zp, self.std, self.shape
+
+    def add(self, mark: tuple, act: str = "NONE") -> int:
+        """ADD the current tensor and the marked one (same shape): a residual connection."""
+        other, _, _, other_std, shape = mark
+        if shape != self.shape:
+            raise ValueError(f"cannot add shapes {shape} and {self.shape}")
+        self._out_quant(math.hypot(self.std, other_std), act)
+        self.n += 1
+        y = self._tensor(f"add{self.n}", self.shape)
+        self.b.add_op("ADD", [other, self.x], [y], fused_activation_function=act)
+        self.x = y
+        return y
+
     def flatten(self) -> int:
         n = self.shape[0]
         flat = (n, int(np.prod(self.shape[1:])))

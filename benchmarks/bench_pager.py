@@ -1,0 +1,102 @@
+"""Host speed of out-of-core execution against in-memory execution with the same (reference) kernels.
+
+    python benchmarks/bench_pager.py [--rounds N] [--models mobilenet_v2,vgg16] [--arena 512000] [--output FILE]
+
+For each model: one in-memory interpreter (``optimized=False``, exact arena) and one out-of-core interpreter
+(``arena=512_000, backing=<temp file>``, reference kernels for the tiles), the same random input, outputs checked
+bit for bit, then ``--rounds`` interleaved invokes of each after a warm-up; the medians, their ratio and the SD
+traffic of one out-of-core invoke are printed and (with ``--output``) appended as a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import microinterp as mi  # noqa: E402
+from microinterp.testing.models import vgg16  # noqa: E402
+
+MODELS_DIR = ROOT.parent / "shared" / "models"
+
+
+def _model(name: str, tmp: str) -> str:
+    if name == "mobilenet_v2":
+        return str(MODELS_DIR / "mobilenet_v2_quantized_1x3x224x224.tflite")
+    if name == "vgg16":
+        path = os.path.join(tmp, "vgg16.tflite")
+        with open(path, "wb") as f:
+            f.write(vgg16())
+        return path
+    return name
+
+
+def bench(name: str, rounds: int, arena: int, tmp: str) -> dict:
+    path = _model(name, tmp)
+    mem = mi.Interpreter(path, optimized=False)
+    ooc = mi.Interpreter(path, arena=arena, backing=os.path.join(tmp, f"{Path(path).stem}.img"))
+    d = mem.get_input_details(0)
+    x = np.random.default_rng(0).integers(-128, 128, size=tuple(d["shape"]), dtype=np.int8)
+    for it in (mem, ooc):
+        it.set_input(x)
+        it.invoke()
+    exact = np.array_equal(mem.get_output(), ooc.get_output())
+    times = {"mem": [], "ooc": []}
+    for r in range(rounds):
+        for key in (("mem", "ooc") if r % 2 == 0 else ("ooc", "mem")):
+            it = mem if key == "mem" else ooc
+            t0 = time.perf_counter()
+            it.invoke()
+            times[key].append(time.perf_counter() - t0)
+    totals = ooc.profile_json(tiles=False)["totals"]
+    ooc.close()
+    m, o = statistics.median(times["mem"]), statistics.median(times["ooc"])
+    return {"model": name, "in_memory_ms": m * 1e3, "out_of_core_ms": o * 1e3, "ratio": o / m, "exact": exact,
+            "arena": arena, "in_memory_arena": mem.arena_used_bytes, "tiles": totals["tiles"],
+            "sd_read_mb": totals["sd_read_bytes"] / 1e6, "sd_write_mb": totals["sd_write_bytes"] / 1e6,
+            "sd_commands": totals["sd_read_commands"] + totals["sd_write_commands"],
+            "flash_mb": totals["flash_read_bytes"] / 1e6}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--models", default="mobilenet_v2,vgg16")
+    ap.add_argument("--arena", type=int, default=512_000)
+    ap.add_argument("--output", help="append the markdown table to this file")
+    args = ap.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.models.split(","):
+            rows.append(bench(name.strip(), args.rounds, args.arena, tmp))
+            r = rows[-1]
+            print(f"{r['model']:<14} in-memory {r['in_memory_ms']:9.1f} ms  out-of-core {r['out_of_core_ms']:9.1f} ms  "
+                  f"ratio {r['ratio']:.2f}  exact {r['exact']}  tiles {r['tiles']}  SD read {r['sd_read_mb']:.1f} MB "
+                  f"write {r['sd_write_mb']:.1f} MB ({r['sd_commands']} commands)  flash {r['flash_mb']:.1f} MB",
+                  flush=True)
+    if args.output:
+        lines = [f"\n### Out-of-core host speed ({time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
+                 f"{os.cpu_count()} cores, {args.rounds} interleaved rounds, medians)\n",
+                 "| model | arena | in-memory arena | in-memory ms | out-of-core ms | ratio | tiles | SD read MB | "
+                 "SD write MB | SD commands | flash MB | exact |", "|---" * 12 + "|"]
+        for r in rows:
+            lines.append(f"| {r['model']} | {r['arena']} | {r['in_memory_arena']} | {r['in_memory_ms']:.1f} | "
+                         f"{r['out_of_core_ms']:.1f} | {r['ratio']:.2f} | {r['tiles']} | {r['sd_read_mb']:.1f} | "
+                         f"{r['sd_write_mb']:.1f} | {r['sd_commands']} | {r['flash_mb']:.1f} | {r['exact']} |")
+        with open(args.output, "a") as f:
+            f.write("\n".join(lines) + "\n")
+    return 0 if all(r["exact"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""Out-of-core execution gives exactly the in-memory result, at any arena the pager accepts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+import microinterp as mi
+from microinterp.errors import ArenaOverflowError
+from microinterp.testing.models import demo_cnn
+
+from .conftest import in_memory, random_input, small_net, smallest_out_of_core_arena
+
+
+@given(seed=st.integers(0, 2**31 - 1), size=st.integers(40, 96), layers=st.integers(2, 6),
+       pools=st.tuples(*[st.floats(0.5, 3.0)] * 3), where=st.floats(0.0, 1.0))
+def test_random_models_match_in_memory(tmp_path_factory, seed, size, layers, pools, where):
+    model = small_net(seed, size, layers)
+    path = tmp_path_factory.mktemp("sd") / "sd.img"
+    need = smallest_out_of_core_arena(model, path, pools=pools)
+    full = mi.Interpreter(model).arena_used_bytes
+    assume(need < full)
+    arena = need + int(where * (full - 1 - need))
+    x = random_input(model, seed)
+    with mi.Interpreter(model, arena=arena, backing=path, pools=pools) as it:
+        assert it.out_of_core
+        it.set_input(x)
+        it.invoke()
+        assert np.array_equal(it.get_output(), in_memory(model, x))
+
+
+def test_the_smallest_named_arena_works_and_one_byte_less_does_not(tmp_path):
+    model = small_net(2, 64)
+    need = smallest_out_of_core_arena(model, tmp_path / "a.img")
+    x = random_input(model)
+    with mi.Interpreter(model, arena=need, backing=tmp_path / "a.img") as it:
+        it.set_input(x)
+        it.invoke()
+        assert np.array_equal(it.get_output(), in_memory(model, x))
+    with pytest.raises(ArenaOverflowError, match=r"op \d+ \(\w+\)") as e:
+        mi.Interpreter(model, arena=need - 1, backing=tmp_path / "b.img")
+    assert e.value.needed_arena == need
+
+
+def test_without_backing_the_overflow_suggests_it():
+    with pytest.raises(ArenaOverflowError, match="backing="):
+        mi.Interpreter(demo_cnn(), arena=20_000)
+
+
+def test_inputs_outputs_and_tensors_behave_the_same(tmp_path):
+    model = demo_cnn()
+    x = random_input(model, 3)
+    with mi.Interpreter(model, arena=45_000, backing=tmp_path / "sd.img") as it:
+        assert it.out_of_core
+        with pytest.raises(mi.errors.InputError):
+            it.set_input(x.astype(np.int16))
+        it.set_input(x)
+        it.invoke()
+        first = it.get_output()
+        it.invoke()                           # a second invoke of the same input gives the same output
+        assert np.array_equal(it.get_output(), first)
+        assert np.array_equal(it.tensor(it.get_input_details(0)["index"]), x)
+        assert np.array_equal(first, in_memory(model, x))
+
+
+def test_profile_counters_equal_the_cards_counters(tmp_path):
+    model = small_net(4, 64)
+    need = smallest_out_of_core_arena(model, tmp_path / "sd.img")
+    with mi.Interpreter(model, arena=need, backing=tmp_path / "sd.img") as it:
+        it.set_input(random_input(model))
+        it.sd_image.reset_stats()
+        it.invoke()
+        stats = it.sd_image.stats()
+        doc = it.profile_json()
+    t = doc["totals"]
+    acts, weights = stats.areas["activations"], stats.areas["weights"]
+    assert t["sd_read_bytes"] == acts.bytes_read + weights.bytes_read
+    assert t["sd_read_payload"] == acts.payload_bytes_read + weights.payload_bytes_read
+    assert t["sd_write_bytes"] == acts.bytes_written
+    assert t["sd_read_commands"] == acts.reads + weights.reads
+    assert t["sd_write_commands"] == acts.writes
+    assert t["tiles"] == sum(len(op["tiles"]) for op in doc["ops"]) > len(doc["ops"])
+    for op in doc["ops"]:
+        assert op["mode"] in ("rows", "channels", "whole", "alias")
+        assert (op["compute_cycles"] > 0) == (op["mode"] != "alias")
+        for tile in op["tiles"]:
+            reads = [e for e in tile["io"] if e[0] == "read"]
+            assert sum(e[2] for e in reads) == tile["sd_read_bytes"]
+
+
+def test_flash_budget_moves_weights_to_the_card(tmp_path):
+    model = demo_cnn()
+    x = random_input(model)
+    with mi.Interpreter(model, arena=45_000, backing=tmp_path / "a.img", flash=0) as it:
+        it.set_input(x)
+        it.invoke()
+        assert np.array_equal(it.get_output(), in_memory(model, x))
+        assert it.sd_image.stats().areas["weights"].reads > 0
+        assert sum(r.flash_read_bytes for r in it.profile) == 0
+    with mi.Interpreter(model, arena=45_000, backing=tmp_path / "b.img") as it:
+        it.invoke()
+        assert sum(r.flash_read_bytes for r in it.profile) > 0 and it.sd_image.weights_bytes == 0
+
+
+def test_streamed_filters_are_exact(tmp_path):
+    """A conv filter bigger than the weights pool streams in output-channel tiles."""
+    from microinterp.testing.models import QuantNet
+
+    net = QuantNet((1, 24, 24, 64), seed=5)
+    net.conv(96, 3)
+    net.conv(64, 3)
+    net.pool("MAX", 4, 4)
+    net.flatten()
+    net.fc(300)
+    model = net.build()
+    x = random_input(model)
+    with mi.Interpreter(model, arena=70_000, backing=tmp_path / "a.img", flash=0, pools=(2, 1, 2)) as it:
+        it.set_input(x)
+        it.invoke()
+        assert np.array_equal(it.get_output(), in_memory(model, x))
+        streamed = [r for r in it.profile if any(t.channels for t in r.tiles)]
+        assert streamed and all(len([e for e in t.io if e[0] == "compute"]) > 1 for r in streamed for t in r.tiles)
