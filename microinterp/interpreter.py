@@ -333,6 +333,12 @@ class Interpreter:
             records.append(OpRecord(i, op.key, cls, "in-memory", [tile], self._host_times[i]))
         return records
 
+    def simulate(self) -> list[OpRecord]:
+        """Out of core: the per-op records of an invoke (tiles, SD traffic, cycles) without running it — the
+        pager's own bookkeeping in dry mode, so the numbers are exactly what :meth:`invoke` records. In memory:
+        :attr:`profile`."""
+        return self._pager.simulate() if self._pager is not None else self.profile
+
     def profile_json(self, tiles: bool = True) -> dict[str, Any]:
         """The profile as the documented JSON document (docs/profile-schema.md)."""
         meta = {"model": self.model.source, "mcu": self.mcu.name, "clock_hz": self.mcu.clock_hz,

@@ -68,6 +68,7 @@ class Engine:
         self.ctx = pager.ctx
         self.recover = pager.recover
         self.recoveries: list[dict[str, Any]] = []
+        self.dry = False        # True: count every tile's IO and work exactly, but move and compute nothing
 
     # -- SD access with counting (and recovery) ----------------------------------------------------------------------
     def _count_read(self, rec: TileRecord, tiles: list[tuple[Any, int]], pool: str) -> None:
@@ -82,6 +83,8 @@ class Engine:
                      depth: int = 0, pool: str = "input") -> None:
         tiles = home.tiles(r0, r1)
         self._count_read(rec, tiles, pool)
+        if self.dry:
+            return
         try:
             self.sd.read_tiles(_AREA[home.device], home.record_offset(r0), tiles, out)
         except IntegrityError:
@@ -98,7 +101,8 @@ class Engine:
         for r in range(r0, r1):
             lo = (r - r0) * rb
             tiles.append((home.key(r), flat[lo:lo + min(rb, home.nbytes - r * rb)]))
-        self.sd.write_tiles("activations", home.record_offset(r0), tiles)
+        if not self.dry:
+            self.sd.write_tiles("activations", home.record_offset(r0), tiles)
         physical = sum(-(-t[1].nbytes // SECTOR_SIZE) for t in tiles) * SECTOR_SIZE
         rec.sd_write_commands += 1
         rec.sd_write_payload += flat.nbytes
@@ -276,6 +280,8 @@ class Engine:
             self.views[ti] = view.reshape(shape)
 
     def _compute(self, plan: OpPlan, band: BandViews) -> None:
+        if self.dry:
+            return
         op = plan.op
         if plan.mode == "whole":
             for k, ti in enumerate(op.inputs):

@@ -239,6 +239,15 @@ class Pager:
         self.records = self.engine.invoke(self.buffers)
         return self.records
 
+    def simulate(self) -> list[OpRecord]:
+        """The records an invoke would produce (same tiles, same IO counts, same cycles), without moving or
+        computing anything: the engine runs in dry mode. Host times are those of the bookkeeping only."""
+        self.engine.dry = True
+        try:
+            return self.engine.invoke(self.buffers)
+        finally:
+            self.engine.dry = False
+
     def write_input(self, ti: int, value: np.ndarray) -> None:
         home = self.homes[ti]
         if home is None:      # a variable or empty tensor

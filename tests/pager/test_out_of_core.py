@@ -122,3 +122,14 @@ def test_streamed_filters_are_exact(tmp_path):
         assert np.array_equal(it.get_output(), in_memory(model, x))
         streamed = [r for r in it.profile if any(t.channels for t in r.tiles)]
         assert streamed and all(len([e for e in t.io if e[0] == "compute"]) > 1 for r in streamed for t in r.tiles)
+
+
+def test_simulate_counts_exactly_what_invoke_moves(tmp_path):
+    model = small_net(6, 64)
+    need = smallest_out_of_core_arena(model, tmp_path / "sd.img")
+    with mi.Interpreter(model, arena=need, backing=tmp_path / "sd.img", flash=0) as it:
+        dry = it.simulate()
+        it.invoke()
+        real = it.profile
+    assert [(r.op, [(t.rows, t.io, t.compute_cycles, t.io_cycles, t.hash_cycles) for t in r.tiles]) for r in dry] == \
+        [(r.op, [(t.rows, t.io, t.compute_cycles, t.io_cycles, t.hash_cycles) for t in r.tiles]) for r in real]
