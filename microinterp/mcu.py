@@ -1,54 +1,44 @@
 """Microcontroller profiles: the cycle coefficients the cost model and the out-of-core pager charge.
 
-A :class:`McuProfile` is frozen data plus four pure helpers::
+A :class:`McuProfile` is frozen data plus pure helpers::
 
     compute_cycles(op_class, macs, elements) = fixed + cycles_per_mac * macs + cycles_per_element * elements
     sd_io_cycles(nbytes, commands, write)    = clock_hz * (commands * sd_command_latency_s + nbytes / bandwidth)
     flash_cycles(nbytes)                      = flash_read_cycles_per_byte * nbytes
     hash_cycles(nbytes, algorithm)            = per-byte cost of the algorithm, in hardware when the MCU has an
                                                 engine for it (crc32), else in software
+    energy_joules(total_s, compute_s, ...)    = active/idle CPU power over the run + SD read/write power while
+                                                transferring
 
 ``macs`` are multiply-accumulates for conv / depthwise / fc and window operations (compares or adds) for pooling;
 ``elements`` are output elements (requantization, activation, copy). Op classes: conv, depthwise, fc, pool,
 elementwise, softmax, other (:func:`op_class` maps TFLite operator names). Each op class has two kernel sets:
-``optimized`` (CMSIS-NN, what TFLM links on Cortex-M) and ``reference`` (TFLM's portable C kernels).
+``optimized`` (alias ``cmsis-nn``: TFLM's CMSIS-NN kernels for Cortex-M) and ``reference`` (TFLM's portable C
+kernels). A whole inference also pays ``interpreter_cycles_per_op`` per op (TFLM's own overhead).
 
-Where the numbers come from (E = estimate, to be recalibrated; every coefficient sits in :data:`OP_CYCLES` and
-:data:`_PROFILE_DATA` below, nowhere else):
-
-- STM32F746NG (the SwapNN reference board, shared/docs/out-of-core.md): Cortex-M7 @ 216 MHz, 340 KB SRAM
-  (320 KB main + 16 KB ITCM + 4 KB backup), 1 MB flash (datasheet). SDMMC in 4-bit mode at 48 MHz: a 24 MB/s bus
-  ceiling, inside the 10-40 MB/s of out-of-core.md; E: 20 MB/s read, 10 MB/s write (card programming is slower),
-  100 us per command. Flash at 216 MHz has 7 wait states behind the ART accelerator / 256-bit lines: E 0.25
-  cycles/byte streamed. CRC unit (IEEE CRC-32, 32 bits per 4 AHB cycles): 1 cycle/byte; no HASH engine (that is
-  the STM32F756). Compute: E = 0.75 x the Apollo3 (Cortex-M4) coefficients (dual-issue M7, same DSP instructions).
-- Apollo3 Blue (SparkFun Edge, the TFLM paper's board): Cortex-M4F @ 96 MHz (burst mode), 384 KB SRAM, 1 MB flash
-  (datasheet). No SDIO host: an SD card hangs off an IOM in SPI mode, SPI clock <= 48 MHz = 6 MB/s ceiling; E: 4 MB/s
-  read, 2 MB/s write, 200 us per command. Flash behind a 16 KB cache: E 0.5 cycles/byte. The security block has a
-  hardware CRC32 engine (AmbiqSuite ``am_hal_crc32``): E 1 cycle/byte.
-- Compute coefficients for the Cortex-M4 are fitted so that person_detect.tflite (6.19 M conv MACs, 0.96 M
-  depthwise MACs, 28 conv/depthwise ops) reproduces the TFLM paper's kernel totals on the Apollo3 within ~2 %:
-  18 987 K cycles with reference kernels, 4 853 K with CMSIS-NN. The split between conv and depthwise, the
-  per-element terms and every other op class are E (CMSIS-NN's SMLAD does 2 MACs per cycle at best; reference
-  kernels are plain C, ~2-4 cycles per MAC).
-- Software hashing (E, typical C implementations on a 32-bit core): crc32 table-driven ~6 cycles/byte (M4) /
-  ~4 (M7); blake2b (64-bit arithmetic emulated) ~40 / ~30; xxh3-64 ~4 / ~3.
-
-Calibration against the TFLM paper's figures belongs to a later issue; replace the numbers in the tables, keep
-the shape.
+Every coefficient lives in :data:`OP_CYCLES` and :data:`_PROFILE_DATA` below, nowhere else. What each number is and
+where it comes from (datasheets, the TFLM paper's person_detect figures the Apollo3 table is calibrated against,
+the SwapNN study, or an estimate marked E) is in ``docs/cost-model.md``. Bad names and values raise
+:class:`~microinterp.errors.ConfigError`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from .errors import MicroInterpError
+from .errors import ConfigError
 
 OP_CLASS_NAMES = ("conv", "depthwise", "fc", "pool", "elementwise", "softmax", "other")
 KERNEL_SETS = ("optimized", "reference")
+#: Other names for the kernel sets (lower case).
+KERNEL_ALIASES: Mapping[str, str] = MappingProxyType({
+    "cmsis-nn": "optimized", "cmsis_nn": "optimized", "cmsisnn": "optimized", "cmsis": "optimized",
+    "ref": "reference",
+})
 
 #: TFLite builtin operator name -> op class; anything not listed is "other".
 OP_CLASS_OF: Mapping[str, str] = MappingProxyType({
@@ -63,6 +53,13 @@ OP_CLASS_OF: Mapping[str, str] = MappingProxyType({
     "SOFTMAX": "softmax", "LOG_SOFTMAX": "softmax",
 })
 
+#: The TFLM paper's figures for person_detect.tflite on the SparkFun Edge (Apollo3, Cortex-M4 @ 96 MHz), in cycles:
+#: the total of one inference and the part spent in kernels. shared/docs/out-of-core.md.
+TFLM_PAPER_PERSON_DETECT: Mapping[str, Mapping[str, float]] = MappingProxyType({
+    "reference": MappingProxyType({"total": 18_990.8e3, "kernels": 18_987.1e3}),
+    "optimized": MappingProxyType({"total": 4_857.7e3, "kernels": 4_852.9e3}),
+})
+
 
 @dataclass(frozen=True)
 class OpCycles:
@@ -73,35 +70,42 @@ class OpCycles:
     fixed_cycles: float
 
 
-def _costs(table: dict[str, tuple[float, float, float]]) -> Mapping[str, OpCycles]:
+def _costs(table: dict[str, tuple[float, float, float]], scale: float = 1.0) -> Mapping[str, OpCycles]:
     assert set(table) == set(OP_CLASS_NAMES), sorted(table)
-    return MappingProxyType({k: OpCycles(*v) for k, v in table.items()})
+    return MappingProxyType({k: OpCycles(*(round(x * scale, 4) for x in v)) for k, v in table.items()})
 
+
+# Cortex-M4 (Apollo3) per op class: (cycles/MAC, cycles/output element, fixed cycles per op). The conv and
+# depthwise cycles/MAC are calibrated on the TFLM paper's person_detect totals; the rest are estimates
+# (docs/cost-model.md gives the reasoning for each).
+_M4_CMSIS_NN = {"conv": (0.53, 4, 500), "depthwise": (0.66, 4, 500), "fc": (0.6, 4, 500), "pool": (1.0, 3, 500),
+                "elementwise": (0, 6, 300), "softmax": (0, 60, 800), "other": (0, 0.5, 200)}
+_M4_REFERENCE = {"conv": (1.73, 24, 500), "depthwise": (2.77, 24, 500), "fc": (1.73, 24, 500),
+                 "pool": (3.0, 20, 500), "elementwise": (0, 40, 500), "softmax": (0, 150, 1000),
+                 "other": (0, 1, 300)}
+#: Cortex-M7 cycles = M4 cycles x this (E: puts the F746's CMSIS-NN conv rate at SwapNN's 480 MOPS).
+M7_CYCLE_SCALE = 0.85
 
 #: THE table of compute coefficients: profile -> kernel set -> op class -> (cycles/MAC, cycles/element, fixed).
 OP_CYCLES: Mapping[str, Mapping[str, Mapping[str, OpCycles]]] = MappingProxyType({
-    "apollo3": MappingProxyType({
-        "optimized": _costs({"conv": (0.52, 4, 1500), "depthwise": (0.6, 4, 1500), "fc": (0.5, 4, 1000),
-                             "pool": (1.0, 3, 1000), "elementwise": (0, 6, 500), "softmax": (0, 60, 1000),
-                             "other": (0, 1, 300)}),
-        "reference": _costs({"conv": (2.2, 8, 2000), "depthwise": (3.6, 8, 2000), "fc": (2.0, 8, 1000),
-                             "pool": (3.0, 6, 1000), "elementwise": (0, 20, 500), "softmax": (0, 150, 1000),
-                             "other": (0, 2, 300)}),
-    }),
-    "stm32f746": MappingProxyType({
-        "optimized": _costs({"conv": (0.39, 3, 1125), "depthwise": (0.45, 3, 1125), "fc": (0.375, 3, 750),
-                             "pool": (0.75, 2.25, 750), "elementwise": (0, 4.5, 375), "softmax": (0, 45, 750),
-                             "other": (0, 0.75, 225)}),
-        "reference": _costs({"conv": (1.65, 6, 1500), "depthwise": (2.7, 6, 1500), "fc": (1.5, 6, 750),
-                             "pool": (2.25, 4.5, 750), "elementwise": (0, 15, 375), "softmax": (0, 112, 750),
-                             "other": (0, 1.5, 225)}),
-    }),
+    "apollo3": MappingProxyType({"optimized": _costs(_M4_CMSIS_NN), "reference": _costs(_M4_REFERENCE)}),
+    "stm32f746": MappingProxyType({"optimized": _costs(_M4_CMSIS_NN, M7_CYCLE_SCALE),
+                                   "reference": _costs(_M4_REFERENCE, M7_CYCLE_SCALE)}),
 })
+
+
+def kernel_set(name: str) -> str:
+    """The canonical kernel-set name (``optimized`` or ``reference``) for ``name`` or one of its aliases."""
+    key = str(name).strip().lower()
+    key = KERNEL_ALIASES.get(key, key)
+    if key not in KERNEL_SETS:
+        raise ConfigError(f"unknown kernel set {name!r}; known: {', '.join(KERNEL_SETS + tuple(KERNEL_ALIASES))}")
+    return key
 
 
 @dataclass(frozen=True)
 class McuProfile:
-    """One microcontroller: clock, memories, compute coefficients, SD card, flash and hashing costs."""
+    """One microcontroller: clock, memories, compute coefficients, SD card, flash, hashing and power figures."""
 
     name: str
     core: str
@@ -117,17 +121,58 @@ class McuProfile:
     hash_accel_cycles_per_byte: float                   # with the hash engine (algorithms in hash_accel_algorithms)
     has_hash_accelerator: bool
     hash_accel_algorithms: tuple[str, ...] = ()
+    interpreter_cycles_per_op: float = 0.0              # TFLM's own work per op (outside the kernels)
+    power_active_mw: float = 0.0                        # CPU computing
+    power_idle_mw: float = 0.0                          # CPU waiting (sleep with clocks on, DMA running)
+    power_sd_read_mw: float = 0.0                       # SD card (+ its bus) while reading, on top of the CPU
+    power_sd_write_mw: float = 0.0                      # SD card (+ its bus) while writing, on top of the CPU
+
+    def __post_init__(self) -> None:
+        positive = ("clock_hz", "sram_bytes", "flash_bytes", "sd_read_bytes_per_s", "sd_write_bytes_per_s")
+        non_negative = ("sd_command_latency_s", "flash_read_cycles_per_byte", "hash_accel_cycles_per_byte",
+                        "interpreter_cycles_per_op", "power_active_mw", "power_idle_mw", "power_sd_read_mw",
+                        "power_sd_write_mw")
+        for f in positive + non_negative:
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 \
+                    or (f in positive and v == 0):
+                rule = "> 0" if f in positive else ">= 0"
+                raise ConfigError(f"MCU profile {self.name!r}: {f} must be a finite number {rule}, got {v!r}")
+        if set(self.op_cycles) != set(KERNEL_SETS):
+            raise ConfigError(f"MCU profile {self.name!r}: op_cycles needs the kernel sets {', '.join(KERNEL_SETS)}, "
+                              f"got {', '.join(self.op_cycles)}")
+        for ks, table in self.op_cycles.items():
+            if set(table) != set(OP_CLASS_NAMES):
+                raise ConfigError(f"MCU profile {self.name!r}: op_cycles[{ks!r}] needs the op classes "
+                                  f"{', '.join(OP_CLASS_NAMES)}")
+            for cls, c in table.items():
+                if not all(math.isfinite(x) and x >= 0 for x in dataclasses.astuple(c)):
+                    raise ConfigError(f"MCU profile {self.name!r}: op_cycles[{ks!r}][{cls!r}] must be finite and "
+                                      f">= 0, got {c}")
+        for alg, v in self.hash_cycles_per_byte.items():
+            if not math.isfinite(v) or v < 0:
+                raise ConfigError(f"MCU profile {self.name!r}: hash_cycles_per_byte[{alg!r}] must be >= 0, got {v}")
 
     def compute_cycles(self, op_class: str, macs: int = 0, elements: int = 0, *,
                        kernels: str = "optimized") -> float:
         """Cycles of one op (or one tile of it): fixed + per-MAC + per-output-element terms."""
-        if kernels not in self.op_cycles:
-            raise MicroInterpError(f"unknown kernel set {kernels!r}; known: {', '.join(self.op_cycles)}")
-        costs = self.op_cycles[kernels]
+        costs = self.op_cycles[kernel_set(kernels)]
         if op_class not in costs:
-            raise MicroInterpError(f"unknown op class {op_class!r}; known: {', '.join(costs)}")
+            raise ConfigError(f"unknown op class {op_class!r}; known: {', '.join(costs)}")
         c = costs[op_class]
         return c.fixed_cycles + c.cycles_per_mac * macs + c.cycles_per_element * elements
+
+    def ops_per_second(self, kernels: str = "optimized", op_class: str = "conv") -> float:
+        """Effective compute speed S_cpu (MACs per second) of an op class: ``clock_hz / cycles_per_mac``."""
+        c = self.op_cycles[kernel_set(kernels)][op_class].cycles_per_mac
+        if c <= 0:
+            raise ConfigError(f"op class {op_class!r} has no per-MAC cost; S_cpu is defined for MAC op classes")
+        return self.clock_hz / c
+
+    @property
+    def io_bytes_per_second(self) -> float:
+        """Effective IO speed S_io for arithmetic intensity: the SD card's read bandwidth."""
+        return self.sd_read_bytes_per_s
 
     def sd_io_cycles(self, nbytes: int, commands: int = 1, write: bool = False) -> float:
         """CPU-clock cycles an SD transfer of ``nbytes`` in ``commands`` commands takes (latency + bandwidth)."""
@@ -143,38 +188,56 @@ class McuProfile:
         (``accelerated=False`` forces software, ``True`` requires the engine)."""
         engine = self.has_hash_accelerator and algorithm in self.hash_accel_algorithms
         if accelerated and not engine:
-            raise MicroInterpError(f"{self.name} has no hash engine for {algorithm!r}")
+            raise ConfigError(f"{self.name} has no hash engine for {algorithm!r}")
         if engine and accelerated is not False:
             return self.hash_accel_cycles_per_byte * nbytes
         if algorithm not in self.hash_cycles_per_byte:
-            raise MicroInterpError(f"no software cost for checksum {algorithm!r}; known: "
-                                   f"{', '.join(self.hash_cycles_per_byte)}")
+            raise ConfigError(f"no software cost for checksum {algorithm!r}; known: "
+                              f"{', '.join(self.hash_cycles_per_byte)}")
         return self.hash_cycles_per_byte[algorithm] * nbytes
+
+    def energy_joules(self, total_s: float, compute_s: float | None = None, sd_read_s: float = 0.0,
+                      sd_write_s: float = 0.0) -> float:
+        """Energy of a run lasting ``total_s`` seconds: the CPU is active for ``compute_s`` (default: all of it) and
+        idle the rest; the SD card adds its read/write power while it transfers (transfers may overlap compute)."""
+        compute_s = total_s if compute_s is None else compute_s
+        if min(total_s, compute_s, sd_read_s, sd_write_s) < 0 or compute_s > total_s * (1 + 1e-12):
+            raise ConfigError(f"times must be >= 0 with compute_s <= total_s, got total {total_s}, compute "
+                              f"{compute_s}, read {sd_read_s}, write {sd_write_s}")
+        mw = (self.power_active_mw * compute_s + self.power_idle_mw * max(0.0, total_s - compute_s)
+              + self.power_sd_read_mw * sd_read_s + self.power_sd_write_mw * sd_write_s)
+        return mw * 1e-3
 
     def seconds(self, cycles: float) -> float:
         return cycles / self.clock_hz
 
     def replace(self, **changes: object) -> McuProfile:
-        """A copy with some fields changed (for calibration or what-if studies)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed (for calibration or what-if studies); values are validated."""
+        try:
+            return dataclasses.replace(self, **changes)
+        except TypeError as e:
+            raise ConfigError(f"MCU profile {self.name!r}: {e}") from None
 
 
 def _hash_costs(crc32: float, blake2b: float, xxh3: float) -> Mapping[str, float]:
     return MappingProxyType({"crc32": crc32, "blake2b": blake2b, "blake2b-64": blake2b, "xxh3": xxh3})
 
 
-#: Everything but the compute coefficients, per profile (sources and estimates: module docstring).
+#: Everything but the compute coefficients, per profile (sources and estimates: docs/cost-model.md).
 _PROFILE_DATA = {
     "stm32f746": {"core": "Cortex-M7", "clock_hz": 216e6, "sram_bytes": 340 * 1024, "flash_bytes": 1024 * 1024,
                   "sd_read_bytes_per_s": 20e6, "sd_write_bytes_per_s": 10e6, "sd_command_latency_s": 100e-6,
                   "flash_read_cycles_per_byte": 0.25, "hash_cycles_per_byte": _hash_costs(4, 30, 3),
                   "hash_accel_cycles_per_byte": 1.0, "has_hash_accelerator": True,
-                  "hash_accel_algorithms": ("crc32",)},
+                  "hash_accel_algorithms": ("crc32",), "interpreter_cycles_per_op": round(140 * M7_CYCLE_SCALE),
+                  "power_active_mw": 330.0, "power_idle_mw": 110.0, "power_sd_read_mw": 120.0,
+                  "power_sd_write_mw": 180.0},
     "apollo3": {"core": "Cortex-M4F", "clock_hz": 96e6, "sram_bytes": 384 * 1024, "flash_bytes": 1024 * 1024,
                 "sd_read_bytes_per_s": 4e6, "sd_write_bytes_per_s": 2e6, "sd_command_latency_s": 200e-6,
                 "flash_read_cycles_per_byte": 0.5, "hash_cycles_per_byte": _hash_costs(6, 40, 4),
                 "hash_accel_cycles_per_byte": 1.0, "has_hash_accelerator": True,
-                "hash_accel_algorithms": ("crc32",)},
+                "hash_accel_algorithms": ("crc32",), "interpreter_cycles_per_op": 140.0,
+                "power_active_mw": 5.0, "power_idle_mw": 0.5, "power_sd_read_mw": 70.0, "power_sd_write_mw": 100.0},
 }
 
 MCU_PROFILES: Mapping[str, McuProfile] = MappingProxyType({
@@ -189,12 +252,12 @@ ALIASES: Mapping[str, str] = MappingProxyType({
 
 
 def get_profile(name: str) -> McuProfile:
-    """The profile called ``name`` (case-insensitive, aliases accepted); a clear error lists the known names."""
-    key = name.strip().lower()
+    """The profile called ``name`` (case-insensitive, aliases accepted); a ConfigError lists the known names."""
+    key = str(name).strip().lower()
     key = ALIASES.get(key, key)
     if key not in MCU_PROFILES:
         known = ", ".join(sorted(MCU_PROFILES)) + " (aliases: " + ", ".join(sorted(ALIASES)) + ")"
-        raise MicroInterpError(f"unknown MCU profile {name!r}; known: {known}")
+        raise ConfigError(f"unknown MCU profile {name!r}; known: {known}")
     return MCU_PROFILES[key]
 
 
