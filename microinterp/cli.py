@@ -157,6 +157,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- analyze -----------------------------------------------------------------------------------------------------------
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from .analysis import analyze
+    from .memory32 import estimate_arena
+
+    a = analyze(args.model, mcu=args.mcu, kernels=args.kernels)
+    mem = estimate_arena(args.model) if args.memory else None
+    if args.json:
+        doc = a.as_dict()
+        if mem is not None:
+            doc["memory32"] = mem.as_dict()
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    print(a.format_table())
+    if mem is not None:
+        print(f"  arena on a 32-bit MCU: persistent {mem.persistent_bytes} + head {mem.head_bytes} "
+              f"= {mem.total_bytes} bytes")
+    return 0
+
+
 # -- demo --------------------------------------------------------------------------------------------------------------
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
@@ -188,6 +209,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--arena", type=_size, default=None)
     s.add_argument("--reference", action="store_true", help="reference kernels only")
     s.set_defaults(fn=cmd_run)
+
+    s = sub.add_parser("analyze", help="per layer W (MOps), Q (MB), N and compute-/IO-bound class for an MCU")
+    s.add_argument("model")
+    s.add_argument("--mcu", default="stm32f746", help="MCU profile (stm32f746, apollo3; default stm32f746)")
+    s.add_argument("--kernels", default="cmsis-nn", help="kernel set for S_cpu and cycles: cmsis-nn or reference")
+    s.add_argument("--json", action="store_true", help="machine-readable output (schema: docs/cost-model.md)")
+    s.add_argument("--memory", action="store_true", help="also predict the arena on a 32-bit MCU")
+    s.set_defaults(fn=cmd_analyze)
 
     s = sub.add_parser("demo", help="build a model in-process, run it and check it against TFLM if installed")
     s.add_argument("--seed", type=int, default=0)

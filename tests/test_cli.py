@@ -55,3 +55,20 @@ def test_errors_exit_1_with_message(tmp_path, capsys):
     np.save(tmp_path / "x.npy", np.zeros((3,), np.int8))
     assert main(["run", str(good), "--input", str(tmp_path / "x.npy")]) == 1
     assert "expected shape" in capsys.readouterr().err
+
+
+def test_analyze_table_json_and_errors(tmp_path, capsys):
+    from microinterp.testing.models import demo_cnn
+
+    path = tmp_path / "cnn.tflite"
+    path.write_bytes(demo_cnn())
+    assert main(["analyze", str(path), "--mcu", "apollo3", "--memory"]) == 0
+    text = capsys.readouterr().out
+    assert "CONV_2D" in text and "N range" in text and "totals:" in text and "arena on a 32-bit MCU" in text
+    assert main(["analyze", str(path), "--json", "--kernels", "reference"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["mcu"] == "stm32f746" and doc["kernels"] == "reference"
+    assert {"index", "op", "mops", "io_mb", "n", "n_min", "n_max", "class"} <= set(doc["layers"][0])
+    assert sum(doc["totals"]["counts"].values()) == len(doc["layers"])
+    assert main(["analyze", str(path), "--mcu", "esp32"]) == 1
+    assert "ConfigError" in capsys.readouterr().err
