@@ -31,7 +31,7 @@ def pack_int4(values: np.ndarray) -> bytes:
 def build(rng: np.random.Generator, *, kind: str, in_shape: tuple, n: int, keep_num_dims: bool = False,
           weights: str = "INT8", per_channel: bool = False, bias: str | None = "auto", act: str = "NONE",
           zp_in: int = 0, zp_out: int = 0, zp_w: int = 0, out_scale_factor: float = 1.0,
-          bias_scale_error: float = 0.0) -> bytes:
+          bias_scale_error: float = 0.0, bias_at_int32_ends: bool = False) -> bytes:
     """A one-op FULLY_CONNECTED model with input ``in_shape`` (the last dim is the accum depth, except for a
     4-D input, which is flattened)."""
     k = in_shape[-1] if len(in_shape) < 4 else int(np.prod(in_shape[1:]))
@@ -60,7 +60,10 @@ def build(rng: np.random.Generator, *, kind: str, in_shape: tuple, n: int, keep_
         if bias:
             btype = {"INT8": "INT32", "INT16": "INT64"}[kind] if bias == "auto" else bias
             lim = 1 << (16 if btype == "INT32" else 22)
-            ins.append(b.add_tensor("bias", (n,), btype, data=rng.integers(-lim, lim, n),
+            bvals = rng.integers(-lim, lim, n)
+            if bias_at_int32_ends:      # accumulators can wrap around int32
+                bvals = np.where(np.arange(n) % 2, (1 << 31) - 1 - bvals % 1000, -(1 << 31) + bvals % 1000)
+            ins.append(b.add_tensor("bias", (n,), btype, data=bvals,
                                     scale=s_in * s_w * (1 + bias_scale_error), zero_point=0))
     b.add_op("FULLY_CONNECTED", ins, [y], fused_activation_function=act, keep_num_dims=keep_num_dims)
     b.inputs, b.outputs = [x], [y]
@@ -127,6 +130,29 @@ def test_matches_tflm(case):
         return
     for _ in range(2):
         assert_matches_tflm(model, [_input(rng, params["kind"], params["in_shape"])])
+
+
+@pytest.mark.parametrize("kind,per_channel,edge_bias,zp_in,steps", [
+    ("INT8", False, False, -128, True), ("INT8", True, False, 127, True), ("INT16", False, False, -300, True),
+    ("INT16", True, False, 5, True),
+    # biases near +-2^31: the int32 accumulator can wrap, the step function does not apply
+    ("INT8", False, True, 0, False), ("INT8", True, True, -128, False)])
+def test_accumulator_range_ends(kind, per_channel, edge_bias, zp_in, steps):
+    """Inputs at the type's extremes drive every accumulator to the ends of the range Prepare derives (where the
+    step-function requantization has its first and last thresholds); wrapping accumulators take the MBQM path."""
+    rng = np.random.default_rng(7)
+    in_shape = (4, 300)
+    model = build(rng, kind=kind, in_shape=in_shape, n=6, per_channel=per_channel, bias_at_int32_ends=edge_bias,
+                  zp_in=zp_in, zp_out=3, out_scale_factor=0.05, act="RELU" if per_channel else "NONE")
+    interp = Interpreter(model, optimized=False)
+    data = interp._op_data[0]
+    assert (data.steps is not None) == steps
+    assert data.wrap == edge_bias
+    lo, hi = (-128, 127) if kind == "INT8" else (-32768, 32767)
+    w = interp.model.main.tensors[interp.model.main.operators[0].inputs[1]].data.astype(np.int64)
+    sign = np.where(w[0] >= 0, hi, lo)          # maximizes channel 0, minimizes it with -sign
+    x = np.stack([np.full(300, lo), np.full(300, hi), sign, np.where(sign == hi, lo, hi)])
+    assert_matches_tflm(model, [x.astype(np.int8 if kind == "INT8" else np.int16)])
 
 
 def test_unpack_int4():

@@ -1,0 +1,105 @@
+"""Requantization as a step function: ``clamp(f(acc), lo, hi)`` evaluated with one ``searchsorted``.
+
+Why: on the tiny tensors of MCU models (an FC with 16 outputs, one LSTM time step) the time goes into the number of
+NumPy calls, not into arithmetic: MBQM + zero point + clamp is about ten array operations, each costing as much as a
+small matrix product. This is one.
+
+Why it is exact: the requantizations of the integer kernels are *non-decreasing* functions of the accumulator on the
+ranges where nothing wraps: SRDHM with a multiplier ``M >= 0`` is the floor of an increasing linear function,
+RDBPOT rounds (half away from zero, also non-decreasing), adding the zero point and clamping keep the order; the
+single-rounding int64 MBQM of the 16x8 kernels likewise. (The int32 wrap-around of an accumulator or of MBQM's left
+shift would break this, so callers pass an accumulator range ``[acc_min, acc_max]`` on which they have shown that
+nothing wraps.) A non-decreasing map from integers onto the ``hi - lo + 1`` codes ``lo..hi`` is determined by the
+``hi - lo`` accumulator values where it reaches each next code::
+
+    t[v] = min{a in [acc_min, acc_max] : f(a) >= v}   (acc_max + 1 if there is none),   v = lo+1 .. hi
+    clamp(f(acc), lo, hi) = lo + #{v : t[v] <= acc}    = lo + searchsorted(t, acc, side="right")
+
+``t`` is found once, in prepare, by bisection on all levels at once, evaluating the exact ``f`` (typically a
+:class:`~microinterp.quant.Requantizer`), and checked: ``f(t[v]) >= v > f(t[v] - 1)`` for every level.
+
+Channels (per-channel multipliers, the four LSTM gates) have their own thresholds; they share one sorted array by
+moving channel ``c`` to keys ``acc + c * span - acc_min`` (``span = acc_max - acc_min + 2``), above every threshold of
+the channels before it, each channel's thresholds preceded by one at its lowest key. The index ``searchsorted``
+returns then identifies channel and code together, and one table ``values`` turns it into the result::
+
+    index = searchsorted(thresholds, acc + key_offset[c], side="right") = c * (L + 1) + 1 + (code - lo),  L = hi - lo
+    clamp(f(acc), lo, hi) = values[index]
+
+Kernels may add ``key_offset`` to their accumulator early (inside a bias they add anyway) and then call
+:meth:`StepRequantizer.index`; ``values`` can have the output's dtype, so that the result is stored without a cast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+#: keys and thresholds must be exact in the table's dtype: integers below 2^53 for float64
+_EXACT_LIMIT = {np.dtype(np.float64): 1 << 53, np.dtype(np.int64): 1 << 62}
+
+
+class StepRequantizer:
+    """``clamp(f(acc), lo, hi)`` for accumulators in ``[acc_min, acc_max]`` on which ``f`` is non-decreasing.
+
+    ``f`` maps an int64 array ``[levels, channels]`` (channel along the last axis, so per-channel multipliers
+    broadcast) to the requantized values before the clamp. ``repeat``: each channel covers that many consecutive
+    columns of the accumulator's last axis (the LSTM's gates, ``S`` columns each). ``dtype``: float64 for
+    accumulators that come out of a float64 matrix product (exact integers), int64 otherwise; keys passed to
+    :meth:`codes` must have this dtype (a mixed ``searchsorted`` would convert the whole table on every call).
+    """
+
+    __slots__ = ("key_offset", "thresholds", "values")
+
+    def __init__(self, f: Callable[[np.ndarray], np.ndarray], lo: int, hi: int, acc_min: int, acc_max: int,
+                 channels: int = 1, repeat: int = 1, dtype=np.float64, values_dtype=np.int64):
+        lo, hi, acc_min, acc_max = int(lo), int(hi), int(acc_min), int(acc_max)
+        if hi < lo or acc_max < acc_min:
+            raise ValueError(f"empty range: codes [{lo}, {hi}], accumulators [{acc_min}, {acc_max}]")
+        t = _thresholds(f, lo, hi, acc_min, acc_max, channels)                       # [levels, channels]
+        span = acc_max - acc_min + 2
+        if channels * span >= _EXACT_LIMIT[np.dtype(dtype)]:
+            raise ValueError(f"{channels} channels of {span} accumulator values are not exact in {np.dtype(dtype)}")
+        shift = np.arange(channels, dtype=np.int64) * span - acc_min                  # key = acc + shift[c]
+        lowest_key = np.zeros((1, channels), dtype=np.int64) + acc_min                 # the channel separators
+        self.thresholds = (np.concatenate([lowest_key, t]) + shift).T.reshape(-1).astype(dtype)
+        self.key_offset = np.repeat(shift, repeat).astype(dtype)
+        codes = np.arange(lo, hi + 1, dtype=np.int64)
+        self.values = np.concatenate([[lo], np.tile(codes, channels)]).astype(values_dtype)   # values[0]: unused
+
+    def index(self, keys: np.ndarray) -> np.ndarray:
+        """``searchsorted`` of keys (``acc + key_offset``, of the thresholds' dtype): indices into ``values``."""
+        return self.thresholds.searchsorted(keys, side="right")
+
+    def __call__(self, acc: np.ndarray) -> np.ndarray:
+        """``clamp(f(acc), lo, hi)`` (channels along the last axis), of ``values``' dtype."""
+        return self.values[self.index(np.add(acc, self.key_offset, dtype=self.thresholds.dtype))]
+
+
+def _thresholds(f, lo: int, hi: int, acc_min: int, acc_max: int, channels: int) -> np.ndarray:
+    """``t[v, c] = min{a in [acc_min, acc_max] : f(a)[c] >= v}`` (``acc_max + 1`` if none), by bisection."""
+    levels = np.arange(lo + 1, hi + 1, dtype=np.int64)[:, None]
+    low = np.full((hi - lo, channels), acc_min, dtype=np.int64)
+    high = np.full((hi - lo, channels), acc_max + 1, dtype=np.int64)
+    while True:
+        open_ = low < high
+        if not open_.any():
+            break
+        mid = np.minimum((low + high) >> 1, acc_max)      # in [low, high - 1] wherever the interval is open
+        reached = np.asarray(f(mid)) >= levels
+        high = np.where(open_ & reached, mid, high)
+        low = np.where(open_ & ~reached, mid + 1, low)
+    _check(f, low, acc_min, acc_max, channels)
+    return low
+
+
+def _check(f, t: np.ndarray, acc_min: int, acc_max: int, channels: int) -> None:
+    """Necessary conditions of a non-decreasing ``f`` (that it is one is the caller's proof; this catches a wrong
+    range or a wrapping map in most cases): sorted thresholds, ``f(acc_min) <= f(t) <= f(acc_max)``."""
+    ends = np.asarray(f(np.array([[acc_min] * channels, [acc_max] * channels], dtype=np.int64)))
+    inside = np.minimum(t, acc_max)
+    values = np.asarray(f(inside))
+    if not (np.all(t[1:] >= t[:-1]) and np.all(ends[0] <= ends[1]) and np.all(values >= ends[0])
+            and np.all(values <= ends[1])):
+        raise AssertionError("requantization is not a step function on the given accumulator range")
