@@ -5,9 +5,24 @@
 
 from __future__ import annotations
 
-from . import add, average_pool, depthwise_conv, mean, mul, pad, padv2, softmax, sub, transpose
+from . import (
+    add,
+    average_pool,
+    conv,
+    depthwise_conv,
+    fully_connected,
+    mean,
+    mul,
+    pad,
+    padv2,
+    softmax,
+    sub,
+    transpose,
+)
 
 OPTIMIZED_KERNELS: dict[str, object] = {
+    "CONV_2D": conv.KERNEL,
+    "FULLY_CONNECTED": fully_connected.KERNEL,
     "DEPTHWISE_CONV_2D": depthwise_conv.KERNEL,
     "ADD": add.KERNEL,
     "SUB": sub.KERNEL,

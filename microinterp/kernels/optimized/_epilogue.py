@@ -1,0 +1,248 @@
+"""The int8 requantization epilogue of the optimized CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED kernels:
+exact int32 accumulators (held in float32 or float64 arrays, channels last) ->
+``clamp(MBQM(acc, M_c, shift_c) + zp_out, act_min, act_max)`` as int8, bit-exact with TFLM, in ~6 NumPy passes.
+
+API (built once at prepare, called at every invoke)::
+
+    rng = accumulator_range(weights_ck, input_zero_point, bias)      # per-channel (min, max) of the accumulator
+    ep = Epilogue(multipliers, shifts, output_zero_point, act_min, act_max, rng)
+    ep(acc, out)        # acc: float32/float64 [..., C] holding TFLM's exact accumulators (bias included, not
+                        # wrapped to int32); out: int8 array of the same shape, written in place
+
+``multipliers``/``shifts`` are the per-channel (or scalar) QuantizeMultiplier results; the last argument is the
+per-channel ``(acc_min, acc_max)`` over every possible input, or a bound ``B`` meaning ``(-B, B)``.
+``ep.kinds()`` counts the channels per path.
+
+The merged rounding
+-------------------
+TFLM's MBQM rounds twice: ``s = SRDHM(x 2^L, M) = floor((x M' + 2^30) / 2^31)`` (``M' = M 2^L``, ``L = max(shift,
+0)``; gemmlowp's nudge written as a floor, see :mod:`microinterp.quant`), then ``r = RDBPOT(s, R)`` (``R =
+max(-shift, 0)``) ``= floor((s + 2^(R-1) - [s < 0]) / 2^R)`` for ``R >= 1``, ``s`` for ``R = 0``. Since
+``floor((floor(u) + k) / 2^R) = floor((u + k) / 2^R)`` for integer ``k``, the two roundings are one floor::
+
+    r = floor(x a + 1/2 + sigma c)      a = M' / 2^(31+R),  c = 2^-(R+1) (0 when R = 0),
+                                        sigma = +1 if x M' + 2^30 >= 0 else -1
+
+(``2^30 / 2^(31+R) + 2^(R-1) / 2^R = 1/2 + c``, and ``1/2 - c`` with the ``-[s < 0]`` term). sigma is the sign of
+``x``: the one integer where they differ, ``x = -1`` with ``M' = 2^30``, gives ``r = 0`` either way. As ``M' >=
+2^30``, ``|x a| >= a >= c`` for ``x != 0``, so ``sigma c = clip(x a, -c, c)`` exactly (``x = 0`` gives ``r = 0``
+with any offset in ``(-1/2, 1/2]``); per-channel it is ``clip(x a, -eps, eps) * (c / eps)`` with ``eps = min c``
+(``c / eps`` is a power of two).
+
+In float64 the epilogue computes ``T = x a [+ sigma c] + (zp - act_min + 1/2)``, clips ``T`` to ``[0, act_max -
+act_min]``, casts to uint8 (truncation = floor on non-negative values) and adds ``act_min`` modulo 256 (the int8 bit
+pattern of ``v + act_min``); ``clamp(floor(T), lo, hi) = floor(clamp(T, lo, hi))`` for integer bounds. When
+``act_min >= zp`` (RELU, RELU6) the clip for sigma is skipped and ``c`` joins the offset: for ``x < 0`` both ``r``
+and ``floor(x a + 1/2 + c)`` are ``<= 0``, clamped to ``act_min`` alike.
+
+Exactness conditions (per channel, checked at prepare)
+------------------------------------------------------
+A channel whose accumulator range ``[x_lo, x_hi]`` fits int32 after the left shift (``max|x| 2^L < 2^31``) has a
+monotone requantization, so it is *constant* when the clamped outputs at ``x_lo`` and ``x_hi`` agree (pruned
+filters: the bias alone decides); then ``a = 0`` and the offset is that value. Otherwise it is *merged* when
+
+* ``M > 0``, ``R <= 21``, ``max|x| 2^L < 2^31`` (no int32 wrap of the accumulator or of ``x 2^L``), and
+* ``X M' + 2^31 + |zp - act_min + 1/2| D < 2^53`` with ``D = 2^(31+R)``: all values above are integers over ``D``
+  and float64 holds them exactly while the numerators stay below 2^53. ``X`` is the largest ``|x|`` of ``[x_lo,
+  x_hi]`` inside the active window ``|x| <= ceil((max(act_max - zp, zp - act_min) + 1) D / M') + 1``: beyond it the
+  true ``T`` lies at least one unit outside the clamp range, while the float64 error (``|T| < 2^32``) is far below
+  one unit, so the clip still gives the right bound.
+
+Every other channel takes the exact int64 path (:class:`microinterp.quant.Requantizer`, wrapping to int32 when the
+range allows overflow). ``tests/kernels/optimized/test_epilogue.py`` checks every channel of every zoo layer at
++-3 around every rounding boundary against :func:`microinterp.quant.mbqm`.
+
+Host-side work buffers come from a per-thread pool (:func:`work_buffer`): they are not arena memory.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+
+from ...quant import Requantizer, wrap_int32
+from .._blas import matmul
+
+_LIMIT = 1 << 53
+_F32_EXACT = 1 << 24
+_SMALL_GEMM = 1 << 15    # below this many multiply-adds, plain np.matmul (no BLAS thread-count calls)
+_TILE = 512          # per-channel vectors are tiled to about this length so NumPy's inner loops are long
+_clip = np._core.umath.clip       # the clip ufunc itself (np.clip adds a few microseconds of Python)
+
+_pool = threading.local()
+
+
+def work_buffer(role: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+    """A reusable host-side buffer of ``shape``/``dtype`` for ``role``: one block per role and thread, grown on
+    demand; the views handed out are cached (this is on every invoke's path)."""
+    views = getattr(_pool, "views", None)
+    if views is None:
+        views = _pool.views = {}
+        _pool.blocks = {}
+    key = (role, shape, dtype)
+    view = views.get(key)
+    if view is None:
+        dtype = np.dtype(dtype)
+        n = math.prod(shape) * dtype.itemsize
+        block = _pool.blocks.get(role)
+        if block is None or block.size < n:
+            block = _pool.blocks[role] = np.empty(max(n, 64), np.uint8)
+            for k in [k for k in views if k[0] == role]:     # views of the old block: drop them
+                del views[k]
+        view = views[key] = block[:n].view(dtype).reshape(shape)
+    return view
+
+
+def accumulator_range(weights: np.ndarray, input_zero_point: int, bias: np.ndarray | None = None,
+                      input_min: int = -128, input_max: int = 127) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel ``(min, max)`` of TFLM's accumulator ``sum_k w[c,k] (x_k - zp_in) + bias[c]`` over all inputs
+    ``x_k`` in ``[input_min, input_max]`` (int64 ``[C]`` each). ``weights`` is ``[C, K]`` (the values TFLM multiplies,
+    filter offset applied). Skipped (padded) taps contribute 0, which lies inside every term's range."""
+    w = np.asarray(weights, np.int64).reshape(len(weights), -1)
+    lo_x, hi_x = input_min - int(input_zero_point), input_max - int(input_zero_point)
+    pos = np.where(w > 0, w, 0).sum(axis=1)
+    neg = np.where(w < 0, w, 0).sum(axis=1)
+    b = np.zeros(len(w), np.int64) if bias is None else np.asarray(bias, np.int64).reshape(-1)
+    return b + pos * lo_x + neg * hi_x, b + pos * hi_x + neg * lo_x
+
+
+def gemm_weights(weights: np.ndarray, folded_bias: np.ndarray, ignored: np.ndarray | None = None) -> np.ndarray:
+    """The ``[K + 1, C]`` GEMM operand for raw int8 inputs: ``weights`` (``[C, K]``, integers) transposed, the
+    folded bias ``bias - zp_in sum_k w`` as the last row (it meets the inputs' constant 1.0 column). float32 when
+    ``128 sum_k |w[c,k]| + |bias'_c| < 2^24`` for every channel — every partial sum of any summation order is then
+    an integer below 2^24, exact in float32 (raw int8 values have ``|x| <= 128``) — else float64 (exact below 2^53).
+    Channels in ``ignored`` (an epilogue's constant ones) get zero columns."""
+    folded = np.concatenate([np.asarray(weights, np.int64).T, np.asarray(folded_bias, np.int64)[None, :]])
+    if ignored is not None:
+        folded[:, ignored] = 0
+    bound = 128 * np.abs(folded[:-1]).sum(axis=0) + np.abs(folded[-1])
+    return folded.astype(np.float32 if int(bound.max(initial=0)) < _F32_EXACT else np.float64)
+
+
+def gemm(a: np.ndarray, b: np.ndarray, role: str) -> np.ndarray:
+    """``a @ b`` into the work buffer ``role`` (single-threaded BLAS for all but tiny products)."""
+    out = work_buffer(role, (a.shape[0], b.shape[1]), b.dtype)
+    if a.shape[0] * a.shape[1] * b.shape[1] < _SMALL_GEMM:
+        return np.matmul(a, b, out=out)
+    return matmul(a, b, out=out)
+
+
+class Epilogue:
+    """Requantize exact accumulators ``[..., C]`` into int8 (see the module docstring for the algorithm)."""
+
+    def __init__(self, multipliers, shifts, output_zero_point: int, act_min: int, act_max: int, acc_bound):
+        if isinstance(acc_bound, tuple):
+            x_lo, x_hi = (np.atleast_1d(np.asarray(v, np.int64)) for v in acc_bound)
+        else:
+            x_hi = np.atleast_1d(np.abs(np.asarray(acc_bound, np.int64)))
+            x_lo = -x_hi
+        m = np.atleast_1d(np.asarray(multipliers, np.int64))
+        s = np.atleast_1d(np.asarray(shifts, np.int64))
+        channels = max(m.size, s.size, x_lo.size, x_hi.size)
+        m, s, x_lo, x_hi = (np.broadcast_to(v, (channels,)).copy() for v in (m, s, x_lo, x_hi))
+        self.channels = channels
+        zp, lo, hi = self.zp, self.lo, self.hi = int(output_zero_point), int(act_min), int(act_max)
+        left, right = np.maximum(s, 0), np.maximum(-s, 0)
+        big = np.maximum(np.abs(x_lo), np.abs(x_hi))
+        no_wrap = (left <= 31) & (big < np.right_shift(1 << 31, np.minimum(left, 31)))
+
+        # constant channels: the (monotone) requantization agrees at both ends of the range
+        ends = np.where(no_wrap, np.stack([x_lo, x_hi]), 0)
+        y_ends = np.clip(Requantizer(m, s)(ends) + zp, lo, hi)
+        const = no_wrap & (y_ends[0] == y_ends[1])
+
+        # merged channels: the float64 numerators stay below 2^53 (module docstring)
+        lin = no_wrap & ~const & (m > 0) & (right <= 21)
+        right = np.where(lin, right, 0)
+        mp = np.where(lin, m << np.where(lin, left, 0), 1 << 30)         # M' (< 2^62 where lin)
+        d = np.int64(1) << (31 + right)                                  # D = 2^(31+R) <= 2^52
+        x_act = -(-((max(hi - zp, zp - lo) + 1) * d) // mp) + 1          # ceil(span D / M') + 1
+        x_max = np.where(lin, np.maximum(np.abs(np.maximum(x_lo, -x_act)), np.abs(np.minimum(x_hi, x_act))), 0)
+        offset_numer = (2 * abs(zp - lo) + 1) * (d >> 1)
+        lin &= x_max * mp + (1 << 31) + offset_numer < _LIMIT
+        self.constant, self.merged = const, lin
+        fast = const | lin
+        self._any_fast = bool(fast.any())
+        self._fallback = None if fast.all() else np.flatnonzero(~fast)
+        self._wrap = self._fallback is not None and bool((big[~fast] >= (1 << 31)).any())
+        self._requant = None if self._fallback is None else Requantizer(m[~fast], s[~fast])
+
+        a = np.where(lin, np.ldexp(mp.astype(np.float64), -(31 + right).astype(np.int32)), 0.0)   # exact
+        c = np.where(lin & (right >= 1), np.ldexp(1.0, -(right + 1).astype(np.int32)), 0.0)
+        self._signed = lo < zp and bool((c > 0).any())
+        self._eps = float(c[c > 0].min()) if self._signed else 0.0
+        ratio = c / self._eps if self._signed else np.zeros(channels)
+        offset = zp - lo + 0.5 + (0.0 if self._signed else c)
+        offset = np.where(const, y_ends[1] - lo + 0.5, offset)
+        if self._fallback is not None and self._any_fast:   # int64-path channels copy a fast channel's constants
+            first = int(np.flatnonzero(fast)[0])
+            a, ratio, offset = (np.where(fast, v, v[first]) for v in (a, ratio, offset))
+        self._uniform = bool((ratio[lin] == 1.0).all())     # then sigma * eps is already sigma * c
+        self._top = float(hi - lo)
+        self._add = np.uint8(lo & 0xFF)
+        self._scalar = channels > 0 and all(bool((v == v[0]).all()) for v in (a, ratio, offset))
+        self._vectors = tuple(float(v[0]) for v in (a, ratio, offset)) if self._scalar else (a, ratio, offset)
+        self._tiles: dict[int, tuple] = {}
+
+    def kinds(self) -> dict[str, int]:
+        """How many channels take each path: merged float64 rounding, constant output, exact int64."""
+        merged, const = int(self.merged.sum()), int(self.constant.sum())
+        return {"merged": merged, "constant": const, "int64": self.channels - merged - const}
+
+    # -- invoke ------------------------------------------------------------------------------------------------------
+    def _tiled(self, rows: int) -> tuple:
+        """(shape, a, ratio, offset) for ``rows`` rows: the work shape ``(rows / k, k C)`` and the per-channel
+        vectors repeated k times, k the largest divisor of ``rows`` with ``k C <= _TILE`` (scalars stay scalars)."""
+        if self._scalar:
+            k = 1
+            vectors = self._vectors
+        else:
+            k = next(k for k in range(max(1, _TILE // self.channels), 0, -1) if rows % k == 0)
+            vectors = tuple(np.tile(v, k) for v in self._vectors)
+        hit = self._tiles[rows] = ((rows // k, k * self.channels), *vectors)
+        return hit
+
+    def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
+        """Requantize ``acc`` (float32/float64 ``[..., C]``, exact integer accumulators) into the int8 ``out``
+        (both C-contiguous)."""
+        rows = acc.size // self.channels if self.channels else 0
+        if rows == 0:
+            return
+        if self._any_fast:
+            self._merged(acc, out, rows)
+        if self._fallback is not None:
+            self._int64(acc.reshape(rows, self.channels), out.reshape(rows, self.channels))
+
+    def _merged(self, acc: np.ndarray, out: np.ndarray, rows: int) -> None:
+        shape, a, ratio, offset = self._tiles.get(rows) or self._tiled(rows)
+        t = work_buffer("epilogue_t", shape, np.float64)
+        src = acc.reshape(shape)
+        if src.dtype == np.float64:
+            np.multiply(src, a, out=t)
+        else:
+            np.copyto(t, src)                               # float32 -> float64 first: mixed ufuncs are slow
+            np.multiply(t, a, out=t)
+        if self._signed:
+            tmp = work_buffer("epilogue_sigma", shape, np.float64)
+            _clip(t, -self._eps, self._eps, out=tmp)        # sigma * eps
+            if not self._uniform:
+                np.multiply(tmp, ratio, out=tmp)            # sigma * c  (ratio = c / eps: a power of two, or 0)
+            np.add(t, tmp, out=t)
+        np.add(t, offset, out=t)
+        _clip(t, 0.0, self._top, out=t)
+        u = out.reshape(shape).view(np.uint8)
+        u[...] = t                                          # truncation = floor (t >= 0)
+        if self._add:
+            np.add(u, self._add, out=u)                     # + act_min modulo 256
+
+    def _int64(self, acc2: np.ndarray, out2: np.ndarray) -> None:
+        fb = self._fallback
+        x = acc2[:, fb].astype(np.int64)
+        if self._wrap:
+            x = wrap_int32(x)
+        y = self._requant(x)
+        y += self.zp
+        np.clip(y, self.lo, self.hi, out=y)
+        out2[:, fb] = y

@@ -1,0 +1,135 @@
+"""CONV_2D, optimized: the reference kernel's prepare and results, computed as one float GEMM on raw int8 values
+plus the merged requantization epilogue (:mod:`._epilogue`). Bit-exact with :mod:`microinterp.kernels.conv`.
+
+Fast path (int8 input, int8 or int4 constant filter, constant or no bias, one group, strides and dilations >= 1;
+anything else runs the reference invoke):
+
+* Zero point folded into the bias: TFLM's ``acc = sum_{taps in image} w (x - zp_in) + bias`` equals ``sum_{all
+  taps} w x' + bias'`` with ``bias' = bias - zp_in sum_k w`` and ``x' = x`` inside the image, ``x' = zp_in`` on
+  padded taps (their terms cancel against the bias). So the im2col buffer ``[rows, K + 1]`` holds raw input values,
+  ``zp_in`` where a tap falls outside the image and a constant 1.0 column that multiplies the weight row ``bias'``:
+  the GEMM returns TFLM's exact accumulator, bias included.
+* GEMM precision, chosen once per layer: float32 when ``128 max_c (sum_k |w[c,k]|) + |bias'_c| < 2^24`` — every
+  partial sum of any summation order is then an integer below 2^24, exact in float32 — else float64 (exact below
+  2^53). ``stats()`` reports which.
+* im2col: the input is cast once into a zp-filled float32 image with the padding margins (allocated at prepare; the
+  margins are never written again), and one strided copy of its ``as_strided`` windows fills the column buffer
+  (also allocated at prepare; its 1.0 column is never overwritten). 1x1 convolutions without padding copy the
+  (strided) input straight into the column buffer.
+* Requantization: :class:`._epilogue.Epilogue` with the per-channel accumulator bound ``sum_k |w| max|x - zp_in| +
+  |bias|``: merged float64 rounding for the channels whose exactness condition holds, the int64 MBQM for the rest.
+
+These buffers are host-side scratch of the Python process, not arena memory: the arena plan (scratch requests,
+persistent multipliers) is exactly the reference prepare's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from .._qutil import unpack_int4
+from ..conv import KERNEL as REFERENCE
+from ..conv import ConvData
+from ._epilogue import Epilogue, accumulator_range, gemm, gemm_weights
+
+
+@dataclass(frozen=True)
+class FastConvData(ConvData):
+    """The reference OpData (every field, so reference helpers accept it) plus the fast path's plan."""
+
+    plan: ConvPlan | None = None        # None: the reference invoke runs
+
+
+class ConvPlan:
+    """Everything the fast invoke needs, built at prepare: buffers, views, GEMM weights and the epilogue."""
+
+    __slots__ = ("cols", "cols_source", "epilogue", "image", "interior", "rows", "source", "target",
+                 "weights")
+
+    def __init__(self, data: ConvData, x_shape, w: np.ndarray, bias: np.ndarray | None, y_shape) -> None:
+        n, in_h, in_w, c_in = x_shape
+        c_out, kh, kw, _ = w.shape
+        _, oh, ow, _ = y_shape
+        zp_in = -data.input_offset
+        k = kh * kw * c_in
+        w2 = w.reshape(c_out, k).astype(np.int64)
+        bias64 = np.zeros(c_out, np.int64) if bias is None else bias.astype(np.int64).reshape(-1)
+        self.epilogue = Epilogue(data.multipliers, data.shifts, data.output_offset, int(data.act_min),
+                                 int(data.act_max), accumulator_range(w2, zp_in, bias64))
+        self.weights = gemm_weights(w2, bias64 - zp_in * w2.sum(axis=1), self.epilogue.constant)
+        dtype = self.weights.dtype
+        self.rows = n * oh * ow
+        self.cols = np.full((self.rows, k + 1), zp_in, dtype)
+        self.cols[:, k] = 1.0
+        windows = _view(self.cols[:, :k], (n, oh, ow, kh, kw, c_in))
+        sh, sw, dh, dw, ph, pw = (data.stride_h, data.stride_w, data.dilation_h, data.dilation_w, data.pad_h,
+                                  data.pad_w)
+        if kh == kw == 1 and ph == pw == 0 and (oh - 1) * sh < in_h and (ow - 1) * sw < in_w:
+            # 1x1 without padding: every tap is inside the image, the strided input is the column block
+            self.image = self.interior = self.cols_source = None
+            self.source = (slice(None), slice(0, (oh - 1) * sh + 1, sh), slice(0, (ow - 1) * sw + 1, sw))
+            self.target = windows[:, :, :, 0, 0, :]
+            return
+        # zp-filled image covering every tap position: input rows [-ph, -ph + h), columns [-pw, -pw + wd)
+        h, wd = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
+        self.image = np.full((n, h, wd, c_in), zp_in, dtype)
+        r0, r1 = max(0, -ph), min(in_h, h - ph)
+        c0, c1 = max(0, -pw), min(in_w, wd - pw)
+        self.source = (slice(None), slice(r0, max(r0, r1)), slice(c0, max(c0, c1)))
+        self.interior = self.image[:, r0 + ph:max(r0, r1) + ph, c0 + pw:max(c0, c1) + pw]
+        s = self.image.strides
+        self.target = windows
+        self.cols_source = np.lib.stride_tricks.as_strided(
+            self.image, (n, oh, ow, kh, kw, c_in), (s[0], sh * s[1], sw * s[2], dh * s[1], dw * s[2], s[3]),
+            writeable=False)
+
+    def run(self, x: np.ndarray, out: np.ndarray) -> None:
+        if self.image is None:
+            np.copyto(self.target, x[self.source])
+        else:
+            np.copyto(self.interior, x[self.source])
+            np.copyto(self.target, self.cols_source)
+        self.epilogue(gemm(self.cols, self.weights, "conv_acc"), out)
+
+
+def _view(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``a`` reshaped without a copy (raises if that is impossible), so writes reach ``a``."""
+    v = a.view()
+    v.shape = shape
+    return v
+
+
+def _plan(ctx, op, data: ConvData) -> ConvPlan | None:
+    x, w, y = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
+    bias = ctx.input(op, 2)
+    if data.kind != "int8" or data.groups != 1 or y.type_name != "INT8":
+        return None
+    if min(data.stride_h, data.stride_w, data.dilation_h, data.dilation_w) < 1 or y.num_elements == 0:
+        return None
+    if data.int4_packed is not None:
+        weights = unpack_int4(data.int4_packed, np.empty(data.filter_shape, np.int8))
+    elif w.data is not None:
+        weights = w.data
+    else:
+        return None
+    if bias is not None and bias.data is None:
+        return None
+    return ConvPlan(data, x.shape, weights, None if bias is None else bias.data, y.shape)
+
+
+class Conv2D:
+    def prepare(self, ctx, op) -> FastConvData:
+        data = REFERENCE.prepare(ctx, op)
+        return FastConvData(**{f.name: getattr(data, f.name) for f in fields(ConvData)}, plan=_plan(ctx, op, data))
+
+    def invoke(self, ctx, op, data: FastConvData) -> None:
+        if data.plan is None:
+            REFERENCE.invoke(ctx, op, data)
+            return
+        out = ctx.output(op, 0)
+        data.plan.run(ctx.input(op, 0), out.reshape(data.plan.rows, out.shape[-1]))
+
+
+KERNEL = Conv2D()
