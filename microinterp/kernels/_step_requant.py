@@ -19,15 +19,17 @@ nothing wraps.) A non-decreasing map from integers onto the ``hi - lo + 1`` code
 :class:`~microinterp.quant.Requantizer`), and checked: ``f(t[v]) >= v > f(t[v] - 1)`` for every level.
 
 Channels (per-channel multipliers, the four LSTM gates) have their own thresholds; they share one sorted array by
-moving channel ``c`` to keys ``acc + c * span - acc_min`` (``span = acc_max - acc_min + 2``), above every threshold of
-the channels before it, each channel's thresholds preceded by one at its lowest key. The index ``searchsorted``
+moving channel ``c`` to keys ``acc + c * span`` (``span = acc_max - acc_min + 2``), above every threshold of the
+channels before it, each channel's thresholds preceded by one at its lowest key. The index ``searchsorted``
 returns then identifies channel and code together, and one table ``values`` turns it into the result::
 
     index = searchsorted(thresholds, acc + key_offset[c], side="right") = c * (L + 1) + 1 + (code - lo),  L = hi - lo
     clamp(f(acc), lo, hi) = values[index]
 
-Kernels may add ``key_offset`` to their accumulator early (inside a bias they add anyway) and then call
-:meth:`StepRequantizer.index`; ``values`` can have the output's dtype, so that the result is stored without a cast.
+Kernels may add ``key_offset`` to their accumulator early (inside a bias they add anyway; it is 0 for one channel)
+and then call :meth:`StepRequantizer.index`; ``values`` can have the output's dtype, so that the result is stored
+without a cast. :func:`requantization_steps` builds the step function of an MBQM + zero point + clamp after checking
+that nothing wraps.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+
+from ..quant import INT32_MAX, INT32_MIN, Requantizer, mbqm_int64
 
 #: keys and thresholds must be exact in the table's dtype: integers below 2^53 for float64
 _EXACT_LIMIT = {np.dtype(np.float64): 1 << 53, np.dtype(np.int64): 1 << 62}
@@ -59,9 +63,9 @@ class StepRequantizer:
             raise ValueError(f"empty range: codes [{lo}, {hi}], accumulators [{acc_min}, {acc_max}]")
         t = _thresholds(f, lo, hi, acc_min, acc_max, channels)                       # [levels, channels]
         span = acc_max - acc_min + 2
-        if channels * span >= _EXACT_LIMIT[np.dtype(dtype)]:
+        if not exact_keys(acc_min, acc_max, channels, dtype):
             raise ValueError(f"{channels} channels of {span} accumulator values are not exact in {np.dtype(dtype)}")
-        shift = np.arange(channels, dtype=np.int64) * span - acc_min                  # key = acc + shift[c]
+        shift = np.arange(channels, dtype=np.int64) * span                             # key = acc + shift[c]
         lowest_key = np.zeros((1, channels), dtype=np.int64) + acc_min                 # the channel separators
         self.thresholds = (np.concatenate([lowest_key, t]) + shift).T.reshape(-1).astype(dtype)
         self.key_offset = np.repeat(shift, repeat).astype(dtype)
@@ -75,6 +79,50 @@ class StepRequantizer:
     def __call__(self, acc: np.ndarray) -> np.ndarray:
         """``clamp(f(acc), lo, hi)`` (channels along the last axis), of ``values``' dtype."""
         return self.values[self.index(np.add(acc, self.key_offset, dtype=self.thresholds.dtype))]
+
+
+def exact_keys(acc_min: int, acc_max: int, channels: int, dtype) -> bool:
+    """Whether every key and threshold of ``channels`` channels over ``[acc_min, acc_max]`` is exact in ``dtype``."""
+    span = acc_max - acc_min + 2
+    return (channels - 1) * span + max(-acc_min, acc_max + 1) < _EXACT_LIMIT[np.dtype(dtype)]
+
+
+def requantization_steps(multiplier, shift, zero_point: int, lo: int, hi: int, acc_min: int, acc_max: int, *,
+                         int64_acc: bool = False, channels: int = 1, repeat: int = 1, dtype=np.float64,
+                         values_dtype=np.int64) -> StepRequantizer | None:
+    """``clamp(MBQM(acc) + zero_point, lo, hi)`` for accumulators in ``[acc_min, acc_max]`` as a step function
+    (multiplier and shift per tensor, or per channel), or None where it is not one.
+
+    MBQM is non-decreasing in ``acc`` for ``M >= 0`` unless something wraps: the int32 MBQM's left shift
+    ``acc * 2^shift`` must stay in int32 (the accumulator range itself is the caller's to check), and the int64 MBQM
+    of the 16x8 kernels (``int64_acc``) must not leave int32 before its wrap, nor overflow its int64 product.
+    """
+    m = np.asarray(multiplier, dtype=np.int64)
+    s = np.asarray(shift, dtype=np.int64)
+    if (m < 0).any() or not exact_keys(acc_min, acc_max, channels, dtype):
+        return None
+    if int64_acc:
+        m16 = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
+        right = 15 - s
+        if (right < 1).any() or max(-acc_min, acc_max) >= 1 << 47:      # TFLM's own precondition on int64 accs
+            return None
+        ends = [(a * m16 + (np.int64(1) << (right - 1))) >> right for a in (acc_min, acc_max)]
+        if (ends[0] < INT32_MIN).any() or (ends[1] > INT32_MAX).any():
+            return None
+
+        def f(acc):
+            return mbqm_int64(acc, m, s) + zero_point
+    else:
+        if acc_min < INT32_MIN or acc_max > INT32_MAX:
+            return None
+        left = np.maximum(s, 0)
+        if ((np.int64(acc_min) << left) < INT32_MIN).any() or ((np.int64(acc_max) << left) > INT32_MAX).any():
+            return None
+        requantize = Requantizer(m, s)
+
+        def f(acc):
+            return requantize(acc) + zero_point
+    return StepRequantizer(f, lo, hi, acc_min, acc_max, channels, repeat, dtype, values_dtype)
 
 
 def _thresholds(f, lo: int, hi: int, acc_min: int, acc_max: int, channels: int) -> np.ndarray:

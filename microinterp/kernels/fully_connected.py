@@ -55,7 +55,7 @@ from ..quant import (
 )
 from ._blas import matmul
 from ._qutil import unpack_int4
-from ._step_requant import StepRequantizer
+from ._step_requant import StepRequantizer, requantization_steps
 from .binary_common import clamp_float_, float_activation_range
 
 
@@ -210,8 +210,9 @@ class FullyConnected:
             acc_min, acc_max = int(acc_min.min(initial=0)), int(acc_max.max(initial=0))
             wrap = wrap and (acc_min < INT32_MIN or acc_max > INT32_MAX)
             if not wrap:
-                steps = requantization_steps(multiplier, shift, output_offset, lo, hi, acc_min, acc_max, int64_acc,
-                                             depth if per_channel else 1, out.dtype)
+                steps = requantization_steps(multiplier, shift, output_offset, lo, hi, acc_min, acc_max,
+                                             int64_acc=int64_acc, channels=depth if per_channel else 1,
+                                             values_dtype=out.dtype)
             if steps is not None:   # full output shape: a broadcasting add costs more than the addition
                 key_bias = np.broadcast_to(bias64 + steps.key_offset, out.shape).astype(np.float64)
         return FullyConnectedData(t, batches, depth, accum, lo, hi, weights, bias64, input_offset, filter_offset,
@@ -285,39 +286,6 @@ def sequential_dot_float32(x: np.ndarray, weights: np.ndarray, bias: np.ndarray 
         if bias is not None:
             out += bias
     return clamp_float_(out, lo, hi)
-
-def requantization_steps(multiplier, shift, output_offset: int, lo: int, hi: int, acc_min: int, acc_max: int,
-                         int64_acc: bool, channels: int, dtype) -> StepRequantizer | None:
-    """``clamp(MBQM(acc) + zp_out, lo, hi)`` for accumulators in ``[acc_min, acc_max]`` as a step function, or None
-    where it is not one: MBQM is non-decreasing in ``acc`` for ``M >= 0`` unless something wraps, i.e. the int32
-    MBQM's left shift ``acc * 2^shift`` leaves int32, or the int64 MBQM's result (wrapped to int32) leaves int32."""
-    m = np.asarray(multiplier, dtype=np.int64)
-    s = np.asarray(shift, dtype=np.int64)
-    if (m < 0).any():
-        return None
-    if int64_acc:
-        m16 = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
-        right = 15 - s
-        if (right < 1).any() or max(-acc_min, acc_max) >= 1 << 47:      # TFLM's own precondition on int64 accs
-            return None
-        ends = [(a * m16 + (np.int64(1) << (right - 1))) >> right for a in (acc_min, acc_max)]
-        if (ends[0] < INT32_MIN).any() or (ends[1] > INT32_MAX).any():
-            return None
-
-        def f(acc):
-            return mbqm_int64(acc, m, s) + output_offset
-    else:
-        left = np.maximum(s, 0)
-        if ((np.int64(acc_min) << left) < INT32_MIN).any() or ((np.int64(acc_max) << left) > INT32_MAX).any():
-            return None
-        requantize = Requantizer(m, s)
-
-        def f(acc):
-            return requantize(acc) + output_offset
-    if channels * (acc_max - acc_min + 2) >= 1 << 53:
-        return None
-    return StepRequantizer(f, lo, hi, acc_min, acc_max, channels, values_dtype=dtype)
-
 
 def _product(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """``x @ weights`` in float64 (exact integer sums)."""

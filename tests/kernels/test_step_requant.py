@@ -23,7 +23,7 @@ def _probe_points(steps: StepRequantizer, acc_min: int, acc_max: int, channels: 
     random values."""
     t = steps.thresholds.astype(np.int64)
     span = acc_max - acc_min + 2
-    per_channel = t.reshape(channels, -1) - (np.arange(channels) * span - acc_min)[:, None]
+    per_channel = t.reshape(channels, -1) - (np.arange(channels) * span)[:, None]
     points = np.concatenate([per_channel - 1, per_channel, per_channel + 1], axis=1)       # [channels, m]
     points = np.concatenate([points, np.full((channels, 2), [acc_min, acc_max]),
                              rng.integers(acc_min, acc_max + 1, (channels, 64))], axis=1)
