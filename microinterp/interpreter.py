@@ -110,7 +110,11 @@ class Interpreter:
         ctx = PrepareContext(self.model, self._subgraph, arena)
         # sizing needs only the arena figures: no kernel should derive host copies of the weights for it
         ctx.weights_resident = not isinstance(arena, SizingArena)
-        op_data = [kernel.prepare(ctx, op) for kernel, op in zip(self._kernels, self._subgraph.operators)]
+        # sizing prepares with the reference layer: optimized kernels share its prepare and arena requests, and
+        # their host-side buffers (im2col, converted weights) have no business in a sizing pass
+        kernels = self._kernels if not isinstance(arena, SizingArena) else \
+            [self.resolver.find(op.key, False) for op in self._subgraph.operators]
+        op_data = [kernel.prepare(ctx, op) for kernel, op in zip(kernels, self._subgraph.operators)]
         infos = allocation_infos(self.model, ctx.scratch_requests)
         requests, owners = buffer_requests(infos)
         offsets = plan_linear(requests) if self.preserve_all_tensors else plan_greedy(requests)

@@ -77,7 +77,7 @@ class Home:
     def record_offset(self, record: int) -> int:
         return self.offset + record * sectors(self.record_bytes) * SECTOR_SIZE
 
-    @functools.lru_cache(maxsize=1 << 14)  # noqa: B019 - homes live as long as their interpreter
+    @functools.lru_cache(maxsize=1 << 12)  # noqa: B019 - homes live as long as their interpreter
     def tiles(self, r0: int, r1: int) -> list[tuple[tuple[str, int], int]]:
         """``(key, payload bytes)`` of records ``[r0, r1)``, as :meth:`SdImage.read_tiles` takes them."""
         rb = self.record_bytes

@@ -83,13 +83,22 @@ class _ConvLike(Tiler):
         return input_rows_for(y0, y1, data.stride_h, data.dilation_h, data.filter_shape[1], data.pad_h, data.in_h)
 
 
+#: Host bytes one conv_rows call may spend on its im2col matrix (float64): a band is computed in sub-bands so the
+#: Python heap stays small while tiles go by (an MCU kernel needs no im2col at all).
+IM2COL_BYTES = 1 << 21
+
+
 class ConvTiler(_ConvLike):
     channel_input = 1
 
     def compute(self, kernel, op, data, band):
         w = band.inputs[1]
         bias = band.inputs.get(2)
-        conv.conv_rows(data, band.inputs[0], w, bias, band.out[..., band.c0:band.c1], band.y0, band.row0[0], band.c0)
+        out = band.out[..., band.c0:band.c1]
+        per_row = out.shape[2] * w.shape[1] * w.shape[2] * w.shape[3] * 8
+        step = max(1, IM2COL_BYTES // max(per_row, 1))
+        for r in range(0, out.shape[1], step):
+            conv.conv_rows(data, band.inputs[0], w, bias, out[:, r:r + step], band.y0 + r, band.row0[0], band.c0)
 
 
 class DepthwiseTiler(_ConvLike):

@@ -165,9 +165,14 @@ def _canonical_key(key: Any) -> Any:
         raise StorageError(f"a tile key must be a str, an int or a tuple of them, got {key!r}") from None
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 12)
 def _key_digest(key: Hashable) -> bytes:
-    text = json.dumps(_canonical_key(key), separators=(",", ":"))
+    """blake2b-128 of the key's canonical JSON (``[name, tile]`` keys are formatted directly: the pager reads and
+    writes thousands of records per invoke)."""
+    if type(key) is tuple and len(key) == 2 and type(key[0]) is str and type(key[1]) is int:
+        text = f"[{json.dumps(key[0])},{key[1]}]"
+    else:
+        text = json.dumps(_canonical_key(key), separators=(",", ":"))
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
