@@ -1,4 +1,4 @@
-"""The ``microinterp`` command line: ``info``, ``plan``, ``run``, ``demo``.
+"""The ``microinterp`` command line: ``info``, ``plan``, ``run``, ``analyze``, ``profile``, ``demo``.
 
 Every command exits 0 on success, 2 on a usage error and 1 with a one-line message on a microinterp error (bad model,
 unsupported ops, arena too small, wrong input).
@@ -178,6 +178,50 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- profile -----------------------------------------------------------------------------------------------------------
+def cmd_profile(args: argparse.Namespace) -> int:
+    from .pager import format_table
+
+    with Interpreter(args.model, arena=args.arena, backing=args.backing, mcu=args.mcu, flash=args.flash,
+                     tile=args.tile, checksum=args.checksum, recover=args.recover, cost_kernels=args.kernels,
+                     optimized=not args.reference) as it:
+        rng = np.random.default_rng(args.seed)
+        for i in range(it.num_inputs):
+            d = it.get_input_details(i)
+            dtype = np.dtype(d["dtype"])
+            if dtype.kind in "iu":
+                info = np.iinfo(dtype)
+                x = rng.integers(info.min, info.max, size=tuple(d["shape"]), endpoint=True, dtype=dtype)
+            else:
+                x = rng.standard_normal(tuple(d["shape"])).astype(dtype)
+            it.set_input(x, i)
+        if args.dry_run:
+            it.simulate()
+        else:
+            it.invoke()
+        records = it.simulate() if args.dry_run else it.profile
+        if args.json:
+            doc = it.profile_json(tiles=not args.no_tiles)
+            if args.dry_run:
+                from .pager import profile_json
+
+                doc = profile_json(records, {k: v for k, v in doc.items() if k not in ("ops", "totals", "schema")},
+                                   tiles=not args.no_tiles)
+            json.dump(doc, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+            return 0
+        mode = "out of core" if it.out_of_core else "in memory"
+        print(f"{args.model}: {mode}, arena {it.arena_size} bytes, MCU {it.mcu.name} "
+              f"({it.mcu.clock_hz / 1e6:g} MHz, {it.cost_kernels} kernels)")
+        if it.out_of_core:
+            p = it._pager
+            print(f"pools: input {p.pools.input}, weights {p.pools.weights}, output {p.pools.output} bytes; "
+                  f"tail {it.tail_bytes}, scratch {p.scratch_bytes}; flash budget {p.flash}; "
+                  f"SD image {p.sd.path} ({p.sd.action}, {p.sd.checksum.name})")
+        print(format_table(records, it.mcu.clock_hz))
+    return 0
+
+
 # -- demo --------------------------------------------------------------------------------------------------------------
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
@@ -217,6 +261,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="machine-readable output (schema: docs/cost-model.md)")
     s.add_argument("--memory", action="store_true", help="also predict the arena on a 32-bit MCU")
     s.set_defaults(fn=cmd_analyze)
+
+    s = sub.add_parser("profile", help="run once (in memory or out of core) and show per-op cycles, SD and flash "
+                                       "traffic, checksum cost and host time")
+    s.add_argument("model")
+    s.add_argument("--arena", type=_size, default=None, help="arena bytes (e.g. 512K); default: what the plan needs")
+    s.add_argument("--backing", default=None, help="SD image file: run out of core when the plan does not fit")
+    s.add_argument("--mcu", default="stm32f746", help="MCU profile (stm32f746, apollo3)")
+    s.add_argument("--kernels", default="optimized", help="kernel set the cycles assume: optimized (cmsis-nn) or "
+                                                           "reference")
+    s.add_argument("--flash", type=_size, default=None, help="flash budget for weights (default: the MCU's flash)")
+    s.add_argument("--tile", type=_size, default=None, help="largest tile buffer in bytes (default: the pools)")
+    s.add_argument("--checksum", default="crc32", help="crc32 (default), blake2b, blake2b-64 or xxh3")
+    s.add_argument("--recover", action="store_true", help="recompute tiles whose checksum fails")
+    s.add_argument("--seed", type=int, default=0, help="seed of the random input")
+    s.add_argument("--reference", action="store_true", help="reference kernels only (in memory)")
+    s.add_argument("--dry-run", action="store_true", help="count tiles, traffic and cycles without running kernels")
+    s.add_argument("--json", action="store_true", help="the JSON document of docs/profile-schema.md")
+    s.add_argument("--no-tiles", action="store_true", help="JSON without the per-tile lists")
+    s.set_defaults(fn=cmd_profile)
 
     s = sub.add_parser("demo", help="build a model in-process, run it and check it against TFLM if installed")
     s.add_argument("--seed", type=int, default=0)

@@ -28,7 +28,7 @@ import numpy as np
 from .arena import Arena, SizingArena
 from .errors import ArenaOverflowError, InputError, UnsupportedOpError
 from .kernels.base import InvokeContext, PrepareContext
-from .mcu import McuProfile, get_profile
+from .mcu import McuProfile, get_profile, kernel_set
 from .model import Model, Operator, load_model
 from .pager import OpRecord, Pager, profile_json
 from .pager.profile import TileRecord
@@ -61,7 +61,7 @@ class Interpreter:
         self.optimized = optimized
         self.preserve_all_tensors = preserve_all_tensors
         self.mcu = mcu if isinstance(mcu, McuProfile) else get_profile(mcu)
-        self.cost_kernels = cost_kernels
+        self.cost_kernels = kernel_set(cost_kernels)
         self._subgraph = self.model.main
         self._kernels = self._resolve()
         self._pager: Pager | None = None
@@ -74,7 +74,7 @@ class Interpreter:
             if preserve_all_tensors:
                 raise InputError("preserve_all_tensors=True cannot run out of core (intermediates share the card)")
             self._pager = Pager(self, arena, backing, pools=pools, flash=flash, mcu=self.mcu, tile=tile,
-                                checksum=checksum, recover=recover, cost_kernels=cost_kernels)
+                                checksum=checksum, recover=recover, cost_kernels=self.cost_kernels)
             self.arena = self._pager.arena
             return
         try:

@@ -72,3 +72,25 @@ def test_analyze_table_json_and_errors(tmp_path, capsys):
     assert sum(doc["totals"]["counts"].values()) == len(doc["layers"])
     assert main(["analyze", str(path), "--mcu", "esp32"]) == 1
     assert "ConfigError" in capsys.readouterr().err
+
+
+def test_profile_out_of_core_table_and_json(tmp_path, capsys):
+    from microinterp.testing.models import demo_cnn
+
+    model = tmp_path / "demo.tflite"
+    model.write_bytes(demo_cnn())
+    img = tmp_path / "sd.img"
+    assert main(["profile", str(model), "--arena", "45000", "--backing", str(img), "--mcu", "apollo3"]) == 0
+    out = capsys.readouterr().out
+    assert "out of core" in out and "CONV_2D" in out and "rows" in out and "MCU estimate" in out
+    assert main(["profile", str(model), "--arena", "45000", "--backing", str(img), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "microinterp.profile/1" and doc["out_of_core"] and doc["image_action"] == "reused"
+    assert doc["totals"]["tiles"] == sum(len(op["tiles"]) for op in doc["ops"])
+    assert main(["profile", str(model), "--arena", "45000", "--backing", str(img), "--json", "--dry-run"]) == 0
+    dry = json.loads(capsys.readouterr().out)
+    assert dry["totals"]["sd_read_bytes"] == doc["totals"]["sd_read_bytes"]
+    assert main(["profile", str(model), "--arena", "5000", "--backing", str(img)]) == 1
+    assert "smallest arena that works" in capsys.readouterr().err
+    assert main(["profile", str(model)]) == 0
+    assert "in memory" in capsys.readouterr().out
