@@ -216,48 +216,60 @@ class _RecordingArena:
         self.head = int(nbytes)
 
 
-def _prepare_records(model: Model, resolver: Any) -> list[tuple[list[int], int]]:
-    """For each op of subgraph 0: (sizes of its persistent arrays, number of scratch requests), from microinterp's
-    reference ``prepare`` (the layer that mirrors TFLM's Prepare)."""
+def _skips_prepare(op: Any, tensors: Any) -> bool:
+    """True for an op whose persistent arrays and scratch requests are known without running its prepare: a
+    FULLY_CONNECTED with an int8 input and a per-tensor int8 filter allocates neither (TFLM keeps per-channel arrays
+    for per-channel filters only and a scratch buffer for int4 filters only). Its reference prepare converts the
+    whole weight matrix, which on a VGG-sized FC costs seconds and gigabytes."""
+    if op.key != "FULLY_CONNECTED" or len(op.inputs) < 2 or min(op.inputs[:2]) < 0:
+        return False
+    x, w = tensors[op.inputs[0]], tensors[op.inputs[1]]
+    return (x.type_name == "INT8" and w.type_name == "INT8" and w.quantization is not None
+            and w.quantization.scales.size == 1)
+
+
+def _replay_prepare(model: Model, resolver: Any) -> tuple[list[tuple[list[int], int]], int]:
+    """One pass of microinterp's reference ``prepare`` over subgraph 0 (the layer that mirrors TFLM's Prepare):
+    per op (sizes of its persistent arrays, number of scratch requests), and the head of TFLM's greedy plan."""
     from .kernels.base import PrepareContext
+    from .planner import allocation_infos, buffer_requests, plan_greedy
+    from .planner.greedy import plan_size
 
     sg = model.main
-    out = []
+    arena = _RecordingArena()
+    ctx = PrepareContext(model, sg, arena)
+    records = []
     for op in sg.operators:
+        n_arrays, n_scratch = len(arena.allocations), len(ctx.scratch_requests)
         kernel = resolver.find(op.key, False)
-        arena = _RecordingArena()
-        ctx = PrepareContext(model, sg, arena)
-        if kernel is not None:
+        if kernel is not None and not _skips_prepare(op, sg.tensors):
             kernel.prepare(ctx, op)
-        out.append((arena.allocations, len(ctx.scratch_requests)))
-    return out
-
-
-def _source(source: Any) -> tuple[Model, int, Any]:
-    """(model, head bytes, resolver) from an Interpreter, a Model, a path or model bytes."""
-    from .interpreter import Interpreter
-    from .resolver import default_resolver
-
-    if isinstance(source, Interpreter):
-        return source.model, source.head_bytes, source.resolver
-    model = source if isinstance(source, Model) else load_model(source)
-    it = Interpreter(model, optimized=False, resolver=default_resolver())
-    return model, it.head_bytes, it.resolver
+        records.append((arena.allocations[n_arrays:], len(ctx.scratch_requests) - n_scratch))
+    requests, _ = buffer_requests(allocation_infos(model, ctx.scratch_requests))
+    return records, plan_size(requests, plan_greedy(requests))
 
 
 def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = False) -> ArenaEstimate:
     """Predict TFLM's arena for a model on a target with ``abi`` (default: a 32-bit Cortex-M).
 
-    ``source``: an :class:`~microinterp.interpreter.Interpreter` (its head is used), a
-    :class:`~microinterp.model.Model`, a path or ``.tflite`` bytes (an interpreter with reference kernels is built to
-    size the head). The head is ABI-independent (the plan is the same on every target).
+    ``source``: an :class:`~microinterp.interpreter.Interpreter`, a :class:`~microinterp.model.Model`, a path or
+    ``.tflite`` bytes. One pass of the reference ``prepare`` gives the kernels' arrays and scratch requests, and
+    TFLM's greedy plan of them the head (ABI-independent: the plan is the same on every target; it equals
+    ``Interpreter.head_bytes``).
     """
     if isinstance(abi, str):
         if abi.lower() not in ABIS:
             raise ConfigError(f"unknown ABI {abi!r}; known: {', '.join(ABIS)}")
         abi = ABIS[abi.lower()]
-    model, head, resolver = _source(source if not isinstance(source, (str, os.PathLike)) else os.fspath(source))
-    records = _prepare_records(model, resolver)
+    from .interpreter import Interpreter
+    from .resolver import default_resolver
+
+    if isinstance(source, Interpreter):
+        model, resolver = source.model, source.resolver
+    else:
+        model = load_model(os.fspath(source) if isinstance(source, os.PathLike) else source)
+        resolver = default_resolver()
+    records, head = _replay_prepare(model, resolver)
     t = _Tail()
     ptr = abi.pointer
 
