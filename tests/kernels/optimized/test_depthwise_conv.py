@@ -69,18 +69,20 @@ def test_int8_edges(case):
     _run(*case)
 
 
-def _extreme_filter_model(kernel: int, c_in: int, mult: int, h: int, padding: str, weight: int = 127) -> bytes:
-    """Every weight is ``weight``: the per-channel bound 128 * sum |w| is as large as the kernel size allows."""
+def _extreme_filter_model(kernel: int, c_in: int, mult: int, h: int, padding: str, weight: int = 127,
+                          zp_in: int = 0) -> bytes:
+    """Every weight is ``weight``: the per-channel bound 128 * sum |w| is as large as the kernel size allows. The
+    output scale maps the accumulator range onto about +-300 steps, so no channel is constant (the epilogue would
+    zero a constant channel's weights and take it out of the float32 bound)."""
     b = ModelBuilder()
     c_out = c_in * mult
-    x = b.add_tensor("x", (1, h, h, c_in), "INT8", scale=1.0, zero_point=-128)
+    x = b.add_tensor("x", (1, h, h, c_in), "INT8", scale=1.0, zero_point=zp_in)
     out_hw = h if padding == "SAME" else h - kernel + 1
-    y = b.add_tensor("y", (1, out_hw, out_hw, c_out), "INT8", scale=2000.0, zero_point=3)
+    y = b.add_tensor("y", (1, out_hw, out_hw, c_out), "INT8", scale=128 * 127 * kernel**2 / 300, zero_point=3)
     fshape = (1, kernel, kernel, c_out)
     f = b.add_tensor("w", fshape, "INT8", data=np.full(fshape, weight, np.int8), scale=np.full(c_out, 1.0),
                      zero_point=0, axis=3)
-    bias = b.add_tensor("b", (c_out,), "INT32", data=np.arange(c_out) * 1000 - (1 << 30), scale=np.ones(c_out),
-                        zero_point=0)
+    bias = b.add_tensor("b", (c_out,), "INT32", data=np.arange(c_out) * 7 - 5, scale=np.ones(c_out), zero_point=0)
     b.add_op(DW, [x, f, bias], [y], padding=padding, depth_multiplier=mult)
     b.inputs, b.outputs = [x], [y]
     return b.build()
@@ -89,8 +91,8 @@ def _extreme_filter_model(kernel: int, c_in: int, mult: int, h: int, padding: st
 @pytest.mark.parametrize("c_in,mult", [(1, 2), (2, 1)])     # GEMM path, taps path
 @pytest.mark.parametrize("kernel,dtype", [(32, np.float32), (33, np.float64)])
 def test_float32_bound_forces_float64(kernel, dtype, c_in, mult):
-    """32 x 32 taps of 127: 128 * 130048 < 2^24 stays float32; 33 x 33 taps: 128 * 138303 > 2^24 -> float64.
-    The inputs sit at -128 (and the padding at zp_in = -128), so the accumulators reach the bound itself."""
+    """32 x 32 taps of 127: 128 * 130048 + |bias| < 2^24 stays float32; 33 x 33 taps: 128 * 138303 > 2^24 ->
+    float64. The inputs sit at -128, so the float accumulators reach the bound itself."""
     model = _extreme_filter_model(kernel, c_in, mult, h=kernel + 1, padding="VALID")
     data = Interpreter(model)._op_data[0]
     assert data.plan.acc.dtype == dtype
@@ -120,17 +122,18 @@ def test_accumulators_beyond_the_float32_bound(dtype):
     op, data = it.operators[0], it._op_data[0]
     x = np.random.default_rng(9).choice(np.array([-128, -127], np.int8), (1, 36, 36, 2))
     w = it.model.main.tensors[op.inputs[1]].data[0].astype(np.int64)
-    plan = opt._taps_plan(data, w, dtype, 128, x.shape, (1, 4, 4, 2))
+    operand = np.concatenate([w.reshape(-1, 2), np.zeros((1, 2), np.int64)]).astype(dtype)
+    plan = opt._taps_plan(data, operand, 0, x.shape, (1, 4, 4, 2), (33, 33))
     opt._run_taps(plan, x)
     exact = _exact_accumulators(x, model)
     if dtype == np.float64:
-        np.testing.assert_array_equal(plan.valid, exact)
+        np.testing.assert_array_equal(plan.acc.reshape(exact.shape), exact)
     else:
-        assert not np.array_equal(plan.valid, exact)
+        assert not np.array_equal(plan.acc.reshape(exact.shape), exact)
 
 
 def test_float64_path_with_padding():
-    model = _extreme_filter_model(33, 2, 2, h=5, padding="SAME", weight=-127)
+    model = _extreme_filter_model(33, 2, 2, h=5, padding="SAME", weight=-127, zp_in=-128)
     assert Interpreter(model)._op_data[0].plan.acc.dtype == np.float64
     assert_matches_tflm(model, [np.full((1, 5, 5, 2), 127, np.int8)])
 
