@@ -11,6 +11,10 @@ optimized kernel only changes how it is indexed:
 * **A constant one-element operand** (``x * c``, ``x + c``): prepare slices the table to the 256 entries of that
   constant (a row or a column), and invoke is a single ``np.take(lut, raw_other)``.
 
+Both takes use ``mode="wrap"``: every index is in range by construction (16-bit into 65536 entries, 8-bit into
+256), so nothing wraps, and unlike the default ``mode="raise"`` NumPy then writes into ``out`` directly instead of
+into a temporary copy of it (about 10 % of the op).
+
 Everything else (int16, float32, int32, or a non-contiguous output view) runs the reference invoke on the reference
 OpData, which the optimized OpData wraps.
 """
@@ -62,9 +66,9 @@ class TableBinary:
             return
         target = out if data.out_shape is None else out.reshape(data.out_shape)
         if data.lut is not None:
-            np.take(data.lut, ctx.input(op, data.lut_input).view(np.uint8), out=target)
+            np.take(data.lut, ctx.input(op, data.lut_input).view(np.uint8), out=target, mode="wrap")
             return
         index = data.index
         np.left_shift(ctx.input(op, 0).view(np.uint8), 8, out=index, dtype=np.uint16)
         np.bitwise_or(index, ctx.input(op, 1).view(np.uint8), out=index)
-        np.take(data.ref.table, index, out=target)
+        np.take(data.ref.table, index, out=target, mode="wrap")
