@@ -226,7 +226,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    return run_demo(seed=args.seed, workdir=args.workdir)
+    return run_demo(seed=args.seed, workdir=args.workdir, small=args.small, size=args.size, arena=args.arena,
+                    mcu=args.mcu)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -281,8 +282,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-tiles", action="store_true", help="JSON without the per-tile lists")
     s.set_defaults(fn=cmd_profile)
 
-    s = sub.add_parser("demo", help="build a model in-process, run it and check it against TFLM if installed")
+    s = sub.add_parser("demo", help="build a VGG16-shaped model in-process, run it out of core in 512 KB and check "
+                                    "it against an in-memory run")
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--small", action="store_true", help="the quick in-memory demo (small CNN, checked against TFLM)")
+    s.add_argument("--size", type=int, default=224, help="input height and width of the VGG16-shaped model")
+    s.add_argument("--arena", type=_size, default=512_000, help="arena bytes for the out-of-core run")
+    s.add_argument("--mcu", default="stm32f746", help="MCU profile for the cycle estimates")
     s.add_argument("--workdir", default=None, help="where to write the demo model (default: a temporary folder)")
     s.set_defaults(fn=cmd_demo)
     return p

@@ -176,10 +176,12 @@ class Interpreter:
         self.reset()
 
     # -- running -----------------------------------------------------------------------------------------------------
-    def invoke(self) -> None:
-        """Run every op of the main subgraph in order (tile by tile through the SD image when out of core)."""
+    def invoke(self, progress: Any = None) -> None:
+        """Run every op of the main subgraph in order (tile by tile through the SD image when out of core).
+
+        ``progress(done, total, record)`` is called after each op when out of core (for progress bars)."""
         if self._pager is not None:
-            self._records = self._pager.invoke()
+            self._records = self._pager.invoke(progress)
             return
         ctx = self._ctx
         times = self._host_times

@@ -94,3 +94,14 @@ def test_profile_out_of_core_table_and_json(tmp_path, capsys):
     assert "smallest arena that works" in capsys.readouterr().err
     assert main(["profile", str(model)]) == 0
     assert "in memory" in capsys.readouterr().out
+
+
+def test_demo_runs_a_small_vgg_out_of_core(tmp_path, capsys):
+    assert main(["demo", "--size", "32", "--arena", "60000", "--workdir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "out of core" in out and "outputs identical" in out and "MCU estimate" in out
+
+
+def test_small_demo(capsys):
+    assert main(["demo", "--small"]) == 0
+    assert "identical" in capsys.readouterr().out

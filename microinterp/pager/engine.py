@@ -313,7 +313,7 @@ class Engine:
         rec.hash_cycles = mcu.hash_cycles(hashed, self.sd.checksum.name) if hashed else 0.0
 
     # -- a whole invoke ----------------------------------------------------------------------------------------------
-    def invoke(self, bufs: _Buffers) -> list[OpRecord]:
+    def invoke(self, bufs: _Buffers, progress: Any = None) -> list[OpRecord]:
         records = []
         for plan in self.p.plans:
             record = OpRecord(plan.index, plan.op.key, op_class(plan.op.key), plan.mode)
@@ -324,6 +324,8 @@ class Engine:
             self.run_op(plan, bufs, record)
             record.host_seconds = time.perf_counter() - t0
             records.append(record)
+            if progress is not None:
+                progress(len(records), len(self.p.plans), record)
         return records
 
 

@@ -235,8 +235,8 @@ class Pager:
         self.sd.commit_weights()
 
     # -- running ---------------------------------------------------------------------------------------------------------
-    def invoke(self) -> list[OpRecord]:
-        self.records = self.engine.invoke(self.buffers)
+    def invoke(self, progress: Any = None) -> list[OpRecord]:
+        self.records = self.engine.invoke(self.buffers, progress)
         return self.records
 
     def simulate(self) -> list[OpRecord]:
