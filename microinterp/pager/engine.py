@@ -180,6 +180,8 @@ class Engine:
         if plan.mode == "alias":          # shares its input's records: nothing to move or compute
             return
         op, tensors, views = plan.op, self.tensors, self.views
+        bufs.reset("weights")
+        bufs.reset("input")
         cls = op_class(op.key)
         coeff = self.mcu.op_cycles[self.kernels][cls]
         setup = TileRecord(-1)
@@ -318,8 +320,6 @@ class Engine:
         for plan in self.p.plans:
             record = OpRecord(plan.index, plan.op.key, op_class(plan.op.key), plan.mode)
             self.p.current_record = record
-            bufs.reset("weights")
-            bufs.reset("input")
             t0 = time.perf_counter()
             self.run_op(plan, bufs, record)
             record.host_seconds = time.perf_counter() - t0
