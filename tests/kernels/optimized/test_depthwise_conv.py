@@ -138,6 +138,25 @@ def test_float64_path_with_padding():
     assert_matches_tflm(model, [np.full((1, 5, 5, 2), 127, np.int8)])
 
 
+def test_dead_channel_leaves_the_float32_bound():
+    """A channel whose huge bias saturates it for every input is constant for the epilogue: its weights and bias are
+    zeroed, and its bias (far beyond 2^24) does not push the layer to float64."""
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1, 6, 6, 3), "INT8", scale=0.05, zero_point=-20)
+    y = b.add_tensor("y", (1, 6, 6, 3), "INT8", scale=0.2, zero_point=4)
+    rng = np.random.default_rng(11)
+    f = b.add_tensor("w", (1, 3, 3, 3), "INT8", data=rng.integers(-127, 128, (1, 3, 3, 3)),
+                     scale=np.array([0.01, 0.02, 0.015]), zero_point=0, axis=3)
+    bias = b.add_tensor("b", (3,), "INT32", data=np.array([300, 1 << 28, -4000]), scale=0.05 * np.array(
+        [0.01, 0.02, 0.015]), zero_point=0)
+    b.add_op(DW, [x, f, bias], [y], padding="SAME", depth_multiplier=1, fused_activation_function="RELU6")
+    b.inputs, b.outputs = [x], [y]
+    model = b.build()
+    data = Interpreter(model)._op_data[0]
+    assert data.epilogue.kinds()["constant"] == 1 and data.plan.acc.dtype == np.float32
+    assert_matches_tflm(model, [random_tensor(rng, (1, 6, 6, 3))])
+
+
 @pytest.mark.parametrize("params,plan", [
     ({"c_in": 3}, "_TapsPlan"),
     ({"c_in": 1, "mult": 4}, "_GemmPlan"),
