@@ -394,12 +394,20 @@ class SdImage:
                 raise StorageError(f"checksum table full ({self.table_entries} entries) writing "
                                    f"{_describe(tiles[-1][0])[2]}")
         iov, pos, done = [], offset, []
+        digest, zeros = self.checksum._fn, memoryview(self._zeros)
+        t0 = time.perf_counter()
         for digest_key, view in views:
             entries.pop(digest_key, None)    # a failed write must not leave the old checksum behind
-            done.append((digest_key, _Entry(pos, view.nbytes, self._digest(view))))
-            iov += [view, memoryview(self._zeros)[:(-view.nbytes) % SECTOR_SIZE]]
-            pos += _sectors(view.nbytes) * SECTOR_SIZE
-        self._pwritev(iov, start + offset, area, sum(v.nbytes for _, v in views))
+            n = view.nbytes
+            done.append((digest_key, _Entry(pos, n, digest(view))))
+            iov.append(view)
+            if n % SECTOR_SIZE:
+                iov.append(zeros[:SECTOR_SIZE - n % SECTOR_SIZE])
+            pos += -(-n // SECTOR_SIZE) * SECTOR_SIZE
+        payload = sum(v.nbytes for _, v in views)
+        self._hash_seconds += time.perf_counter() - t0
+        self._hash_bytes += payload
+        self._pwritev(iov, start + offset, area, payload)
         entries.update(done)
 
     def read(self, area: str, offset: int, nbytes: int, *, key: Hashable,
@@ -425,28 +433,34 @@ class SdImage:
         payload = sum(n for _, n in tiles)
         if view.nbytes != payload:
             raise StorageError(f"the `out` buffer has {view.nbytes} bytes, the tiles {payload}")
-        found, pos = [], offset
+        found, pos, table = [], offset, self._entries[area]
+        iov, at, pad = [], 0, memoryview(self._pad)
         for key, n in tiles:
-            entry = self._entries[area].get(_key_digest(key))
-            if entry is None or (entry.offset, entry.length) != (pos, n):
+            entry = table.get(_key_digest(key))
+            if entry is None or entry.offset != pos or entry.length != n:
                 written = "never written" if entry is None else (
                     f"written at offset {entry.offset} with {entry.length} bytes, not {pos} / {n}")
                 raise self._integrity_error(key, area, pos, n, written)
             found.append((key, pos, entry))
-            pos += _sectors(n) * SECTOR_SIZE
-        iov, at = [], 0
-        for _, n in tiles:
-            iov += [view[at:at + n], memoryview(self._pad)[:(-n) % SECTOR_SIZE]]
+            iov.append(view[at:at + n])
+            if n % SECTOR_SIZE:
+                iov.append(pad[:SECTOR_SIZE - n % SECTOR_SIZE])
             at += n
+            pos += -(-n // SECTOR_SIZE) * SECTOR_SIZE
         self._preadv(iov, start + offset, area, payload)
-        at = 0
-        for key, pos, entry in found:
-            digest = self._digest(view[at:at + entry.length])
-            if digest != entry.digest:
-                raise self._integrity_error(key, area, pos, entry.length,
-                                            f"checksum mismatch ({self.checksum.name} stored {entry.digest.hex()}, "
-                                            f"read {digest.hex()})")
-            at += entry.length
+        digest, at = self.checksum._fn, 0
+        t0 = time.perf_counter()
+        try:
+            for key, pos, entry in found:
+                got = digest(view[at:at + entry.length])
+                if got != entry.digest:
+                    raise self._integrity_error(key, area, pos, entry.length,
+                                                f"checksum mismatch ({self.checksum.name} stored "
+                                                f"{entry.digest.hex()}, read {got.hex()})")
+                at += entry.length
+        finally:
+            self._hash_seconds += time.perf_counter() - t0
+            self._hash_bytes += at
 
     def repair_weights(self, offset: int, data: Any, *, key: Hashable) -> None:
         """Rewrite a committed weights tile with its original content (what ``recover=True`` does after a
