@@ -26,7 +26,11 @@ They compute the same values, for every int64 input whose products do not overfl
   ``r + 2^(e-1) - (x < 0) >= 2^e``, i.e. ``r > 2^(e-1) - 1 + (x < 0)``: the same. ``e == 0`` is the identity, and
   per-channel exponents mix both cases (``2^(e-1)`` is then ``(1 << e) >> 1`` and ``(x < 0)`` is masked by ``e > 0``).
 * ``MBQM`` = ``RDBPOT(SRDHM(x 2^left [int32 wrap], M), right)``: the product array is created once (int32 inputs
-  are multiplied into int64 directly) and the rounding shift updates it in place.
+  are multiplied into int64 directly) and updated in place. RDBPOT's half is added ahead of SRDHM's shift:
+  ``y = (x M + 2^30 + 2^31 h) >> 31 = SRDHM + h`` (a multiple of ``2^31`` passes through the floor shift), so
+  ``SRDHM < 0`` is ``y < h`` and the result is ``(y - (y < h)) >> e``: four in-place operations after the product,
+  with the constants prepared as int64 arrays (NumPy handles 0-d array operands faster than scalars). Needs
+  ``e <= 31`` so that ``x M + 2^31 h`` stays in int64; larger exponents take the two-step form.
 """
 
 from __future__ import annotations
@@ -179,7 +183,7 @@ class Requantizer:
     and against ``x`` (per-channel along the last axis).
     """
 
-    __slots__ = ("left", "multiplier", "rounding", "saturation", "shift_left")
+    __slots__ = ("fused", "left", "multiplier", "rounding", "saturation", "shift_left")
 
     def __init__(self, multiplier, shift):
         if _is_scalar(multiplier) and _is_scalar(shift):     # per tensor: Python ints, cheap for small arrays
@@ -187,22 +191,47 @@ class Requantizer:
             self.multiplier, self.left, self.shift_left = np.int64(m), max(s, 0), s > 0
             self.saturation = m <= INT32_MIN                # SRDHM(INT32_MIN, INT32_MIN) needs its patch
             self.rounding = _RoundingShift(max(-s, 0))
-            return
-        m, shift = np.asarray(multiplier, dtype=np.int64), np.asarray(shift, dtype=np.int64)
-        if m.shape != shift.shape:      # so that the product x * M covers the shape of the rounding exponents
-            m, shift = np.broadcast_arrays(m, shift)
-        self.multiplier = m
-        self.left = np.maximum(shift, 0)
-        self.shift_left = bool(self.left.any())
-        self.saturation = _may_hold_int32_min(m)
-        self.rounding = _RoundingShift(np.maximum(-shift, 0))
+        else:
+            m, shift = np.asarray(multiplier, dtype=np.int64), np.asarray(shift, dtype=np.int64)
+            if m.shape != shift.shape:  # so that the product x * M covers the shape of the rounding exponents
+                m, shift = np.broadcast_arrays(m, shift)
+            self.multiplier = m
+            self.left = np.maximum(shift, 0)
+            self.shift_left = bool(self.left.any())
+            self.saturation = _may_hold_int32_min(m)
+            self.rounding = _RoundingShift(np.maximum(-shift, 0))
+        self.fused = None if self.saturation else _fused_rounding(self.multiplier, shift)
 
     def __call__(self, x) -> np.ndarray:
         x = _as_int(x)
         if self.shift_left:
             x = (x.astype(np.int64) << self.left).astype(np.int32)     # x * 2^left wraps in int32, as in C
+        if self.fused is not None:      # see *Fast exact forms*: y = SRDHM + h, then (y - (y < h)) >> e
+            multiplier, offset, half, exponent = self.fused
+            p = x * multiplier
+            p += offset
+            p >>= 31
+            if exponent is not None:
+                p -= p < half
+                p >>= exponent
+            return p
         p = srdhm(x, self.multiplier) if self.saturation else _srdhm_no_saturation(x, self.multiplier)
         return self.rounding(p)     # p has the broadcast shape of x, M and shift: rounded in place
+
+
+def _fused_rounding(multiplier, shift) -> tuple | None:
+    """Constants of the one-pass MBQM ``(M, 2^30 + 2^31 h, h', e)`` as int64 arrays (``h' = h`` where ``e > 0``,
+    INT64_MIN where no rounding applies; ``e`` None when no exponent is positive), or None when an exponent
+    exceeds 31."""
+    e = np.maximum(-np.asarray(shift, dtype=np.int64), 0)
+    if (e > 31).any():
+        return None
+    half = (np.int64(1) << e) >> 1
+    offset = (1 << 30) + (half << 31)
+    if not e.any():
+        return np.array(multiplier, dtype=np.int64), offset, None, None
+    half = np.where(e > 0, half, np.iinfo(np.int64).min)      # e == 0: the (y < h) term must not apply
+    return np.array(multiplier, dtype=np.int64), offset, half, e
 
 
 def mbqm(x, multiplier, shift):
