@@ -21,6 +21,7 @@ import numpy as np
 
 from ..arena import align_up
 from ..errors import IntegrityError
+from ..kernels.pad import pad_input_rows, pad_rows
 from ..mcu import McuProfile, op_class
 from ..storage.sd import SECTOR_SIZE
 from .layout import Home
@@ -154,6 +155,14 @@ class Engine:
         if hi <= lo:
             shape[axis] = 0
             return np.zeros(shape, t.dtype), lo
+        pad = self.p.virtual.get(ti)
+        if pad is not None:     # a fused PAD: read its input rows, pad them into a band of the input pool
+            plo, phi = pad_input_rows(pad.data, lo, hi)
+            x, x_row0 = self.read_region(pad.op.inputs[0], 1, plo, phi, bufs, rec, depth)
+            shape[1] = hi - lo
+            band = bufs.take("input", int(np.prod(shape)) * t.dtype.itemsize).view(t.dtype).reshape(shape)
+            pad_rows(pad.data, x, x_row0, band, lo, pad.data.fill)
+            return band, lo
         pieces = []
         for blo, bhi in region_ranges(t, axis, lo, hi):
             r0, r1 = home.record_range(blo, bhi)
@@ -177,7 +186,7 @@ class Engine:
     # -- running one op ----------------------------------------------------------------------------------------------
     def run_op(self, plan: OpPlan, bufs: _Buffers, record: OpRecord, only: list[int] | None = None,
                depth: int = 0) -> None:
-        if plan.mode == "alias":          # shares its input's records: nothing to move or compute
+        if plan.mode in ("alias", "fused"):   # shares its input's records / built inside its reader's reads
             return
         op, tensors, views = plan.op, self.tensors, self.views
         bufs.reset("weights")

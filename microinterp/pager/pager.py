@@ -33,7 +33,7 @@ from ..mcu import McuProfile, get_profile
 from ..storage.sd import SdImage
 from .engine import Engine, _Buffers
 from .layout import RECORD_TARGET, Home
-from .plan import ALIGN, NoFit, OpPlan, Planner, Pools, layout_homes
+from .plan import ALIGN, NoFit, OpPlan, Planner, Pools, fuse_pads, layout_homes
 from .profile import OpRecord, TileRecord
 from .tiling import tiler_for
 
@@ -78,10 +78,12 @@ class Pager:
         self.scratch_bytes = max(self._scratch_region(ctx), default=0)
         self.plans = [OpPlan(op.index, op, k, d, tiler_for(op, d, self.tensors, self._is_reference(op, k)))
                       for op, k, d in zip(self.subgraph.operators, kernels, op_data)]
+        self.virtual = fuse_pads(self.plans, set(self.subgraph.outputs))
         self.homes, weights_bytes, act_bytes, records = layout_homes(
-            self.tensors, self.plans, list(self.subgraph.inputs), set(variables), self.flash)
+            self.tensors, self.plans, list(self.subgraph.inputs), set(variables), self.flash, self.virtual)
         # who wrote a tensor's records (an alias's output records are its input's)
-        self.producer = {ti: p.index for p in self.plans for ti in p.op.outputs if ti >= 0 and p.mode != "alias"}
+        self.producer = {ti: p.index for p in self.plans for ti in p.op.outputs
+                         if ti >= 0 and p.mode not in ("alias", "fused")}
         self.pools = self._plan_all(int(arena_size))
 
         self.arena = Arena(int(arena_size))
@@ -172,7 +174,7 @@ class Pager:
         return Pools.split(self.scratch_bytes, max(free, 0), self.fractions, self.tile)
 
     def _plan_all(self, arena_size: int) -> Pools:
-        planner = Planner(self.tensors, self.homes)
+        planner = Planner(self.tensors, self.homes, self.virtual)
         pools = self._pools_for(arena_size)
         try:
             if pools.input + pools.weights + pools.output == 0:

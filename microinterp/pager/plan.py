@@ -78,9 +78,35 @@ class OpPlan:
         return self.tiler.mode
 
 
+def fuse_pads(plans: list[OpPlan], graph_outputs: set[int]) -> dict[int, OpPlan]:
+    """Turn every PAD (constant fill) whose output has one reader, a row-band op reading it along rows, into a
+    fused PAD; returns ``{padded tensor: its PAD plan}`` (those tensors get no home)."""
+    from .tiling import FusedPadTiler, PadTiler
+
+    readers: dict[int, list[OpPlan]] = {}
+    for p in plans:
+        for ti in p.op.inputs:
+            readers.setdefault(ti, []).append(p)
+    virtual = {}
+    for p in plans:
+        if not isinstance(p.tiler, PadTiler) or p.data.fill is None:
+            continue
+        out = p.op.outputs[0]
+        rs = readers.get(out, [])
+        if out in graph_outputs or len(rs) != 1 or rs[0].tiler.mode != "rows":
+            continue
+        ks = [k for k, ti in enumerate(rs[0].op.inputs) if ti == out]
+        if len(ks) == 1 and rs[0].tiler.row_inputs.get(ks[0]) == 1:
+            p.tiler = FusedPadTiler()
+            virtual[out] = p
+    return virtual
+
+
 def layout_homes(tensors: list[Any], plans: list[OpPlan], inputs: list[int], variables: set[int],
-                 flash_budget: int) -> tuple[list[Home | None], int, int, int]:
-    """Homes of every tensor; returns ``(homes, weights bytes, activation bytes, weight records)``."""
+                 flash_budget: int, virtual: dict[int, OpPlan] | None = None) -> tuple[list[Home | None], int, int, int]:
+    """Homes of every tensor; returns ``(homes, weights bytes, activation bytes, weight records)``. Tensors in
+    ``virtual`` (fused PAD outputs) get none."""
+    virtual = virtual or {}
     homes: list[Home | None] = [None] * len(tensors)
     axis: dict[int, int] = {}
     aligned: set[int] = set()
@@ -123,7 +149,7 @@ def layout_homes(tensors: list[Any], plans: list[OpPlan], inputs: list[int], var
             p.tiler = WHOLE
     aliased = {p.op.outputs[0]: p.op.inputs[0] for p in plans if p.tiler.mode == "alias"}
     for ti in sorted(produced | set(inputs)):
-        if ti in aliased:
+        if ti in aliased or ti in virtual:
             continue
         t = tensors[ti]
         if t.data is not None or ti in variables or t.dtype is None or homes[ti] is not None:
@@ -169,9 +195,23 @@ def covered_bytes(home: Home, ranges: list[tuple[int, int]]) -> int:
 class Planner:
     """Plans the tiles of every op for one set of pools (raises :class:`NoFit` for the first op that cannot)."""
 
-    def __init__(self, tensors: list[Any], homes: list[Home | None]):
+    def __init__(self, tensors: list[Any], homes: list[Home | None], virtual: dict[int, OpPlan] | None = None):
         self.tensors = tensors
         self.homes = homes
+        self.virtual = virtual or {}
+
+    def region_bytes(self, ti: int, axis: int, lo: int, hi: int) -> int:
+        """Input-pool bytes a read of rows ``[lo, hi)`` of tensor ``ti`` takes (a fused PAD's output: its input's
+        records plus the padded band built from them)."""
+        if ti in self.virtual:
+            from ..kernels.pad import pad_input_rows
+
+            pad = self.virtual[ti]
+            plo, phi = pad_input_rows(pad.data, lo, hi)
+            t = self.tensors[ti]
+            band = align_up(max(hi - lo, 0) * line_bytes(t.shape, t.dtype.itemsize, 1), ALIGN)
+            return band + self.region_bytes(pad.op.inputs[0], 1, plo, phi)
+        return covered_bytes(self.homes[ti], region_ranges(self.tensors[ti], axis, lo, hi))
 
     def _sd_consts(self, op: Any) -> list[int]:
         return [k for k, ti in enumerate(op.inputs) if ti >= 0 and self.homes[ti] is not None
@@ -214,7 +254,7 @@ class Planner:
         return out.shape[-1] if out.shape else 1
 
     def plan(self, p: OpPlan, pools: Pools) -> None:
-        if p.mode == "alias":
+        if p.mode in ("alias", "fused"):
             p.tiles = []
             return
         self._weights(p, pools)
@@ -244,7 +284,7 @@ class Planner:
             for k, a in p.tiler.row_inputs.items():
                 ti = p.op.inputs[k]
                 lo, hi = p.tiler.input_rows(p.data, k, y0, y1)
-                nbytes = covered_bytes(self.homes[ti], region_ranges(self.tensors[ti], a, lo, hi))
+                nbytes = self.region_bytes(ti, a, lo, hi)
                 band += nbytes
                 biggest = max(biggest, nbytes)
             return resident + band, biggest, align_up((y1 - y0) * line, ALIGN)

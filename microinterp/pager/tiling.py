@@ -182,6 +182,14 @@ class AliasTiler(Tiler):
     mode = "alias"
 
 
+class FusedPadTiler(Tiler):
+    """A PAD whose only reader takes it in row bands: the reader's band of padded rows is built on the fly from the
+    PAD's input rows (``pad_rows`` into the input pool), so the padded tensor never goes to the card."""
+
+    mode = "fused"
+    row_inputs: ClassVar[dict[int, int]] = {0: 1}
+
+
 WHOLE = WholeTiler()
 ALIAS = AliasTiler()
 ALIASES = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})

@@ -93,6 +93,18 @@ class QuantNet:
         self.x, self.shape = y, (n, oh, ow, c)
         return y
 
+    def pad(self, top: int, bottom: int, left: int, right: int) -> int:
+        """Explicit zero-point PAD of rows and columns (as converters emit before strided VALID convolutions)."""
+        n, h, w, c = self.shape
+        pads = self.b.add_tensor(f"pads{self.n}", (4, 2), "INT32",
+                                 data=np.array([[0, 0], [top, bottom], [left, right], [0, 0]], np.int32))
+        self.n += 1
+        shape = (n, h + top + bottom, w + left + right, c)
+        y = self._tensor(f"pad{self.n}", shape)
+        self.b.add_op("PAD", [self.x, pads], [y])
+        self.x, self.shape = y, shape
+        return y
+
     def mark(self) -> tuple:
         """The current tensor and its quantization, for a later :meth:`add` (a residual connection)."""
         return self.x, self.scale, self.zp, self.std, self.shape

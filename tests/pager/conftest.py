@@ -14,7 +14,7 @@ def small_net(seed: int, size: int = 32, layers: int = 5) -> bytes:
     rng = np.random.default_rng(seed)
     net = QuantNet((1, size, size, int(rng.integers(1, 5))), seed=seed, name=f"pager net {seed}")
     for _ in range(layers):
-        kind = rng.choice(["conv", "conv", "depthwise", "pool", "residual"])
+        kind = rng.choice(["conv", "conv", "depthwise", "pool", "residual", "pad"])
         h = net.shape[1]
         if kind == "conv":
             k = int(rng.choice([1, 3, 5]))
@@ -25,6 +25,10 @@ def small_net(seed: int, size: int = 32, layers: int = 5) -> bytes:
             net.depthwise(3, stride=int(rng.choice([1, 2])) if h >= 8 else 1, multiplier=int(rng.choice([1, 2])))
         elif kind == "pool" and h >= 4:
             net.pool(str(rng.choice(["MAX", "AVERAGE"])), 2, 2, padding=str(rng.choice(["SAME", "VALID"])))
+        elif kind == "pad":
+            net.pad(*(int(v) for v in rng.integers(0, 3, size=4)))
+            if rng.random() < 0.8:         # usually read by a row-band op: the PAD is fused into its reads
+                net.depthwise(3, stride=int(rng.choice([1, 2])), padding="VALID")
         elif kind == "residual":
             mark = net.mark()
             net.conv(net.shape[3], 3, act="NONE")

@@ -83,8 +83,8 @@ def test_profile_counters_equal_the_cards_counters(tmp_path):
     assert t["sd_write_commands"] == acts.writes
     assert t["tiles"] == sum(len(op["tiles"]) for op in doc["ops"]) > len(doc["ops"])
     for op in doc["ops"]:
-        assert op["mode"] in ("rows", "channels", "whole", "alias")
-        assert (op["compute_cycles"] > 0) == (op["mode"] != "alias")
+        assert op["mode"] in ("rows", "channels", "whole", "alias", "fused")
+        assert (op["compute_cycles"] > 0) == (op["mode"] not in ("alias", "fused"))
         for tile in op["tiles"]:
             reads = [e for e in tile["io"] if e[0] == "read"]
             assert sum(e[2] for e in reads) == tile["sd_read_bytes"]
