@@ -1,0 +1,130 @@
+"""Optimized FULLY_CONNECTED against the wheel and the reference kernel: the GEMM + epilogue path of large layers
+(per-tensor with filter zero points, per-channel, int4 weights, batches, keep_num_dims, no bias, zero points at the
+extremes, tiny and > 1 effective scales, accumulators that wrap int32), the float32 exactness bound, and the layers
+that keep the reference invoke (small ones, int16x8, float32, non-constant weights)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from microinterp import Interpreter
+from microinterp.kernels import fully_connected as reference
+from microinterp.kernels.optimized import fully_connected as opt
+from microinterp.testing.builder import ModelBuilder
+from microinterp.testing.single_op import assert_matches_tflm, random_tensor
+
+from ..test_fully_connected import ACTS, build
+from .test_conv import optimized_equals_reference_over_invokes
+
+ZPS = [-128, 127, 0, -1, 64]
+
+
+def _run(params: dict, seed: int, invokes: int = 2) -> Interpreter:
+    rng = np.random.default_rng(seed)
+    model = build(rng, **params)
+    for _ in range(invokes):
+        assert_matches_tflm(model, [random_tensor(rng, params["in_shape"], params["kind"])])
+    return Interpreter(model)
+
+
+@st.composite
+def large_cases(draw):
+    """int8 layers big enough for the GEMM path (>= 512 outputs or >= 2^17 multiply-adds)."""
+    batches = draw(st.sampled_from([1, 1, 2, 3]))
+    n = draw(st.sampled_from([7, 64, 300, 600]))
+    k = draw(st.sampled_from([1, 16, 300, 700]))
+    if batches * n < 512:
+        k = max(k, -(-(1 << 17) // (batches * n)))
+    weights = draw(st.sampled_from(["INT8", "INT8", "INT4"]))
+    per_channel = weights == "INT8" and draw(st.booleans())
+    params = {
+        "kind": "INT8", "in_shape": (batches, k), "n": n, "keep_num_dims": draw(st.booleans()),
+        "weights": weights, "per_channel": per_channel, "bias": draw(st.sampled_from(["auto", "auto", None])),
+        "act": draw(st.sampled_from(ACTS)), "zp_in": draw(st.sampled_from(ZPS)), "zp_out": draw(st.sampled_from(ZPS)),
+        "zp_w": 0 if per_channel else draw(st.sampled_from([0, 0, 3, -2])),
+        "out_scale_factor": draw(st.sampled_from([0.1, 1.0, 4.0, 1e-4, 1e-6])),
+        "bias_at_int32_ends": draw(st.sampled_from([False, False, False, True])),
+    }
+    return params, draw(st.integers(0, 2**32 - 1))
+
+
+def case(seed: int = 0, **params) -> tuple[dict, int]:
+    base = {"kind": "INT8", "in_shape": (1, 640), "n": 640}
+    return {**base, **params}, seed
+
+
+@given(large_cases())
+@example(case())                                                            # ad01's last layer
+@example(case(in_shape=(1, 1280), n=1000, per_channel=True, zp_in=-128))    # mobilenet_v2's classifier
+@example(case(in_shape=(3, 300), n=600, zp_w=3, zp_in=127, zp_out=-128, act="RELU"))
+@example(case(in_shape=(2, 700), n=128, weights="INT4", zp_w=-2, act="RELU6"))
+@example(case(in_shape=(1, 300), n=600, bias=None, act="RELU_N1_TO_1"))
+@example(case(in_shape=(1, 700), n=300, bias_at_int32_ends=True))          # int32 wrap: int64 epilogue
+@example(case(in_shape=(1, 300), n=600, out_scale_factor=1e-4))            # effective scale > 1
+def test_large_layers(case):
+    params, seed = case
+    it = _run(params, seed)
+    assert it._op_data[0].plan is not None
+
+
+def _extreme_model(k: int, n: int, bias: int, zp_in: int = 0) -> bytes:
+    """Every weight +-127 (random signs): ``128 sum |w| = 128 * 127 * k``."""
+    rng = np.random.default_rng(k)
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1, k), "INT8", scale=1.0, zero_point=zp_in)
+    y = b.add_tensor("y", (1, n), "INT8", scale=128 * 127 * k / 300, zero_point=3)
+    w = b.add_tensor("w", (n, k), "INT8", data=rng.choice(np.array([-127, 127], np.int8), (n, k)), scale=1.0,
+                     zero_point=0)
+    bt = b.add_tensor("b", (n,), "INT32", data=np.full(n, bias), scale=1.0, zero_point=0)
+    b.add_op("FULLY_CONNECTED", [x, w, bt], [y])
+    b.inputs, b.outputs = [x], [y]
+    return b.build()
+
+
+@pytest.mark.parametrize("bias,dtype", [(1000, np.float32), (1100, np.float64)])
+def test_float32_bound_forces_float64(bias, dtype):
+    """128 * 127 * 1032 = 2^24 - 1024: a bias of 1000 keeps float32, 1100 needs float64."""
+    model = _extreme_model(1032, 512, bias)
+    it = Interpreter(model)
+    assert it._op_data[0].plan.weights.dtype == dtype
+    w0 = it.model.main.tensors[it.operators[0].inputs[1]].data[0]
+    for x in (np.full(1032, -128), np.full(1032, 127), np.where(w0 > 0, 127, -128)):
+        assert_matches_tflm(model, [x.astype(np.int8)[None, :]])
+
+
+@pytest.mark.parametrize("params,planned", [
+    ({"in_shape": (1, 16), "n": 16}, False),                 # hello_world-sized: the reference's 4 NumPy calls
+    ({"in_shape": (1, 128), "n": 128}, False),
+    ({"in_shape": (1, 640), "n": 128}, False),               # 2^16.3 multiply-adds, 128 outputs
+    ({"in_shape": (1, 640), "n": 256}, True),                # 2^17.3 multiply-adds
+    ({"in_shape": (1, 8), "n": 512}, True),                  # 512 outputs
+    ({"in_shape": (1, 640), "n": 640, "kind": "INT16"}, False),
+    ({"in_shape": (1, 640), "n": 640, "kind": "FLOAT32"}, False),
+])
+def test_paths(params, planned):
+    model = build(np.random.default_rng(3), **{"kind": "INT8", **params})
+    data = Interpreter(model)._op_data[0]
+    assert isinstance(data, reference.FullyConnectedData) and isinstance(data, opt.FastFullyConnectedData)
+    assert (data.plan is not None) == planned
+
+
+def test_non_constant_filter_falls_back():
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1, 600), "INT8", scale=0.1, zero_point=3)
+    w = b.add_tensor("w", (600, 600), "INT8", scale=0.02, zero_point=0)
+    y = b.add_tensor("y", (1, 600), "INT8", scale=2.0, zero_point=-5)
+    b.add_op("FULLY_CONNECTED", [x, w], [y])
+    b.inputs, b.outputs = [x, w], [y]
+    model = b.build()
+    assert Interpreter(model)._op_data[0].plan is None
+    rng = np.random.default_rng(4)
+    assert_matches_tflm(model, [random_tensor(rng, (1, 600)), random_tensor(rng, (600, 600))])
+
+
+def test_repeated_invokes():
+    rng = np.random.default_rng(8)
+    model = build(rng, kind="INT8", in_shape=(2, 300), n=600, zp_in=-128, per_channel=True)
+    optimized_equals_reference_over_invokes(model, [random_tensor(rng, (2, 300)) for _ in range(3)])
