@@ -29,10 +29,11 @@ clamp (NONE clamps to +-FLT_MAX). Emulated with a loop over ``k`` on whole ``[ba
 Implementation: constant weights are converted once at prepare to a float64 ``[accum, depth]`` matrix with the
 filter offset applied; the input offset is folded into the bias (``bias - zp_in * sum_k w'``). The accumulation is one
 float64 matmul (exact: every partial sum is an integer below 2^53), rounded to int64, plus the folded bias as int64.
-Prepare also computes each channel's exact accumulator range from the weights and the input type's range; when no
-int32 accumulator can wrap (the usual case), ``MBQM + zp_out`` then the clamp is a non-decreasing step function of the
-accumulator, evaluated with one ``searchsorted`` (:mod:`._step_requant`): invoke is then four NumPy calls (product,
-bias, searchsorted, store), which is what tiny FCs (hello_world: 1x16, 16x16, 16x1) spend their time on.
+Prepare also computes each channel's exact accumulator range from the weights and the input type's range; for int8
+outputs, when no int32 accumulator can wrap (the usual case), ``MBQM + zp_out`` then the clamp is a non-decreasing
+step function of the accumulator with 255 steps, evaluated with one ``searchsorted`` (:mod:`._step_requant`): invoke
+is then four NumPy calls (product, bias, searchsorted, store), which is what tiny FCs (hello_world: 1x16, 16x16, 16x1)
+spend their time on. (int16 outputs keep the MBQM arithmetic: a search among 65535 thresholds misses the cache.)
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ class FullyConnectedData:
     input_shape: tuple[int, ...] = ()           # the input as (*output.shape[:-1], accum): products come out shaped
 
 
+#: Most codes an output may have for the step-function requantization (int8: 255 thresholds, 2 KiB).
+_MAX_STEPS = 255
 #: Below this many multiply-adds the product is one plain np.dot: OpenBLAS runs such small products on one thread
 #: anyway, and _blas.matmul's thread-count calls would cost more than the product.
 _SMALL_PRODUCT = 1 << 16
@@ -209,7 +212,7 @@ class FullyConnected:
             bias64 = bias64 + input_offset * wq.sum(axis=1)
             acc_min, acc_max = int(acc_min.min(initial=0)), int(acc_max.max(initial=0))
             wrap = wrap and (acc_min < INT32_MIN or acc_max > INT32_MAX)
-            if not wrap:
+            if not wrap and hi - lo <= _MAX_STEPS:
                 steps = requantization_steps(multiplier, shift, output_offset, lo, hi, acc_min, acc_max,
                                              int64_acc=int64_acc, channels=depth if per_channel else 1,
                                              values_dtype=out.dtype)

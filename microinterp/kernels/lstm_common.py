@@ -42,6 +42,24 @@ def tanh_lut(multiplier: int, left_shift: int) -> np.ndarray:
     return tanh_int16(np.arange(INT16_MIN, INT16_MAX + 1), multiplier, left_shift).astype(np.int64)
 
 
+@cache
+def sum_table(function: str | None = None, params: tuple[int, int] = (0, 0), clip: int | None = None) -> np.ndarray:
+    """A table indexed directly by the sum ``v`` of two int16 values (``v`` in [-65536, 65534]; NumPy counts
+    negative indices from the end) holding ``F(sat16(v))``: F is the identity (``function=None``), the int16
+    ``"sigmoid"`` or ``"tanh"`` with ``params`` (:func:`tanh_lut`); with ``clip`` the saturated value is first
+    clamped to ``[-clip, clip]``. A saturating add and the function of its result become one look-up. int32 values
+    (their products with Q0.15 values stay in int32)."""
+    v = np.arange(2 * 65536, dtype=np.int64)
+    v = np.minimum(np.maximum(np.where(v < 65536, v, v - 2 * 65536), INT16_MIN), INT16_MAX)
+    if clip is not None:
+        v = np.minimum(np.maximum(v, -clip), clip)
+    if function is not None:
+        v = (sigmoid_lut() if function == "sigmoid" else tanh_lut(*params))[v + 32768]
+    v = v.astype(np.int32)
+    v.flags.writeable = False
+    return v
+
+
 # -- float ------------------------------------------------------------------------------------------------
 def clamp_float(x: np.ndarray) -> np.ndarray:
     """``ActivationFunctionWithMinMax`` with kTfLiteActNone's range [lowest, max]: ±inf become ±FLT_MAX."""

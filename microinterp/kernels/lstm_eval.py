@@ -1,10 +1,11 @@
-"""One LSTM time step, integer and float (TFLM's ``lstm_internal::LstmStep``), for
+"""The LSTM time loop, integer and float (TFLM's ``lstm_internal::LstmStep`` once per time step), for
 :mod:`.unidirectional_sequence_lstm`.
 
-Both step objects take the kernel's OpData and the recurrent weights of all four gates side by side
-(``[4S, S]``, gate order forget, input, cell, output, weight zero points already subtracted). ``input_fc``
-computes the input FCs of every time step at once (they do not depend on the state); ``run`` advances one step
-for a group of batch rows and returns the new hidden and cell states.
+Every step object takes the kernel's OpData, the gate weights of all four gates side by side (gate order forget,
+input, cell, output; weight zero points already subtracted: ``w_in`` ``[4S, I]``, ``w_rec`` ``[4S, S]``, ``bias``
+``[4S]``) and the number of batch rows one ``sequence`` call runs together. ``input_fc`` computes the input FCs of
+every time step at once (they do not depend on the state); ``sequence`` runs the time steps for a group of batch
+rows and returns the hidden state of every step and the final hidden and cell states.
 """
 
 from __future__ import annotations
@@ -12,70 +13,154 @@ from __future__ import annotations
 import numpy as np
 
 from ..libm import tanhf
-from ..quant import Requantizer, mbqm, mbqm_int64, wrap_int32
+from ..quant import INT32_MAX, INT32_MIN, Requantizer, mbqm_int64, wrap_int32
 from . import lstm_common as lc
+from ._step_requant import requantization_steps
 from .logistic import logistic_float
+
+_INT16_MIN, _INT16_MAX = np.array(-32768), np.array(32767)     # 0-d arrays: faster operands than scalars
+#: The recurrent FC's requantization is tabulated when its accumulators span at most this many values (all gates).
+_MAX_REC_TABLE = 1 << 22
+#: A sigmoid output in [0, 32767] times an int16 value: the range of the products f*c, i*g and tanh(c)*o.
+_PRODUCTS = (-32767 * 32768, 32767 * 32767)
+#: The step keeps the gates in the order (input, forget, output, cell) so that, with the cell state appended,
+#: [i | f] * [g | c] is one multiplication; GATES[k] is the OpData's gate (forget, input, cell, output) in slot k.
+GATES = (1, 0, 3, 2)
 
 
 class IntegerStep:
-    """Integer LSTM step. Sigmoid/tanh of int16 values are table lookups (the exact LUT functions evaluated
-    for all 65536 inputs); the int32 MBQMs use precomputed :class:`~microinterp.quant.Requantizer` objects."""
+    """Integer LSTM step. Per step, with ``pre = sat16(input FC) + sat16(MBQM(recurrent FC))`` (in [-65536, 65534],
+    not saturated)::
 
-    def __init__(self, data, w_rec: np.ndarray):
-        self.d = data
-        self.w_rec = w_rec.T                          # [S, 4S]; products and sums are exact in float64
-        self.acc64 = data.kind == "INT16"
-        s = data.state
-        self.rec_requant = None if self.acc64 else Requantizer(*data.recurrent_mult)
-        self.sigmoid = lc.sigmoid_lut()
-        self.gate_tanh = lc.tanh_lut(*lc.tanh_params(-12))
-        self.cell_tanh = lc.tanh_lut(*data.tanh_params)
-        # f⊙c and i⊙g in one call: multipliers broadcast over the two halves of a [.., 2S] vector.
-        (mf, sf), (mi, si) = data.forget_cell_mul, data.input_mul
-        self.cell_requant = Requantizer(np.repeat([mf, mi], s), np.repeat([sf, si], s))
-        self.hidden_requant = Requantizer(*data.output_mul)
+        i, f, o = SIGMOID[pre]; g = CELL_GATE[pre]   SIGMOID[v] = sigmoid(sat16(v)) (Q0.15), CELL_GATE[v] =
+                                                     tanh(sat16(v)), or sat16(v) for a non-TANH cell gate
+        sum = sat16(MBQM(i*g)) + sat16(MBQM(f*c))    both products and requantizations in one call each
+        c   = CELL[sum]                              clip(sat16(v)): the saturating add and the cell clip
+        h   = clamp(MBQM(CELL_TANH[sum] * o) + zp_h) CELL_TANH[v] = tanh(CELL[v])
 
-    def _requant(self, acc: np.ndarray, mult, requantizer=None) -> np.ndarray:
-        if self.acc64:
-            res = mbqm_int64(acc, *mult)
-        elif requantizer is not None:
-            res = requantizer(wrap_int32(acc))
+    sigmoid/tanh are TFLM's int16 LUT functions evaluated for every input (:mod:`.lstm_common`).
+
+    Speed (an LSTM over tiny vectors spends its time on the number of NumPy calls per step, about fifteen here): the
+    state stays in one int32 row ``[i | f | o | g | c]`` during the time loop; the gate activations are one look-up
+    in one table (the sigmoid and cell-gate tables side by side, the offsets folded into the input FC); the
+    recurrent FC's requantization is tabulated for every accumulator it can produce (when that range is not huge);
+    every int16 saturation of a sum is folded into a table indexed by the unsaturated sum; the int8 hidden state's
+    requantization is a step function (:mod:`._step_requant`, 255 thresholds); the cell products use the one-pass
+    :class:`~microinterp.quant.Requantizer` (a step function with 65535 thresholds would miss the cache on every
+    search) and skip the int16 clamp where the ranges show it cannot act. Constants have the exact shapes they meet:
+    a broadcasting operation costs more than the arithmetic.
+    """
+
+    def __init__(self, data, w_in: np.ndarray, w_rec: np.ndarray, bias: np.ndarray, rows: int):
+        self.d = d = data
+        s = d.state
+        columns = np.concatenate([np.arange(g * s, (g + 1) * s) for g in GATES])    # OpData order -> step order
+        self.w_in, self.bias = w_in[columns].T, bias[columns].astype(np.int64)      # [I, 4S]
+        self.w_rec = w_rec[columns].T                  # [S, 4S]; products and sums are exact in float64
+        self.acc64 = d.kind == "INT16"
+        self.input_mult = tuple(a[columns] for a in d.input_mult)
+        rec_mult = tuple(a[columns] for a in d.recurrent_mult)
+        h_lo, h_hi = d.hidden_range
+        # The recurrent FC multiplies h - zp_h (the loop keeps h centred). Its accumulators' exact range decides
+        # whether the int32 accumulator can wrap (as in C) and the size of their requantization table.
+        ends = np.stack([self.w_rec * (h_lo - d.hidden_zp), self.w_rec * (h_hi - d.hidden_zp)])
+        rec_min, rec_max = int(ends.min(axis=0).sum(axis=0).min()), int(ends.max(axis=0).sum(axis=0).max())
+        self.rec_wraps = not self.acc64 and (rec_min < INT32_MIN or rec_max > INT32_MAX)
+        self.in_requant = None if self.acc64 else Requantizer(*self.input_mult)
+        span = rec_max - rec_min + 1
+        if 4 * span <= _MAX_REC_TABLE:
+            # sat16(MBQM(acc)) of every accumulator, gate after gate: index = acc - rec_min + gate * span.
+            per_gate = tuple(a[::s] for a in rec_mult)
+            acc = np.arange(rec_min, rec_max + 1, dtype=np.int64)[:, None]
+            table = self._requant16(acc, per_gate, None if self.acc64 else Requantizer(*per_gate), self.rec_wraps)
+            self.rec_table = np.ascontiguousarray(table.T).reshape(-1).astype(np.int32)
+            self.rec_index = np.repeat(np.arange(4) * span - rec_min, s).astype(np.float64)[None].repeat(rows, 0)
         else:
-            res = mbqm(wrap_int32(acc), *mult)
-        return _sat16(res)
+            self.rec_table, self.rec_mult = None, rec_mult
+            self.rec_requant = None if self.acc64 else Requantizer(*(np.broadcast_to(a, (rows, 4 * s))
+                                                                       for a in rec_mult))
+        # i*g | f*c: the input and forget multipliers over the two halves.
+        (mf, sf), (mi, si) = d.forget_cell_mul, d.input_mul
+        halves = (rows, 2 * s)
+        self.cell_requant = Requantizer(np.broadcast_to(np.repeat([mi, mf], s), halves),
+                                        np.broadcast_to(np.repeat([si, sf], s), halves))
+        ends = self.cell_requant(np.broadcast_to(np.array(_PRODUCTS)[:, None, None], (2, *halves)))
+        self.cell_saturates = bool(ends.min() < -32768 or ends.max() > 32767)    # MBQM is monotone here
+        self.hidden_requant = Requantizer(*d.output_mul)
+        self.hidden_steps = None if d.kind != "INT8" else requantization_steps(
+            *d.output_mul, d.hidden_zp, h_lo, h_hi, *_PRODUCTS, dtype=np.int64, values_dtype=np.float64)
+        if self.hidden_steps is not None:
+            self.hidden_centred = self.hidden_steps.values - d.hidden_zp
+        # Activations of the unsaturated sums: sigmoid table then cell-gate table, non-negative indices
+        # pre + 65536 (+ 131072 for the cell gate); those offsets are added to the input FC once per invoke.
+        cell_gate = lc.sum_table("tanh", lc.tanh_params(-12)) if d.cell_gate_tanh else lc.sum_table()
+        self.activation = np.concatenate([np.roll(lc.sum_table("sigmoid"), 65536), np.roll(cell_gate, 65536)])
+        self.activation_offset = np.repeat([65536, 65536, 65536, 3 * 65536], s).astype(np.int32)
+        clip = d.quantized_cell_clip if d.cell_clip > 0 else None
+        self.cell_of_sum = lc.sum_table(clip=clip)
+        self.cell_tanh_of_sum = lc.sum_table("tanh", d.tanh_params, clip)
 
-    def input_fc(self, x: np.ndarray, w_in: np.ndarray, bias: np.ndarray) -> np.ndarray:
-        acc = ((x.astype(np.float64) - self.d.input_zp) @ w_in.T).astype(np.int64)
-        return self._requant(acc + bias.astype(np.int64), self.d.input_mult)
+    def _requant16(self, acc: np.ndarray, mult, requantizer, wraps: bool = True, saturates: bool = True):
+        """sat16(MBQM(acc)): the int64 MBQM for 16x8, else the int32 one (wrapping the accumulator if it can)."""
+        if self.acc64 and mult is not None:
+            res = mbqm_int64(acc, *mult)
+        else:
+            res = requantizer(wrap_int32(acc) if wraps else acc)
+        if saturates:
+            np.maximum(res, _INT16_MIN, out=res)
+            np.minimum(res, _INT16_MAX, out=res)
+        return res
 
-    def run(self, gates_in: np.ndarray, h: np.ndarray, c: np.ndarray):
+    def input_fc(self, x: np.ndarray) -> np.ndarray:
+        """sat16(MBQM(FC(x_t, W_x) + bias)) for all time steps plus the activation table's offsets: ``[N, I] ->
+        [N, 4S]`` (int32, step gate order)."""
+        acc = ((x.astype(np.float64) - self.d.input_zp) @ self.w_in).astype(np.int64)
+        gates = self._requant16(acc + self.bias, self.input_mult, self.in_requant).astype(np.int32)
+        gates += self.activation_offset
+        return gates
+
+    def _recurrent(self, h: np.ndarray) -> np.ndarray:
+        """sat16(MBQM((h - zp_h) . W_rec)) per gate for the centred hidden state ``h``."""
+        acc = np.dot(h, self.w_rec)
+        if self.rec_table is not None:
+            acc += self.rec_index
+            return self.rec_table[acc.astype(np.intp)]
+        return self._requant16(acc.astype(np.int64), self.rec_mult, self.rec_requant, self.rec_wraps)
+
+    def _hidden(self, prod: np.ndarray, out: np.ndarray) -> None:
+        """The new hidden state minus zp_h into ``out`` (float64): clamp(MBQM(tanh(c) * o) + zp_h) - zp_h."""
+        if self.hidden_steps is not None:
+            out[...] = self.hidden_centred[self.hidden_steps.index(prod)]
+            return
+        lo, hi = self.d.hidden_range
+        out[...] = np.minimum(np.maximum(self.hidden_requant(prod) + self.d.hidden_zp, lo), hi) - self.d.hidden_zp
+
+    def sequence(self, gates_in: np.ndarray, h0: np.ndarray, c0: np.ndarray):
         d, s = self.d, self.d.state
-        rec = ((h.astype(np.float64) - d.hidden_zp) @ self.w_rec).astype(np.int64)
-        pre = _sat16(gates_in + self._requant(rec, d.recurrent_mult, self.rec_requant)) + 32768
-        act = self.sigmoid[pre]                                          # f, i, (unused), o
-        g = self.gate_tanh[pre[:, 2 * s:3 * s]] if d.cell_gate_tanh else pre[:, 2 * s:3 * s] - 32768
-        # c = sat(f⊙c + i⊙g): both products requantized in one call, then the saturating add.
-        prods = np.concatenate([act[:, :s] * c, act[:, s:2 * s] * g], axis=1)
-        both = _sat16(self.cell_requant(prods))
-        c = _sat16(both[:, :s] + both[:, s:])
-        if d.cell_clip > 0:
-            c = np.maximum(np.minimum(c, d.quantized_cell_clip), -d.quantized_cell_clip)
-        h = self.cell_tanh[c + 32768] * act[:, 3 * s:]
-        lo, hi = d.hidden_range
-        h = np.minimum(np.maximum(self.hidden_requant(h) + d.hidden_zp, lo), hi)
-        return h, c
-
-
-def _sat16(x: np.ndarray) -> np.ndarray:
-    """Clamp to int16 (np.minimum/np.maximum: much cheaper than np.clip on tiny arrays)."""
-    return np.minimum(np.maximum(x, -32768), 32767)
+        state = np.empty((gates_in.shape[1], 5 * s), np.int32)      # [i | f | o | g | c]
+        state[:, 4 * s:] = c0
+        hs = np.empty((gates_in.shape[0] + 1, *gates_in.shape[1:2], s), np.float64)   # hs[0]: h0, centred
+        hs[0] = h0
+        hs[0] -= d.hidden_zp
+        for t in range(gates_in.shape[0]):
+            index = self._recurrent(hs[t])
+            index += gates_in[t]                       # + sat16(input FC) + offsets: not saturated, the tables do it
+            state[:, :4 * s] = self.activation[index]
+            both = self._requant16(state[:, :2 * s] * state[:, 3 * s:], None, self.cell_requant, False,
+                                   self.cell_saturates)
+            total = both[:, :s] + both[:, s:]
+            state[:, 4 * s:] = self.cell_of_sum[total]
+            self._hidden(self.cell_tanh_of_sum[total] * state[:, 2 * s:3 * s], out=hs[t + 1])
+        hs += d.hidden_zp
+        return hs[1:], hs[-1], state[:, 4 * s:]
 
 
 class FloatStep:
     """Float LSTM step: every FC sum is a sequential float32 accumulation (TFLM's loop order)."""
 
-    def __init__(self, data, w_rec: np.ndarray):
+    def __init__(self, data, w_in: np.ndarray, w_rec: np.ndarray, bias: np.ndarray, rows: int = 1):
         self.d = data
+        self.w_in, self.bias = w_in.astype(np.float32), bias.astype(np.float32)
         self.w_rec = w_rec.astype(np.float32)
 
     @staticmethod
@@ -85,8 +170,15 @@ class FloatStep:
             total += x[:, k:k + 1] * w[:, k]
         return lc.clamp_float(total + (bias if bias is not None else np.float32(0)))
 
-    def input_fc(self, x: np.ndarray, w_in: np.ndarray, bias: np.ndarray) -> np.ndarray:
-        return self._fc(x.astype(np.float32), w_in.astype(np.float32), bias.astype(np.float32))
+    def input_fc(self, x: np.ndarray) -> np.ndarray:
+        return self._fc(x.astype(np.float32), self.w_in, self.bias)
+
+    def sequence(self, gates_in: np.ndarray, h: np.ndarray, c: np.ndarray):
+        hs = np.empty((*gates_in.shape[:2], self.d.state), np.float32)
+        for t in range(gates_in.shape[0]):
+            h, c = self.run(gates_in[t], h, c)
+            hs[t] = h
+        return hs, h, c
 
     def run(self, gates_in: np.ndarray, h: np.ndarray, c: np.ndarray):
         s = self.d.state

@@ -32,7 +32,9 @@ clamped to ±FLT_MAX as ``ActivationFunctionWithMinMax`` does).
 
 Batch-major inputs run batch by batch (state offsets move with the batch); time-major inputs run all batches
 per step. Scratch: four buffers of ``B·S·sizeof(cell)`` bytes, requested after validation (they are planned).
-The input FCs depend only on the input, so all gates' input FCs for all time steps are computed at once.
+The input FCs depend only on the input, so all gates' input FCs for all time steps are computed at once. With
+constant weights (the usual case) Prepare puts the four gates' weights side by side once and builds the step object
+(:mod:`.lstm_eval`; the integer one tabulates its requantizations there), so invoke only runs the time loop.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ class LstmData:
     cell_clip: float
     quantized_cell_clip: int
     cell_gate_tanh: bool = True
+    step: FloatStep | IntegerStep | None = None      # prepared from constant weights; None: built at invoke
 
 
 class UnidirectionalSequenceLstm:
@@ -136,7 +139,11 @@ class UnidirectionalSequenceLstm:
             raise ctx.fail(op, f"cell state type {cell.type_name} not supported (int16 or float32 only)")
         for _ in range(4):
             ctx.request_scratch(op, batch * n_state * cell.dtype.itemsize)
-        return dataclasses.replace(data, cell_gate_tanh=cell_tanh)
+        data = dataclasses.replace(data, cell_gate_tanh=cell_tanh)
+        if all(ctx.input(op, k).data is not None for k in (*INPUT_WEIGHTS, *RECURRENT_WEIGHTS, *BIASES)):
+            data = dataclasses.replace(data, step=_make_step(data, _gate_weights(lambda k: ctx.input(op, k).data,
+                                                                                 data)))
+        return data
 
     @staticmethod
     def _prepare_integer(ctx, op, x, hidden, cell, weights, biases, time_major, batch, steps, n_state, clip):
@@ -187,25 +194,33 @@ class UnidirectionalSequenceLstm:
         x, out = ctx.input(op, INPUT), ctx.output(op, 0)
         hidden = ctx.views[op.inputs[HIDDEN]].reshape(data.batch, data.state)
         cell = ctx.views[op.inputs[CELL]].reshape(data.batch, data.state)
-        # All four gates side by side, weight zero points subtracted: [4S, I] and [4S, S].
-        w_in = np.concatenate([ctx.input(op, k) for k in INPUT_WEIGHTS], axis=0).astype(np.float64)
-        w_rec = np.concatenate([ctx.input(op, k) for k in RECURRENT_WEIGHTS], axis=0).astype(np.float64)
-        w_in -= data.input_weight_zp[:, None]
-        w_rec -= data.recurrent_weight_zp[:, None]
-        bias = np.concatenate([ctx.input(op, k) for k in BIASES])                       # [4S]
-        # Steps as (batch rows, time index) in TFLM's order; x_rows[t] are the input rows of step t.
+        step = data.step or _make_step(data, _gate_weights(lambda k: ctx.input(op, k), data))
         xs = x if data.time_major else np.swapaxes(x, 0, 1)                             # [T, B, I]
-        step = FloatStep(data, w_rec) if data.kind == "FLOAT32" else IntegerStep(data, w_rec)
-        gates_in = step.input_fc(xs.reshape(-1, xs.shape[-1]), w_in, bias).reshape(data.steps, data.batch, -1)
-        result = np.empty((data.steps, data.batch, data.state), out.dtype)
-        groups = [slice(None)] if data.time_major else [slice(b, b + 1) for b in range(data.batch)]
-        for rows in groups:
-            for t in range(data.steps):
-                h, c = step.run(gates_in[t, rows], hidden[rows], cell[rows])
-                hidden[rows] = h
-                cell[rows] = c
-                result[t, rows] = h
-        out[...] = result if data.time_major else np.swapaxes(result, 0, 1)
+        gates_in = step.input_fc(xs.reshape(-1, xs.shape[-1])).reshape(data.steps, data.batch, -1)
+        if data.time_major:
+            hs, hidden[...], cell[...] = step.sequence(gates_in, hidden, cell)
+            out[...] = hs
+            return
+        for b in range(data.batch):           # batch-major: each batch row runs all its steps in turn
+            rows = slice(b, b + 1)
+            hs, hidden[rows], cell[rows] = step.sequence(gates_in[:, rows], hidden[rows], cell[rows])
+            out[b] = hs[:, 0]
+
+
+def _gate_weights(get, data: LstmData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All four gates side by side, weight zero points subtracted: ``w_in [4S, I]``, ``w_rec [4S, S]`` (float64)
+    and ``bias [4S]``; ``get(k)`` returns input ``k``'s array."""
+    w_in = np.concatenate([get(k) for k in INPUT_WEIGHTS], axis=0).astype(np.float64)
+    w_rec = np.concatenate([get(k) for k in RECURRENT_WEIGHTS], axis=0).astype(np.float64)
+    w_in -= data.input_weight_zp[:, None]
+    w_rec -= data.recurrent_weight_zp[:, None]
+    return w_in, w_rec, np.concatenate([get(k) for k in BIASES])
+
+
+def _make_step(data: LstmData, weights) -> FloatStep | IntegerStep:
+    """The step object for ``sequence`` calls of all batch rows (time major) or of one row (batch major)."""
+    return (FloatStep if data.kind == "FLOAT32" else IntegerStep)(data, *weights,
+                                                                    data.batch if data.time_major else 1)
 
 
 KERNEL = UnidirectionalSequenceLstm()

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from microinterp import Interpreter
 from microinterp.errors import PrepareError
+from microinterp.kernels import lstm_eval
 from microinterp.testing.builder import ModelBuilder
 from microinterp.testing.single_op import random_tensor
 from microinterp.testing.tflm import TflmRunner, compare_with_tflm, tflm_arena_head
@@ -120,6 +121,29 @@ def test_matches_tflm_over_several_invokes(case):
     model, in_shape = build(rng, **params)
     kind = params.get("kind", "INT8")
     assert_sequence_matches(model, [random_tensor(rng, in_shape, kind) for _ in range(3)])
+
+
+@given(cases().filter(lambda case: case[0]["kind"] == "INT8"))
+@example(({"kind": "INT8", "batch": 2, "time_major": True, "cell_clip": 0.5}, 1))
+@example(({"kind": "INT8", "zp_h": -128, "act": "RELU"}, 2))
+def test_literal_requantization_paths_match_tflm(case):
+    """The integer step's other forms: the recurrent FC's MBQM computed instead of looked up (accumulator ranges
+    too wide for the table) and the int8 hidden state's MBQM instead of its step function (as when it could wrap)."""
+    params, seed = case
+    rng = np.random.default_rng(seed)
+    model, in_shape = build(rng, **params)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lstm_eval, "_MAX_REC_TABLE", 0)
+        mp.setattr(lstm_eval, "requantization_steps", lambda *args, **kwargs: None)
+        step = Interpreter(model)._op_data[0].step
+        assert step.rec_table is None and step.hidden_steps is None
+        assert_sequence_matches(model, [random_tensor(rng, in_shape, "INT8") for _ in range(3)])
+
+
+def test_default_integer_step_uses_its_tables():
+    model, _ = build(np.random.default_rng(5), kind="INT8", n_state=7)
+    step = Interpreter(model)._op_data[0].step
+    assert step.rec_table is not None and step.hidden_steps is not None
 
 
 @pytest.mark.parametrize("kind", ["INT8", "INT16", "FLOAT32"])
