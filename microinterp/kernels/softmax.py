@@ -164,6 +164,7 @@ def _softmax_float(rows: np.ndarray, beta: float) -> np.ndarray:
 
 
 def _softmax_int8(rows: np.ndarray, data: SoftmaxData) -> np.ndarray:
+    """Elements below ``diff_min`` have ``e = 0`` in the table, so they come out as ``type_min`` like in TFLM."""
     x = rows.astype(np.int64)
     index = x - x.max(axis=1, keepdims=True) + 255
     e = data.exp_table[index]
@@ -173,8 +174,9 @@ def _softmax_int8(rows: np.ndarray, data: SoftmaxData) -> np.ndarray:
     if np.any((exponent < 0) | (exponent > 31)):
         raise RuntimeError("softmax: reciprocal exponent out of [0, 31] (TFLITE_CHECK in TFLM)")
     type_name = "INT16" if data.output_bits == 16 else "INT8"
-    value = rdbpot(srdhm(recip[:, None], e), exponent[:, None]) + QMIN[type_name]
-    return np.where(index - 255 >= data.diff_min, np.clip(value, QMIN[type_name], QMAX[type_name]), QMIN[type_name])
+    value = mbqm(e, recip[:, None], -exponent[:, None])     # RDBPOT(SRDHM(recip, e), exponent)
+    value += QMIN[type_name]
+    return np.minimum(np.maximum(value, QMIN[type_name]), QMAX[type_name])
 
 
 def _softmax_int16(rows: np.ndarray, data: SoftmaxData) -> np.ndarray:
