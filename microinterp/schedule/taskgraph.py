@@ -1,0 +1,577 @@
+"""The task graph of out-of-core invokes, built from the pager's own tile records.
+
+One source of truth: every task comes from a step of a :class:`~microinterp.pager.profile.TileRecord` ``io`` list
+(what :meth:`Interpreter.simulate` / ``invoke`` record), so the graph moves exactly the tiles, commands and bytes the
+pager moves. Per frame and per tile, in the tile's step order:
+
+- ``read`` (IO resource): one task per SD read command, into the ``input`` or ``weights`` pool; its buffer is the
+  payload it reads (aligned to 16 bytes, as the engine's bump allocator takes it);
+- ``compute`` (CPU): one task per channel tile computed; the tile's ``compute_cycles`` are split over its compute
+  steps in proportion to their channels; in-place flash reads (``flash`` steps) are CPU time too (the kernel reads
+  flash through the bus) and go to the tile's first compute; the first compute of a tile allocates the tile's
+  output band in the ``output`` pool;
+- ``write`` (IO): one task per SD write command; the tile's last write frees its output band.
+
+Durations: ``McuProfile.sd_io_cycles(physical bytes, 1, write)`` per command. Checksums (``hash_cycles``): when the
+profile has a hash engine for the image's algorithm (the STM32F746's CRC unit for crc32) the engine checks each
+record as the DMA moves it, so a command's checksum cycles are added to that IO task (the IO chain is DMA + CRC
+unit, serial); without an engine the CPU verifies what it read before computing and checksums what it writes
+before the write is issued, so the tile's checksum cycles are added to its compute tasks.
+
+Edges (data dependencies, plus the SwapNN order): a tile's input reads precede its weight reads (so weight reads
+overlap compute); each compute needs every read before it in its tile; each write needs the tile's last compute;
+a read of an activation needs the writes that produced the records it covers (exact record ranges, from the plan's
+row bands; when the plan cannot be matched to the records the graph falls back to "all writes of that tensor" and
+says so in :attr:`TaskGraph.precise`). Across frames, frame f+1 may overwrite a tensor's records only after frame f
+read them (a zero-time ``join`` task per tensor collects frame f's reads).
+
+Buffers: a read holds its buffer until the last compute that uses it (a streamed weight tile: its compute; an input
+band: the tile's last compute; an op's resident reads, which the pager charges to its first tile: the op's last
+compute); a compute's output band is held until the tile's last write. ``seq`` is the pager's sequential order
+within a frame; the sequential pool usage along it (:attr:`TaskGraph.peak`) is what the engine uses, and what the
+simulator's deadlock-free allocation rule relies on (:mod:`.simulator`).
+
+Options (scheduling ideas, see docs/scheduler.md): ``input_reuse=False`` builds SwapNN's task graph where every
+compute task reads its own input tile (the pager keeps the input band resident across the channel tiles of a
+streamed filter — the default, and what the counters match). It moves more bytes than the pager (``TaskGraph.totals``
+says how many); the default moves exactly the pager's bytes.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..arena import align_up
+from ..pager.plan import ALIGN, region_ranges
+
+POOLS = ("input", "weights", "output")
+READ, COMPUTE, WRITE, JOIN = "read", "compute", "write", "join"
+
+
+class Task:
+    """One node of the graph. ``resource`` is ``io``, ``cpu`` or ``none`` (a join); ``alloc`` the pool it allocates
+    when selected (or None) and ``buffer`` how many bytes; ``frees`` the (pool, bytes, buffer id) it releases when it
+    finishes; ``state`` goes INIT -> READY -> SELECTED -> FINISHED."""
+
+    __slots__ = (
+        "alloc",
+        "buf_id",
+        "buffer",
+        "channels",
+        "cycles",
+        "end",
+        "frame",
+        "frees",
+        "hash_cycles",
+        "id",
+        "kind",
+        "layer",
+        "nbytes",
+        "npred",
+        "op",
+        "payload",
+        "pool",
+        "resource",
+        "seq",
+        "start",
+        "state",
+        "succ",
+        "tile",
+    )
+
+    def __init__(self, id: int, kind: str, frame: int, op: int, layer: int, tile: int, seq: int):
+        self.id, self.kind, self.frame, self.op, self.layer, self.tile, self.seq = id, kind, frame, op, layer, tile, seq
+        self.resource = "cpu" if kind == COMPUTE else ("none" if kind == JOIN else "io")
+        self.pool: str | None = None
+        self.nbytes = self.payload = 0
+        self.alloc: str | None = None
+        self.buffer = 0
+        self.buf_id = -1
+        self.cycles = 0.0
+        self.hash_cycles = 0.0
+        self.frees: list[tuple[str, int, int]] = []
+        self.succ: list[int] = []
+        self.npred = 0
+        self.state = "INIT"
+        self.start = self.end = -1.0
+        self.channels = 0
+
+    @property
+    def priority(self) -> tuple[int, int]:
+        return (self.frame, self.seq)
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return (f"Task({self.id} {self.kind} f{self.frame} op{self.op} t{self.tile} seq{self.seq} "
+                f"{self.pool or ''} {self.nbytes}B {self.cycles:.0f}c {self.state})")
+
+
+@dataclass
+class TaskGraph:
+    """Tasks of ``frames`` frames of one model on one pager configuration."""
+
+    tasks: list[Task]
+    frames: int
+    pools: dict[str, int]                       # pool -> bytes
+    peak: dict[str, list[int]]                  # pool -> sequential peak usage at each seq position (one frame)
+    suffix_peak: dict[str, list[int]]           # pool -> max of peak over seq >= i
+    seq_len: int                                # tasks per frame (seq positions)
+    precise: bool                               # exact record-range dependencies (else per-tensor barriers)
+    clock_hz: float
+    hash_on_cpu: bool
+    options: dict[str, Any] = field(default_factory=dict)
+    ops: list[dict[str, Any]] = field(default_factory=list)     # per op: index, name, mode, tiles
+
+    def by_kind(self, kind: str, frame: int | None = None) -> list[Task]:
+        return [t for t in self.tasks if t.kind == kind and (frame is None or t.frame == frame)]
+
+    def totals(self, frame: int | None = 0) -> dict[str, Any]:
+        """Counts and bytes of one frame (or all with ``frame=None``), in the pager's counter names."""
+        ts = [t for t in self.tasks if frame is None or t.frame == frame]
+        reads = [t for t in ts if t.kind == READ]
+        writes = [t for t in ts if t.kind == WRITE]
+        computes = [t for t in ts if t.kind == COMPUTE]
+        return {
+            "tasks": len([t for t in ts if t.kind != JOIN]),
+            "io_tasks": len(reads) + len(writes),
+            "compute_tasks": len(computes),
+            "tiles": len({(t.frame, t.op, t.tile) for t in computes}),
+            "sd_read_commands": len(reads),
+            "sd_read_bytes": sum(t.nbytes for t in reads),
+            "sd_read_payload": sum(t.payload for t in reads),
+            "sd_write_commands": len(writes),
+            "sd_write_bytes": sum(t.nbytes for t in writes),
+            "sd_write_payload": sum(t.payload for t in writes),
+            "compute_cycles": sum(t.cycles for t in computes),
+            "io_cycles": sum(t.cycles for t in reads + writes),
+            "total_cycles": sum(t.cycles for t in ts),
+        }
+
+
+# -- reading the pager's plan: expected read commands of every tile ---------------------------------------------------
+def _producer_ranges(pager: Any) -> dict[int, list[tuple[int, int, int, int]]]:
+    """Activation home offset -> [(byte lo, byte hi, op index, tile index)] of the writes that produce it."""
+    out: dict[int, list[tuple[int, int, int, int]]] = {}
+    for p in pager.plans:
+        if p.mode in ("alias", "fused"):
+            continue
+        for ti in p.op.outputs:
+            home = pager.homes[ti] if ti >= 0 else None
+            if home is None or not home.on_sd:
+                continue
+            line = _line(pager.tensors[ti])
+            for t in p.tiles:
+                lo, hi = (t.y0 * line, t.y1 * line) if p.mode == "rows" else (0, home.nbytes)
+                if hi > lo:
+                    r0, r1 = home.record_range(lo, hi)
+                    out.setdefault(home.offset, []).append((r0 * home.record_bytes,
+                                                            min(r1 * home.record_bytes, home.nbytes), p.index,
+                                                            t.index))
+    return out
+
+
+def _line(t: Any) -> int:
+    n = t.dtype.itemsize
+    for d in t.shape[2:]:
+        n *= int(d)
+    return n
+
+
+def _expected_reads(pager: Any, p: Any, tile: Any, first: bool) -> list[tuple[str, str, int, Any, int, int]]:
+    """(role, pool, payload, home, byte lo, byte hi) of every SD read command the engine issues for ``tile``, in
+    order (roles: ``resident``, ``band``, ``stream``), mirroring the engine's loop."""
+    op, homes = p.op, pager.homes
+    out = []
+    if first:
+        for k, ti in enumerate(op.inputs):
+            home = homes[ti] if ti >= 0 else None
+            if home is None or k == p.streamed or home.device == "flash":
+                continue
+            if home.device == "weights":
+                if home.records:
+                    out.append(("resident", "weights", home.nbytes, home, 0, home.nbytes))
+            elif k not in p.tiler.row_inputs and home.records:
+                out.append(("resident", "input", home.nbytes, home, 0, home.nbytes))
+    if p.mode == "rows":
+        for k, ti in enumerate(op.inputs):
+            if ti < 0 or k not in p.tiler.row_inputs:
+                continue
+            lo, hi = p.tiler.input_rows(p.data, k, tile.y0, tile.y1)
+            out.extend(_region_reads(pager, ti, p.tiler.row_inputs[k], lo, hi))
+    return out
+
+
+def _region_reads(pager: Any, ti: int, axis: int, lo: int, hi: int) -> list[tuple[str, str, int, Any, int, int]]:
+    """The reads of rows ``[lo, hi)`` of tensor ``ti`` (engine ``read_region``). A fused PAD's output has no home:
+    its input's rows are read and padded into a band of the input pool, whose bytes are added to the last read's
+    buffer (the band lives as long as the tile's input)."""
+    if hi <= lo:
+        return []
+    pad = getattr(pager, "virtual", {}).get(ti)
+    if pad is not None:
+        from ..kernels.pad import pad_input_rows
+
+        plo, phi = pad_input_rows(pad.data, lo, hi)
+        reads = _region_reads(pager, pad.op.inputs[0], 1, plo, phi)
+        t = pager.tensors[ti]
+        band = align_up((hi - lo) * _line(t), ALIGN)
+        if reads:
+            role, pool, payload, home, a, b = reads[-1]
+            reads[-1] = (role, pool, payload, home, a, b, band)
+        return reads
+    home = pager.homes[ti]
+    out = []
+    for blo, bhi in region_ranges(pager.tensors[ti], axis, lo, hi):
+        r0, r1 = home.record_range(blo, bhi)
+        a, b = r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)
+        out.append(("band", "input", b - a, home, a, b))
+    return out
+
+
+def _stream_read(pager: Any, p: Any, c0: int, c1: int) -> tuple[int, int, int]:
+    home = pager.homes[p.op.inputs[p.streamed]]
+    r0, r1 = home.record_range(c0 * home.row_bytes, c1 * home.row_bytes)
+    a, b = r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)
+    return b - a, a, b
+
+
+# -- building ----------------------------------------------------------------------------------------------------------
+class _Builder:
+    def __init__(self, records: list[Any], pager: Any, mcu: Any, checksum: str, hash_on_cpu: bool,
+                 input_reuse: bool):
+        self.records, self.pager, self.mcu = records, pager, mcu
+        self.checksum, self.hash_on_cpu = checksum, hash_on_cpu
+        self.input_reuse = input_reuse
+        self.tasks: list[Task] = []
+        self.precise = pager is not None
+        self.plans = {p.index: p for p in pager.plans} if pager is not None else {}
+        self.producers = _producer_ranges(pager) if pager is not None else {}
+        self.prod_lo = {k: [r[0] for r in sorted(v)] for k, v in self.producers.items()}
+        for k in self.producers:
+            self.producers[k].sort()
+        self.next_buf = 0
+
+    def new(self, kind: str, frame: int, op: int, layer: int, tile: int, seq: int) -> Task:
+        t = Task(len(self.tasks), kind, frame, op, layer, tile, seq)
+        self.tasks.append(t)
+        return t
+
+    def buf(self) -> int:
+        self.next_buf += 1
+        return self.next_buf - 1
+
+    @staticmethod
+    def edge(a: Task, b: Task) -> None:
+        a.succ.append(b.id)
+        b.npred += 1
+
+    def io_cycles(self, nbytes: int, payload: int, write: bool) -> tuple[float, float]:
+        io = self.mcu.sd_io_cycles(nbytes, 1, write=write)
+        h = self.mcu.hash_cycles(payload, self.checksum) if payload else 0.0
+        return io, h
+
+    def frame(self, f: int) -> tuple[list[Task], dict[int, list[Task]],
+                                                              dict[int, list[Task]], dict[Any, list[Task]]]:
+        """Tasks of frame ``f``; returns (tasks in seq order, writes by home offset and op/tile, reads by home)."""
+        seq = 0
+        order: list[Task] = []
+        writes: dict[tuple[int, int], list[Task]] = {}      # (op, tile) -> its writes
+        writes_of: dict[int, list[Task]] = {}               # home offset -> writes (fallback barrier)
+        reads_of: dict[int, list[Task]] = {}                # home offset -> reads of that activation
+        pending_deps: list[tuple[Task, int, int, int]] = []
+        for layer, rec in enumerate(self.records):
+            p = self.plans.get(rec.index)
+            if not rec.tiles:
+                continue
+            op_resident: list[tuple[str, int, int]] = []
+            last_compute_of_op: Task | None = None
+            for ti_pos, tile in enumerate(rec.tiles):
+                expected = (_expected_reads(self.pager, p, _spec(p, tile.index), ti_pos == 0)
+                            if p is not None else None)
+                chan_total = sum(e[2] for e in tile.io if e[0] == "compute") or 1
+                computes = [e for e in tile.io if e[0] == "compute"]
+                n_comp = len(computes)
+                flash = sum(e[2] for e in tile.io if e[0] == "flash")
+                sw_hash = tile.hash_cycles if self.hash_on_cpu else 0.0
+                band_bufs: list[tuple[str, int, int]] = []
+                stream_buf: tuple[str, int, int] | None = None
+                pre: list[Task] = []             # reads since the last compute
+                first_input: Task | None = None
+                last_input: Task | None = None
+                band_reads: list[tuple[Task, int]] = []
+                out_payload = sum(align_up(e[3], ALIGN) for e in tile.io if e[0] == "write")
+                out_buf = (self.buf(), out_payload)
+                compute_tasks: list[Task] = []
+                read_k = 0
+                cn = 0
+                for step_i, step in enumerate(tile.io):
+                    kind = step[0]
+                    if kind == "read":
+                        _, pool, physical, payload = step
+                        t = self.new(READ, f, rec.index, layer, tile.index, seq)
+                        seq += 1
+                        t.pool, t.nbytes, t.payload = pool, physical, payload
+                        t.alloc, t.buffer, t.buf_id = pool, align_up(payload, ALIGN), self.buf()
+                        io, h = self.io_cycles(physical, payload, False)
+                        t.cycles = io + (0.0 if self.hash_on_cpu else h)
+                        t.hash_cycles = h
+                        role = _guess_role(p, rec, tile, ti_pos, step_i, pool)
+                        if expected is not None:
+                            if read_k < len(expected):
+                                role, epool, epayload, home, lo, hi = expected[read_k][:6]
+                                if len(expected[read_k]) > 6:        # a fused PAD's band lives with this read
+                                    t.buffer += expected[read_k][6]
+                                if epool != pool or epayload != payload:
+                                    self.precise = False
+                                    expected = None
+                                    role = _guess_role(p, rec, tile, ti_pos, step_i, pool)
+                                elif home.device == "activations" and self.precise:
+                                    pending_deps.append((t, home.offset, lo, hi))
+                                    reads_of.setdefault(home.offset, []).append(t)
+                            elif pool == "weights" and p.streamed is not None:
+                                c0, c1 = tile_channel(p, cn)
+                                epayload, _, _ = _stream_read(self.pager, p, c0, c1)
+                                role = "stream"
+                                if epayload != payload:
+                                    self.precise = False
+                            else:
+                                self.precise = False
+                            read_k += 1
+                        entry = (pool, t.buffer, t.buf_id)
+                        if role == "resident":
+                            op_resident.append(entry)
+                        elif role == "band":
+                            band_bufs.append(entry)
+                            band_reads.append((t, len(pre)))
+                        else:
+                            stream_buf = entry
+                        if pool == "input":
+                            first_input = first_input or t
+                            last_input = t
+                        elif last_input is not None:
+                            self.edge(last_input, t)       # the input tile is read before its weight tiles
+                        pre.append(t)
+                        order.append(t)
+                    elif kind == "compute":
+                        c = self.new(COMPUTE, f, rec.index, layer, tile.index, seq)
+                        seq += 1
+                        share = step[2] / chan_total if chan_total else 1.0 / n_comp
+                        c.channels = step[2]
+                        c.cycles = tile.compute_cycles * share + sw_hash * share
+                        c.hash_cycles = sw_hash * share
+                        if cn == 0:
+                            c.cycles += self.mcu.flash_cycles(flash)
+                            c.alloc, c.buffer, c.buf_id = "output", out_buf[1], out_buf[0]
+                        prev = compute_tasks[-1] if compute_tasks else None
+                        if prev is not None:
+                            self.edge(prev, c)
+                        for r in pre:
+                            self.edge(r, c)
+                        if stream_buf is not None:
+                            c.frees.append(stream_buf)
+                            stream_buf = None
+                        if not self.input_reuse and cn + 1 < n_comp and band_reads:
+                            # SwapNN: every compute task reads its own input tile
+                            c.frees.extend(band_bufs)
+                        pre = []
+                        compute_tasks.append(c)
+                        order.append(c)
+                        cn += 1
+                        if not self.input_reuse and cn < n_comp and band_reads:
+                            # re-read the band(s) before the next channel tile's weights
+                            new_bufs = []
+                            for r0_task, _ in band_reads:
+                                r = self.new(READ, f, rec.index, layer, tile.index, seq)
+                                seq += 1
+                                for a in ("pool", "nbytes", "payload", "alloc", "buffer", "cycles", "hash_cycles"):
+                                    setattr(r, a, getattr(r0_task, a))
+                                r.buf_id = self.buf()
+                                new_bufs.append((r.pool, r.buffer, r.buf_id))
+                                for d in [x for x in pending_deps if x[0] is r0_task]:
+                                    pending_deps.append((r,) + d[1:])
+                                self.edge(c, r)          # after the previous compute freed the band
+                                pre.append(r)
+                                order.append(r)
+                                last_input = r
+                            band_bufs = new_bufs
+                    elif kind == "write":
+                        _, _, physical, payload = step
+                        w = self.new(WRITE, f, rec.index, layer, tile.index, seq)
+                        seq += 1
+                        w.pool, w.nbytes, w.payload = "output", physical, payload
+                        io, h = self.io_cycles(physical, payload, True)
+                        w.cycles = io + (0.0 if self.hash_on_cpu else h)
+                        w.hash_cycles = h
+                        if compute_tasks:
+                            self.edge(compute_tasks[-1], w)
+                        prev_w = writes.get((rec.index, tile.index))
+                        if prev_w:
+                            self.edge(prev_w[-1], w)
+                        writes.setdefault((rec.index, tile.index), []).append(w)
+                        order.append(w)
+                if not compute_tasks:        # a tile without compute steps (an in-memory record): one task
+                    c = self.new(COMPUTE, f, rec.index, layer, tile.index, seq)
+                    seq += 1
+                    c.cycles = tile.compute_cycles + self.mcu.flash_cycles(flash) + tile.hash_cycles
+                    for r in pre:
+                        self.edge(r, c)
+                    compute_tasks.append(c)
+                    order.append(c)
+                    for w in writes.get((rec.index, tile.index), []):
+                        self.edge(c, w)
+                last = compute_tasks[-1]
+                last.frees.extend(band_bufs)
+                if stream_buf is not None:
+                    last.frees.append(stream_buf)
+                tw = writes.get((rec.index, tile.index))
+                if tw and out_buf[1]:
+                    tw[-1].frees.append(("output", out_buf[1], out_buf[0]))
+                elif out_buf[1] or compute_tasks[0].alloc:
+                    last.frees.append(("output", out_buf[1], out_buf[0]))
+                last_compute_of_op = last
+                # the next tile's first read comes after this tile's reads (in-order allocation keeps this too)
+            if last_compute_of_op is not None:
+                last_compute_of_op.frees.extend(op_resident)
+            # a tile's writes and the op's writes by home, for the dependencies of later reads
+            if p is not None:
+                for ti in p.op.outputs:
+                    home = self.pager.homes[ti] if ti >= 0 else None
+                    if home is not None and home.on_sd:
+                        for t_ in rec.tiles:
+                            for w in writes.get((rec.index, t_.index), []):
+                                writes_of.setdefault(home.offset, []).append(w)
+        # data dependencies of reads on the writes that produced their records
+        by_op_tile = writes
+        for t, key, lo, hi in pending_deps:
+            prods = self.producers.get(key)
+            if not prods:
+                continue      # a model input: on the card before the frame starts
+            if not self.precise:
+                break
+            los = self.prod_lo[key]
+            i = max(0, bisect.bisect_right(los, lo) - 1)
+            while i < len(prods) and prods[i][0] < hi:
+                _, phi, op_i, tile_i = prods[i]
+                if phi > lo:
+                    ws = by_op_tile.get((op_i, tile_i))
+                    if ws:
+                        self.edge(ws[-1], t)
+                i += 1
+        if not self.precise:
+            self._barriers(order, writes_of)
+        return order, writes_of, reads_of, writes
+
+    def _barriers(self, order: list[Task], writes_of: dict[int, list[Task]]) -> None:
+        """Fallback: every read of a layer's input waits for all writes of earlier layers (whole-layer barriers)."""
+        done: list[Task] = []
+        current_layer = -1
+        layer_writes: list[Task] = []
+        for t in order:
+            if t.layer != current_layer:
+                done.extend(layer_writes)
+                layer_writes = []
+                current_layer = t.layer
+                if done:
+                    # a join collects the previous layers' writes
+                    j = self.new(JOIN, t.frame, t.op, t.layer, -1, t.seq)
+                    for w in done:
+                        self.edge(w, j)
+                    done = [j]
+            if t.kind == READ and t.pool == "input" and done:
+                self.edge(done[0], t)
+            if t.kind == WRITE:
+                layer_writes.append(t)
+
+
+def _guess_role(p: Any, rec: Any, tile: Any, ti_pos: int, step_i: int, pool: str) -> str:
+    """The role of a read when the plan cannot be matched: a weights read right before a compute of a streaming
+    op is a channel tile, other reads of the first tile are resident unless they are the op's row band."""
+    nxt = tile.io[step_i + 1][0] if step_i + 1 < len(tile.io) else ""
+    streams = p.streamed is not None if p is not None else sum(1 for e in tile.io if e[0] == "compute") > 1
+    if pool == "weights":
+        return "stream" if streams and nxt == "compute" else "resident"
+    if rec.mode != "rows":
+        return "resident"
+    return "band"
+
+
+def _spec(p: Any, index: int) -> Any:
+    for t in p.tiles:
+        if t.index == index:
+            return t
+    raise KeyError(index)
+
+
+def tile_channel(p: Any, n: int) -> tuple[int, int]:
+    return p.channel_tiles[n]
+
+
+def build_graph(records: list[Any], *, pager: Any = None, mcu: Any, checksum: str = "crc32", frames: int = 1,
+                input_reuse: bool = True, hash_on_cpu: bool | None = None,
+                pools: dict[str, int] | None = None) -> TaskGraph:
+    """The task graph of ``frames`` consecutive invokes whose per-op records are ``records`` (from
+    ``Interpreter.simulate()`` or ``.profile``). ``pager`` (``interp._pager``) gives the plan (record ranges for exact
+    dependencies, pools); without it reads depend on whole earlier layers."""
+    if hash_on_cpu is None:
+        hash_on_cpu = not (mcu.has_hash_accelerator and checksum in mcu.hash_accel_algorithms)
+    if pools is None:
+        pools = ({"input": pager.pools.input, "weights": pager.pools.weights, "output": pager.pools.output}
+                 if pager is not None else {"input": 0, "weights": 0, "output": 0})
+    b = _Builder(records, pager, mcu, checksum, hash_on_cpu, input_reuse)
+    frames = max(1, int(frames))
+    per_frame = []
+    for f in range(frames):
+        per_frame.append(b.frame(f))
+    precise = b.precise
+    if not precise and pager is not None:      # rebuild every frame with barriers only
+        b = _Builder(records, pager, mcu, checksum, hash_on_cpu, input_reuse)
+        b.precise = False
+        per_frame = [b.frame(f) for f in range(frames)]
+    tasks = b.tasks
+    # write-after-read across frames: frame f+1 overwrites a tensor's records only after frame f read them all
+    for f in range(1, frames):
+        _, _, reads_prev, _ = per_frame[f - 1]
+        _, writes_of, _, _ = per_frame[f]
+        for key, ws in writes_of.items():
+            rs = reads_prev.get(key)
+            if not rs:
+                continue
+            j = b.new(JOIN, f, ws[0].op, ws[0].layer, -1, ws[0].seq)
+            for r in rs:
+                b.edge(r, j)
+            for w in ws:
+                b.edge(j, w)
+    order0 = per_frame[0][0]
+    seq_len = len(order0)
+    peak = _sequential_peaks(order0, seq_len)
+    suffix = {pool: _suffix_max(v) for pool, v in peak.items()}
+    ops = [{"index": r.index, "op": r.op, "mode": r.mode, "tiles": len(r.tiles)} for r in records]
+    return TaskGraph(tasks, frames, dict(pools), peak, suffix, seq_len, precise, mcu.clock_hz, hash_on_cpu,
+                     {"input_reuse": input_reuse, "checksum": checksum}, ops)
+
+
+def _sequential_peaks(order: list[Task], n: int) -> dict[str, list[int]]:
+    """Pool usage of the pager's sequential order: peak[pool][seq] = live bytes once task ``seq`` allocated."""
+    usage = {p: 0 for p in POOLS}
+    peak = {p: [0] * n for p in POOLS}
+    live: dict[int, int] = {}
+    for t in order:
+        if t.kind == JOIN:
+            continue
+        if t.alloc and t.buf_id not in live:
+            usage[t.alloc] += t.buffer
+            live[t.buf_id] = t.buffer
+        for p in POOLS:
+            peak[p][t.seq] = usage[p]
+        for pool, nbytes, bid in t.frees:
+            if bid in live:
+                usage[pool] -= live.pop(bid)
+    return peak
+
+
+def _suffix_max(v: list[int]) -> list[int]:
+    out = list(v) + [0]
+    for i in range(len(v) - 1, -1, -1):
+        out[i] = max(out[i], out[i + 1])
+    return out
