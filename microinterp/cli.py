@@ -291,6 +291,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--mcu", default="stm32f746", help="MCU profile for the cycle estimates")
     s.add_argument("--workdir", default=None, help="where to write the demo model (default: a temporary folder)")
     s.set_defaults(fn=cmd_demo)
+
+    from .schedule.cli import add_parsers as add_schedule_parsers  # schedule, sweep
+
+    add_schedule_parsers(sub, _size)
     return p
 
 
