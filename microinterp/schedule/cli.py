@@ -23,6 +23,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "base": {},
     "double-buffer": {"double_buffer": True},
     "no-input-reuse": {"input_reuse": False},
+    "pipeline": {"preempt": True, "single_buffer_io_bound": True},
+    "all": {"double_buffer": True, "preempt": True, "single_buffer_io_bound": True},
 }
 CSV_FIELDS = ("model", "variant", "sram", "tile", "tile_used", "frames", "status", "out_of_core", "tiles",
               "io_tasks", "compute_tasks", "read_tasks", "write_tasks", "sd_read_bytes", "sd_write_bytes",
@@ -73,7 +75,9 @@ def _config(args: argparse.Namespace, sram: int, tile: int | None, variant: str 
 
     kw = {"sram": sram, "tile": tile, "frames": args.frames, "flash": args.flash, "mcu": args.mcu,
           "pools": args.pools, "checksum": args.checksum, "input_reuse": not args.no_input_reuse,
-          "double_buffer": args.double_buffer, "sd_read_mb_s": args.sd_read, "sd_write_mb_s": args.sd_write,
+          "double_buffer": args.double_buffer, "preempt": args.preempt,
+          "single_buffer_io_bound": args.single_buffer_io_bound, "sd_read_mb_s": args.sd_read,
+          "sd_write_mb_s": args.sd_write,
           "fps": args.fps}
     kw.update(VARIANTS[variant])
     return Config(**kw)
@@ -240,6 +244,10 @@ def _common(s: argparse.ArgumentParser) -> None:
                    help="SwapNN's graph: re-read the input tile for every weight tile (more bytes than the pager)")
     s.add_argument("--double-buffer", action="store_true",
                    help="cap tile buffers at half the input/output pools so the next tile loads during compute")
+    s.add_argument("--preempt", action="store_true",
+                   help="priority-preemptive CPU: an earlier frame's compute suspends a later frame's")
+    s.add_argument("--single-buffer-io-bound", action="store_true",
+                   help="no weight-tile prefetch for IO-bound ops (leaves half the weights pool to the next frame)")
 
 
 def add_parsers(sub: Any, size: Callable[[str], int]) -> None:

@@ -136,8 +136,9 @@ def plot_gantt(schedule: Any, path: str, title: str = "", frames: int | None = N
     shade: dict[tuple[str, str], list[float]] = {}
     for t in tasks:
         key = (t.resource, _label(t))
-        bars.setdefault(key, []).append((t.start / hz, max(t.end - t.start, 0) / hz))
-        shade.setdefault(key, []).append(1.0 - 0.45 * (t.frame % 2))
+        for a, b in t.segments or [(t.start, t.end)]:
+            bars.setdefault(key, []).append((a / hz, max(b - a, 0) / hz))
+            shade.setdefault(key, []).append(1.0 - 0.45 * (t.frame % 2))
     for (res, lab), spans in bars.items():
         color = COLORS.get(lab, "#888888")
         alphas = shade[(res, lab)]

@@ -44,6 +44,8 @@ class Config:
     checksum: str = "crc32"
     input_reuse: bool = True
     double_buffer: bool = False
+    preempt: bool = False                  # priority-preemptive CPU across frames
+    single_buffer_io_bound: bool = False   # no weight-tile prefetch for IO-bound ops (frees half the pool for frames)
     sd_read_mb_s: float | None = None      # override the profile's SD bandwidths (MB/s, 1 MB = 10^6 bytes)
     sd_write_mb_s: float | None = None
     fps: float | None = None               # frame rate for the wear figures (default: the simulated throughput)
@@ -173,13 +175,14 @@ def evaluate(opened: Opened, cfg: Config, name: str = "model", *, keep: bool = F
     mcu = opened.mcu
     pools = ({"input": opened.pager.pools.input, "weights": opened.pager.pools.weights,
               "output": opened.pager.pools.output} if opened.pager is not None else {})
-    kw = {"pager": opened.pager, "mcu": mcu, "checksum": cfg.checksum, "input_reuse": cfg.input_reuse}
+    kw = {"pager": opened.pager, "mcu": mcu, "checksum": cfg.checksum, "input_reuse": cfg.input_reuse,
+          "single_buffer_io_bound": cfg.single_buffer_io_bound}
     g1 = build_graph(opened.records, frames=1, **kw)
-    s1 = simulate(g1, record_pools=keep)
+    s1 = simulate(g1, record_pools=keep, preempt=cfg.preempt)
     sf = s1
     if cfg.frames > 1:
         gf = build_graph(opened.records, frames=cfg.frames, **kw)
-        sf = simulate(gf, record_pools=keep)
+        sf = simulate(gf, record_pools=keep, preempt=cfg.preempt)
     tot = g1.totals(0)
     hz = mcu.clock_hz
     comp, io = tot["compute_cycles"], tot["io_cycles"]
@@ -195,7 +198,8 @@ def evaluate(opened: Opened, cfg: Config, name: str = "model", *, keep: bool = F
                cpu_utilisation=sf.busy["cpu"] / sf.makespan if sf.makespan else 0.0,
                io_utilisation=sf.busy["io"] / sf.makespan if sf.makespan else 0.0,
                precise=g1.precise,
-               options={"input_reuse": cfg.input_reuse, "double_buffer": cfg.double_buffer, "flash": cfg.flash,
+               options={"input_reuse": cfg.input_reuse, "double_buffer": cfg.double_buffer, "preempt": cfg.preempt,
+                        "single_buffer_io_bound": cfg.single_buffer_io_bound, "flash": cfg.flash,
                         "pools": list(cfg.pools), "checksum": cfg.checksum, "mcu": mcu.name,
                         "sd_read_mb_s": mcu.sd_read_bytes_per_s / 1e6,
                         "sd_write_mb_s": mcu.sd_write_bytes_per_s / 1e6, "hash_on_cpu": g1.hash_on_cpu})
@@ -225,4 +229,4 @@ def run(model: Any, cfg: Config, name: str | None = None, backing: str | os.Path
 
 def graph_for(opened: Opened, cfg: Config, frames: int = 1) -> TaskGraph:
     return build_graph(opened.records, pager=opened.pager, mcu=opened.mcu, checksum=cfg.checksum, frames=frames,
-                       input_reuse=cfg.input_reuse)
+                       input_reuse=cfg.input_reuse, single_buffer_io_bound=cfg.single_buffer_io_bound)

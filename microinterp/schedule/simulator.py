@@ -145,13 +145,22 @@ class _State:
                 events.append((now, pool, -nbytes, bid, f))
 
 
-def simulate(graph: TaskGraph, *, record_pools: bool = True) -> Schedule:
-    """Run the two workers over ``graph`` (see the module docstring); every task gets ``start``/``end`` cycles."""
+def simulate(graph: TaskGraph, *, record_pools: bool = True, preempt: bool = False) -> Schedule:
+    """Run the two workers over ``graph`` (see the module docstring); every task gets ``start``/``end`` cycles and
+    its ``segments`` (one, or several when it was preempted).
+
+    ``preempt=True``: the CPU is priority-preemptive across frames (an RTOS would do this with one task per frame):
+    when a compute of an earlier frame becomes ready while a later frame's compute runs, the later one is suspended
+    (its buffers stay allocated) and resumes when the CPU is free again. SD commands are never preempted."""
     tasks = graph.tasks
     st = _State(graph)
     npred = [t.npred for t in tasks]
     for t in tasks:
         t.state, t.start, t.end = "INIT", -1.0, -1.0
+        t.segments = []
+    remaining: dict[int, float] = {}
+    valid: set[int] = set()
+    cpu_run: list = [None, 0.0, 0]          # running compute task, its segment start, its heap token
     ready_cpu: list[tuple[int, int, int]] = []        # (frame, seq, id)
     ready_write: list[tuple[int, int, int]] = []
     running: list[tuple[float, int, int]] = []       # (end, order, id)
@@ -197,10 +206,12 @@ def simulate(graph: TaskGraph, *, record_pools: bool = True) -> Schedule:
         nonlocal counter
         st.allocate(t, now, events)
         t.state = "SELECTED"
-        t.start = now
-        end = now + t.cycles
+        if t.start < 0:
+            t.start = now
+        cycles = remaining.pop(t.id, t.cycles)
+        end = now + cycles
         busy_until[resource] = end
-        busy[resource] += t.cycles
+        busy[resource] += cycles
         if t.kind == READ:
             busy["sd_read"] += t.cycles
         elif t.kind == WRITE:
@@ -208,6 +219,30 @@ def simulate(graph: TaskGraph, *, record_pools: bool = True) -> Schedule:
         f_start[t.frame] = min(f_start[t.frame], now)
         counter += 1
         heapq.heappush(running, (end, counter, t.id))
+        valid.add(counter)
+        if resource == "cpu":
+            cpu_run[:] = [t, now, counter]
+        else:
+            t.segments.append((now, end))
+
+    def preemption() -> None:
+        """Suspend the running compute when an earlier frame has a selectable compute ready."""
+        t = cpu_run[0]
+        if t is None or busy_until["cpu"] <= now or not ready_cpu:
+            return
+        best = pick_cpu()
+        if best is None:
+            return
+        if best.frame < t.frame:
+            valid.discard(cpu_run[2])
+            left = busy_until["cpu"] - now
+            remaining[t.id] = left
+            busy["cpu"] -= left
+            t.segments.append((cpu_run[1], now))
+            cpu_run[0] = None
+            busy_until["cpu"] = now
+            heapq.heappush(ready_cpu, (t.frame, t.seq, t.id))
+        heapq.heappush(ready_cpu, (best.frame, best.seq, best.id))
 
     def pick_io() -> Task | None:
         best: Task | None = None
@@ -252,17 +287,29 @@ def simulate(graph: TaskGraph, *, record_pools: bool = True) -> Schedule:
             make_ready(t)
 
     while True:
+        if preempt:
+            preemption()
         for resource, pick in (("io", pick_io), ("cpu", pick_cpu)):
             if busy_until[resource] <= now:
                 t = pick()
                 if t is not None:
                     start(t, resource)
+        while running and running[0][1] not in valid:
+            heapq.heappop(running)            # runs cut short by a preemption
         if not running:
             break
         now = running[0][0]
         while running and running[0][0] <= now:
-            _, _, tid = heapq.heappop(running)
-            finish(tasks[tid])
+            _, token, tid = heapq.heappop(running)
+            if token not in valid:
+                continue                      # a preempted run
+            valid.discard(token)
+            t = tasks[tid]
+            if t.resource == "cpu":
+                t.segments.append((cpu_run[1], now))
+                cpu_run[0] = None
+            finish(t)
+
     if unfinished:
         stuck = [t for t in tasks if t.state != "FINISHED" and t.kind != JOIN][:5]
         raise RuntimeError(f"schedule stalled with {unfinished} tasks left (first: {stuck}); pools "

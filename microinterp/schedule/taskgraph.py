@@ -34,7 +34,10 @@ simulator's deadlock-free allocation rule relies on (:mod:`.simulator`).
 Options (scheduling ideas, see docs/scheduler.md): ``input_reuse=False`` builds SwapNN's task graph where every
 compute task reads its own input tile (the pager keeps the input band resident across the channel tiles of a
 streamed filter — the default, and what the counters match). It moves more bytes than the pager (``TaskGraph.totals``
-says how many); the default moves exactly the pager's bytes.
+says how many); the default moves exactly the pager's bytes. ``single_buffer_io_bound=True`` reads the next weight tile
+of an IO-bound op (its IO cycles exceed its compute cycles: FULLY_CONNECTED, most depthwise layers) only after the
+previous tile's compute: prefetching buys such an op almost nothing (the CPU waits for the card either way) and it
+leaves half of the weights pool to the next frame when frames are pipelined. Same bytes.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ class Task:
         "payload",
         "pool",
         "resource",
+        "segments",
         "seq",
         "start",
         "state",
@@ -96,6 +100,7 @@ class Task:
         self.npred = 0
         self.state = "INIT"
         self.start = self.end = -1.0
+        self.segments: list[tuple[float, float]] = []
         self.channels = 0
 
     @property
@@ -239,10 +244,11 @@ def _stream_read(pager: Any, p: Any, c0: int, c1: int) -> tuple[int, int, int]:
 # -- building ----------------------------------------------------------------------------------------------------------
 class _Builder:
     def __init__(self, records: list[Any], pager: Any, mcu: Any, checksum: str, hash_on_cpu: bool,
-                 input_reuse: bool):
+                 input_reuse: bool, single_buffer_io_bound: bool = False):
         self.records, self.pager, self.mcu = records, pager, mcu
         self.checksum, self.hash_on_cpu = checksum, hash_on_cpu
         self.input_reuse = input_reuse
+        self.single_buffer_io_bound = single_buffer_io_bound
         self.tasks: list[Task] = []
         self.precise = pager is not None
         self.plans = {p.index: p for p in pager.plans} if pager is not None else {}
@@ -286,6 +292,7 @@ class _Builder:
                 continue
             op_resident: list[tuple[str, int, int]] = []
             last_compute_of_op: Task | None = None
+            io_bound = self.single_buffer_io_bound and rec.bound == "io"
             for ti_pos, tile in enumerate(rec.tiles):
                 expected = (_expected_reads(self.pager, p, _spec(p, tile.index), ti_pos == 0)
                             if p is not None else None)
@@ -346,6 +353,8 @@ class _Builder:
                             band_reads.append((t, len(pre)))
                         else:
                             stream_buf = entry
+                            if io_bound and compute_tasks:     # single-buffered: after the previous tile's compute
+                                self.edge(compute_tasks[-1], t)
                         if pool == "input":
                             first_input = first_input or t
                             last_input = t
@@ -508,7 +517,8 @@ def tile_channel(p: Any, n: int) -> tuple[int, int]:
 
 
 def build_graph(records: list[Any], *, pager: Any = None, mcu: Any, checksum: str = "crc32", frames: int = 1,
-                input_reuse: bool = True, hash_on_cpu: bool | None = None,
+                input_reuse: bool = True, single_buffer_io_bound: bool = False,
+                hash_on_cpu: bool | None = None,
                 pools: dict[str, int] | None = None) -> TaskGraph:
     """The task graph of ``frames`` consecutive invokes whose per-op records are ``records`` (from
     ``Interpreter.simulate()`` or ``.profile``). ``pager`` (``interp._pager``) gives the plan (record ranges for exact
@@ -518,14 +528,14 @@ def build_graph(records: list[Any], *, pager: Any = None, mcu: Any, checksum: st
     if pools is None:
         pools = ({"input": pager.pools.input, "weights": pager.pools.weights, "output": pager.pools.output}
                  if pager is not None else {"input": 0, "weights": 0, "output": 0})
-    b = _Builder(records, pager, mcu, checksum, hash_on_cpu, input_reuse)
+    b = _Builder(records, pager, mcu, checksum, hash_on_cpu, input_reuse, single_buffer_io_bound)
     frames = max(1, int(frames))
     per_frame = []
     for f in range(frames):
         per_frame.append(b.frame(f))
     precise = b.precise
     if not precise and pager is not None:      # rebuild every frame with barriers only
-        b = _Builder(records, pager, mcu, checksum, hash_on_cpu, input_reuse)
+        b = _Builder(records, pager, mcu, checksum, hash_on_cpu, input_reuse, single_buffer_io_bound)
         b.precise = False
         per_frame = [b.frame(f) for f in range(frames)]
     tasks = b.tasks
@@ -548,7 +558,8 @@ def build_graph(records: list[Any], *, pager: Any = None, mcu: Any, checksum: st
     suffix = {pool: _suffix_max(v) for pool, v in peak.items()}
     ops = [{"index": r.index, "op": r.op, "mode": r.mode, "tiles": len(r.tiles)} for r in records]
     return TaskGraph(tasks, frames, dict(pools), peak, suffix, seq_len, precise, mcu.clock_hz, hash_on_cpu,
-                     {"input_reuse": input_reuse, "checksum": checksum}, ops)
+                     {"input_reuse": input_reuse, "single_buffer_io_bound": single_buffer_io_bound,
+                      "checksum": checksum}, ops)
 
 
 def _sequential_peaks(order: list[Task], n: int) -> dict[str, list[int]]:

@@ -42,7 +42,9 @@ def check_schedule(s) -> None:
         for j in t.succ:
             assert tasks[j].start >= t.end - 1e-6, (t, tasks[j])
     for res in ("cpu", "io"):
-        spans = sorted((t.start, t.end) for t in tasks if t.resource == res)
+        spans = sorted(seg for t in tasks if t.resource == res for seg in t.segments)
+        assert all(sum(b - a for a, b in t.segments) == pytest.approx(t.cycles, abs=1e-3) for t in tasks
+                   if t.resource == res)
         for (_, a1), (b0, _) in itertools.pairwise(spans):
             assert b0 >= a1 - 1e-6
     use = dict.fromkeys(g.pools, 0)
@@ -70,9 +72,9 @@ def assert_counters_match(records, graph) -> None:
 @settings(deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), size=st.integers(40, 80), layers=st.integers(2, 5),
        pools=st.tuples(*[st.floats(0.5, 3.0)] * 3), where=st.floats(0.0, 1.0), frames=st.integers(1, 3),
-       flash=st.sampled_from([0, None]))
+       flash=st.sampled_from([0, None]), preempt=st.booleans(), single=st.booleans())
 def test_graph_matches_the_pager_and_schedules_without_deadlock(tmp_path_factory, seed, size, layers, pools, where,
-                                                                frames, flash):
+                                                                frames, flash, preempt, single):
     model = small_net(seed, size, layers)
     path = tmp_path_factory.mktemp("sd") / "sd.img"
     need = smallest_out_of_core_arena(model, path, pools=pools, flash=flash)
@@ -81,10 +83,10 @@ def test_graph_matches_the_pager_and_schedules_without_deadlock(tmp_path_factory
     arena = need + int(where * (full - 1 - need))
     with mi.Interpreter(model, arena=arena, backing=path, pools=pools, flash=flash) as it:
         records = it.simulate()
-        g = build_graph(records, pager=it._pager, mcu=it.mcu, frames=frames)
+        g = build_graph(records, pager=it._pager, mcu=it.mcu, frames=frames, single_buffer_io_bound=single)
     assert g.precise
     assert_counters_match(records, g)
-    s = simulate(g)
+    s = simulate(g, preempt=preempt)
     check_schedule(s)
     t = g.totals(0)
     assert s.latency_cycles >= max(t["compute_cycles"], t["io_cycles"]) - 1e-6
