@@ -9,15 +9,20 @@ anything else runs the reference invoke):
   padded taps (their terms cancel against the bias). So the im2col buffer ``[rows, K + 1]`` holds raw input values,
   ``zp_in`` where a tap falls outside the image and a constant 1.0 column that multiplies the weight row ``bias'``:
   the GEMM returns TFLM's exact accumulator, bias included.
-* GEMM precision, chosen once per layer: float32 when ``128 max_c (sum_k |w[c,k]|) + |bias'_c| < 2^24`` — every
-  partial sum of any summation order is then an integer below 2^24, exact in float32 — else float64 (exact below
-  2^53). ``stats()`` reports which.
+* GEMM precision, chosen once per layer (:func:`._epilogue.gemm_weights`): float32 when ``128 sum_k |w[c,k]| +
+  |bias'_c| < 2^24`` for every channel — every partial sum of any summation order is then an integer below 2^24,
+  exact in float32 — else float64 (exact below 2^53); ``plan.weights.dtype`` says which. Channels the epilogue
+  finds constant (pruned filters: the bias alone decides the output) get zero columns, so their biases, often far
+  beyond 2^24, do not force float64.
 * im2col: the input is cast once into a zp-filled float32 image with the padding margins (allocated at prepare; the
   margins are never written again), and one strided copy of its ``as_strided`` windows fills the column buffer
   (also allocated at prepare; its 1.0 column is never overwritten). 1x1 convolutions without padding copy the
   (strided) input straight into the column buffer.
-* Requantization: :class:`._epilogue.Epilogue` with the per-channel accumulator bound ``sum_k |w| max|x - zp_in| +
-  |bias|``: merged float64 rounding for the channels whose exactness condition holds, the int64 MBQM for the rest.
+* Requantization: :class:`._epilogue.Epilogue` with each channel's exact accumulator range (weights, int8 input
+  range, bias): merged float64 rounding for the channels whose exactness condition holds, a constant for channels
+  whose output cannot change, the int64 MBQM for the rest (``plan.epilogue.kinds()``).
+* The int4 unpack scratch the reference requests stays in the arena plan; the fast path unpacks the (constant)
+  filter once at prepare instead of on every invoke.
 
 These buffers are host-side scratch of the Python process, not arena memory: the arena plan (scratch requests,
 persistent multipliers) is exactly the reference prepare's.
