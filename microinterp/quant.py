@@ -200,7 +200,7 @@ class Requantizer:
             self.shift_left = bool(self.left.any())
             self.saturation = _may_hold_int32_min(m)
             self.rounding = _RoundingShift(np.maximum(-shift, 0))
-        self.fused = None if self.saturation else _fused_rounding(self.multiplier, shift)
+        self.fused = None if self.saturation else _fused_rounding(self.multiplier, self.rounding)
 
     def __call__(self, x) -> np.ndarray:
         x = _as_int(x)
@@ -219,19 +219,21 @@ class Requantizer:
         return self.rounding(p)     # p has the broadcast shape of x, M and shift: rounded in place
 
 
-def _fused_rounding(multiplier, shift) -> tuple | None:
+def _fused_rounding(multiplier, rounding: _RoundingShift) -> tuple | None:
     """Constants of the one-pass MBQM ``(M, 2^30 + 2^31 h, h', e)`` as int64 arrays (``h' = h`` where ``e > 0``,
-    INT64_MIN where no rounding applies; ``e`` None when no exponent is positive), or None when an exponent
-    exceeds 31."""
-    e = np.maximum(-np.asarray(shift, dtype=np.int64), 0)
-    if (e > 31).any():
+    INT64_MIN where no rounding applies; ``e`` None when no exponent is positive), from the prepared rounding shift;
+    None when an exponent exceeds 31."""
+    m = np.array(multiplier, dtype=np.int64)
+    e, half = rounding.exponent, rounding.half
+    if e is None:
+        return m, np.array(1 << 30), None, None
+    if isinstance(e, int):                              # per tensor: Python ints, then 0-d arrays
+        return (m, np.array((1 << 30) + (half << 31)), np.array(half), np.array(e)) if e <= 31 else None
+    if e.max() > 31:
         return None
-    half = (np.int64(1) << e) >> 1
-    offset = (1 << 30) + (half << 31)
-    if not e.any():
-        return np.array(multiplier, dtype=np.int64), offset, None, None
-    half = np.where(e > 0, half, np.iinfo(np.int64).min)      # e == 0: the (y < h) term must not apply
-    return np.array(multiplier, dtype=np.int64), offset, half, e
+    if rounding.mask is not None:                       # e == 0: the (y < h) term must not apply
+        half = np.where(rounding.mask, half, np.iinfo(np.int64).min)
+    return m, (1 << 30) + (rounding.half << 31), half, e
 
 
 def mbqm(x, multiplier, shift):
