@@ -49,7 +49,8 @@ filters: the bias alone decides); then ``a = 0`` and the offset is that value. O
   one unit, so the clip still gives the right bound.
 
 Every other channel takes the exact int64 path (:class:`microinterp.quant.Requantizer`, wrapping to int32 when the
-range allows overflow). ``tests/kernels/optimized/test_epilogue.py`` checks every channel of every zoo layer at
+range allows overflow); so does every channel of a layer whose output zero point lies outside ``[act_min,
+act_max]`` or whose bounds leave int8 (no converter writes such layers). ``tests/kernels/optimized/test_epilogue.py`` checks every channel of every zoo layer at
 +-3 around every rounding boundary against :func:`microinterp.quant.mbqm`.
 
 Host-side work buffers come from a per-thread pool (:func:`work_buffer`): they are not arena memory.
@@ -147,6 +148,8 @@ class Epilogue:
         left, right = np.maximum(s, 0), np.maximum(-s, 0)
         big = np.maximum(np.abs(x_lo), np.abs(x_hi))
         no_wrap = (left <= 31) & (big < np.right_shift(1 << 31, np.minimum(left, 31)))
+        if not -128 <= lo <= zp <= hi <= 127:    # odd quantization (zero point outside the clamp range): int64 path
+            no_wrap[:] = False
 
         # constant channels: the (monotone) requantization agrees at both ends of the range
         ends = np.where(no_wrap, np.stack([x_lo, x_hi]), 0)

@@ -254,6 +254,15 @@ def test_int64_fallback_channels():
     check(ep, x, m, s, 0, -128, 127)
 
 
+@pytest.mark.parametrize("zp, lo, hi", [(-3, 10, 40), (50, -128, 20), (0, 40, 10)])
+def test_zero_point_outside_the_clamp_range(zp, lo, hi):
+    """Odd quantization the float64 path does not cover: every channel takes the int64 path (np.clip with
+    ``lo > hi`` gives ``hi``, as TFLM's max-then-min)."""
+    m, s, ep = _layer([1e-3, 3e-3], zp, lo, hi, 1 << 16)
+    assert ep.kinds()["int64"] == 2
+    check_layer(m, s, zp, lo, hi, np.full(2, -(1 << 16)), np.full(2, 1 << 16))
+
+
 def test_left_shift_multiplier():
     """Effective scales above 1 (MBQM's left shift): merged while ``B 2^L`` fits int32, int64 beyond."""
     m, s, ep = _layer([3.0, 40.0], -10, -128, 127, (np.array([-1000, -(1 << 27)]), np.array([1000, 1 << 27])))
