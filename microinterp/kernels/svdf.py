@@ -44,6 +44,8 @@ class SvdfData:
     output_zp: int
     state_min: int
     state_max: int
+    features: np.ndarray | None = None      # int8: constant weights_feature as float64 [I, F] (exact products)
+    time_weights: np.ndarray | None = None  # int8: constant weights_time as int64 [F, M]
 
 
 class Svdf:
@@ -101,7 +103,9 @@ class Svdf:
             ctx.request_scratch(op, batch * filters * 4)
             ctx.request_scratch(op, batch * units * 4)
             return SvdfData(True, rank, act, e1, e2, qx.zero_point, qs.zero_point, qy.zero_point,
-                            QMIN[state.type_name], QMAX[state.type_name])
+                            QMIN[state.type_name], QMAX[state.type_name],
+                            None if wf.data is None else np.ascontiguousarray(wf.data.astype(np.float64).T),
+                            None if wt.data is None else wt.data.astype(np.int64))
         for t, what in ((wf, "weights_feature"), (wt, "weights_time"), (state, "state"), (bias, "bias"),
                         (y, "output")):
             if t.type_name != "FLOAT32":
@@ -120,13 +124,16 @@ class Svdf:
         flat[:-1] = flat[1:].copy()
         state = flat.reshape(batch, filters, memory)
         if data.quantized:
-            dot = (x.astype(np.float64) - data.input_zp) @ wf.astype(np.float64).T    # exact: |acc| < 2^53
-            d = np.clip(mbqm(wrap_int32(dot.astype(np.int64)), *data.e1), data.state_min, data.state_max)
+            features = data.features if data.features is not None else wf.astype(np.float64).T
+            dot = (x.astype(np.float64) - data.input_zp) @ features             # exact: |acc| < 2^53
+            d = mbqm(wrap_int32(dot.astype(np.int64)), *data.e1)
+            d = np.minimum(np.maximum(d, data.state_min), data.state_max)
             state[:, :, -1] = (d + data.state_zp).astype(state.dtype)    # C narrowing cast: wraps
             centred = state.astype(np.int64) - data.state_zp
-            s = wrap_int32(np.einsum("bfm,fm->bf", centred, wt.astype(np.int64)))
+            time_weights = data.time_weights if data.time_weights is not None else wt.astype(np.int64)
+            s = wrap_int32(np.einsum("bfm,fm->bf", centred, time_weights))
             acc = wrap_int32(s.reshape(batch, -1, data.rank).sum(axis=2) + bias.astype(np.int64))
-            out[...] = np.clip(mbqm(acc, *data.e2) + data.output_zp, -128, 127)
+            out[...] = np.minimum(np.maximum(mbqm(acc, *data.e2) + data.output_zp, -128), 127)
             return
         # Float: every sum is sequential float32, in TFLM's order.
         dot = np.zeros((batch, filters), np.float32)
