@@ -63,9 +63,12 @@ class IntegerStep:
         h_lo, h_hi = d.hidden_range
         # The recurrent FC multiplies h - zp_h (the loop keeps h centred). Its accumulators' exact range decides
         # whether the int32 accumulator can wrap (as in C) and the size of their requantization table.
-        ends = np.stack([self.w_rec * (h_lo - d.hidden_zp), self.w_rec * (h_hi - d.hidden_zp)])
-        rec_min, rec_max = int(ends.min(axis=0).sum(axis=0).min()), int(ends.max(axis=0).sum(axis=0).max())
+        rec_min, rec_max = _accumulator_range(self.w_rec, h_lo - d.hidden_zp, h_hi - d.hidden_zp)
         self.rec_wraps = not self.acc64 and (rec_min < INT32_MIN or rec_max > INT32_MAX)
+        x_lo, x_hi = d.hidden_range         # the input has the hidden state's type
+        in_min, in_max = _accumulator_range(self.w_in, x_lo - d.input_zp, x_hi - d.input_zp)
+        self.in_wraps = not self.acc64 and (in_min + self.bias.min() < INT32_MIN or
+                                            in_max + self.bias.max() > INT32_MAX)
         self.in_requant = None if self.acc64 else Requantizer(*self.input_mult)
         span = rec_max - rec_min + 1
         if 4 * span <= _MAX_REC_TABLE:
@@ -115,7 +118,7 @@ class IntegerStep:
         """sat16(MBQM(FC(x_t, W_x) + bias)) for all time steps plus the activation table's offsets: ``[N, I] ->
         [N, 4S]`` (int32, step gate order)."""
         acc = ((x.astype(np.float64) - self.d.input_zp) @ self.w_in).astype(np.int64)
-        gates = self._requant16(acc + self.bias, self.input_mult, self.in_requant).astype(np.int32)
+        gates = self._requant16(acc + self.bias, self.input_mult, self.in_requant, self.in_wraps).astype(np.int32)
         gates += self.activation_offset
         return gates
 
@@ -137,22 +140,33 @@ class IntegerStep:
 
     def sequence(self, gates_in: np.ndarray, h0: np.ndarray, c0: np.ndarray):
         d, s = self.d, self.d.state
-        state = np.empty((gates_in.shape[1], 5 * s), np.int32)      # [i | f | o | g | c]
-        state[:, 4 * s:] = c0
+        state = np.empty((gates_in.shape[1], 5 * s), np.int32)
+        gates, i_f, g_c, o, c = (state[:, :4 * s], state[:, :2 * s], state[:, 3 * s:], state[:, 2 * s:3 * s],
+                                 state[:, 4 * s:])                  # views of the row [i | f | o | g | c]
+        c[...] = c0
         hs = np.empty((gates_in.shape[0] + 1, *gates_in.shape[1:2], s), np.float64)   # hs[0]: h0, centred
         hs[0] = h0
         hs[0] -= d.hidden_zp
+        recurrent, hidden, cell_requant = self._recurrent, self._hidden, self.cell_requant
         for t in range(gates_in.shape[0]):
-            index = self._recurrent(hs[t])
+            index = recurrent(hs[t])
             index += gates_in[t]                       # + sat16(input FC) + offsets: not saturated, the tables do it
-            state[:, :4 * s] = self.activation[index]
-            both = self._requant16(state[:, :2 * s] * state[:, 3 * s:], None, self.cell_requant, False,
-                                   self.cell_saturates)
+            gates[...] = self.activation[index]
+            both = cell_requant(i_f * g_c)             # MBQM(i*g) | MBQM(f*c)
+            if self.cell_saturates:
+                both = np.minimum(np.maximum(both, _INT16_MIN), _INT16_MAX)
             total = both[:, :s] + both[:, s:]
-            state[:, 4 * s:] = self.cell_of_sum[total]
-            self._hidden(self.cell_tanh_of_sum[total] * state[:, 2 * s:3 * s], out=hs[t + 1])
+            c[...] = self.cell_of_sum[total]
+            hidden(self.cell_tanh_of_sum[total] * o, out=hs[t + 1])
         hs += d.hidden_zp
-        return hs[1:], hs[-1], state[:, 4 * s:]
+        return hs[1:], hs[-1], c
+
+
+def _accumulator_range(w: np.ndarray, x_lo: int, x_hi: int) -> tuple[int, int]:
+    """Exact range of every column of ``x @ w`` (``w`` ``[K, N]``) over all ``x`` with entries in
+    ``[x_lo, x_hi]``: the smallest column minimum and the largest column maximum."""
+    ends = np.stack([w * x_lo, w * x_hi])
+    return int(ends.min(axis=0).sum(axis=0).min()), int(ends.max(axis=0).sum(axis=0).max())
 
 
 class FloatStep:
