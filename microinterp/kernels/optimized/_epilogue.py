@@ -66,11 +66,15 @@ import numpy as np
 from ...quant import Requantizer, wrap_int32
 from .._blas import matmul
 
+try:    # the clip ufunc itself (np.clip adds a few microseconds of Python around it)
+    from numpy._core.umath import clip as _clip
+except ImportError:     # NumPy < 2
+    from numpy.core.umath import clip as _clip
+
 _LIMIT = 1 << 53
 _F32_EXACT = 1 << 24
 _SMALL_GEMM = 1 << 15    # below this many multiply-adds, plain np.matmul (no BLAS thread-count calls)
 _TILE = 512          # per-channel vectors are tiled to about this length so NumPy's inner loops are long
-_clip = np._core.umath.clip       # the clip ufunc itself (np.clip adds a few microseconds of Python)
 
 _pool = threading.local()
 
