@@ -151,7 +151,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
         if keep and r.out_of_core:
             from . import plots
 
-            what = f"{name}, SRAM {args.sram // 1024} KB, tile {(args.tile or 0) // 1024} KB"
+            what = f"{name}, SRAM {args.sram // 1024} KB, tile {(r.tile_used or 0) // 1024} KB"
             if args.gantt:
                 plots.plot_gantt(s1, args.gantt, f"{what}, one frame")
                 print(f"wrote {args.gantt}", file=sys.stderr)

@@ -41,6 +41,16 @@ def _kb(n: float) -> str:
     return f"{n / 1024:g}K" if n < 1 << 20 else f"{n / (1 << 20):g}M"
 
 
+def _tile_axis(ax: Any, results: Sequence[dict[str, Any]]) -> None:
+    ticks = sorted({r["tile"] for r in results if r.get("status") == "ok" and r.get("tile")})
+    ax.set_xscale("log", base=2)
+    if ticks:
+        ax.set_xticks([t / 1024 for t in ticks])
+        ax.set_xticklabels([_kb(t) for t in ticks])
+        ax.minorticks_off()
+    ax.set_xlabel("tile size")
+
+
 def _by_sram(results: Sequence[dict[str, Any]], variant: str | None = None) -> dict[int, list[dict[str, Any]]]:
     out: dict[int, list[dict[str, Any]]] = {}
     for r in results:
@@ -76,8 +86,7 @@ def plot_sweep(results: Sequence[dict[str, Any]], path: str, title: str = "") ->
         a2.axhline(1 / comp, color="k", lw=1, ls=":", label="compute-only (infinite SRAM)")
     frames = next((r["frames"] for r in results if r.get("status") == "ok"), 1)
     for ax, yl in ((a1, "per-frame latency (s)"), (a2, f"throughput of {frames} frames (frames/s)")):
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("tile size (KB)")
+        _tile_axis(ax, results)
         ax.set_ylabel(yl)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
@@ -102,9 +111,8 @@ def plot_tasks(results: Sequence[dict[str, Any]], path: str, title: str = "") ->
         color = cmap(si / max(1, len(groups) - 1) * 0.85)
         ax.plot(x, [r["io_tasks"] for r in rows], "-o", color=color, label=f"IO tasks, SRAM {_kb(sram)}")
         ax.plot(x, [r["compute_tasks"] for r in rows], "--s", color=color, label=f"compute tasks, SRAM {_kb(sram)}")
-    ax.set_xscale("log", base=2)
+    _tile_axis(ax, results)
     ax.set_yscale("log")
-    ax.set_xlabel("tile size (KB)")
     ax.set_ylabel("tasks per frame")
     ax.grid(True, alpha=0.3, which="both")
     ax.legend(fontsize=7)
