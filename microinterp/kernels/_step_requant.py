@@ -74,7 +74,7 @@ class StepRequantizer:
 
     def index(self, keys: np.ndarray) -> np.ndarray:
         """``searchsorted`` of keys (``acc + key_offset``, of the thresholds' dtype): indices into ``values``."""
-        return self.thresholds.searchsorted(keys, side="right")
+        return self.thresholds.searchsorted(keys, "right")
 
     def __call__(self, acc: np.ndarray) -> np.ndarray:
         """``clamp(f(acc), lo, hi)`` (channels along the last axis), of ``values``' dtype."""

@@ -84,6 +84,8 @@ class FullyConnectedData:
     key_bias: np.ndarray | None = None          # no wrap); float64, output shape: bias + the steps' key_offset
     whole_input: bool = True                    # the input holds exactly batches * accum elements
     input_shape: tuple[int, ...] = ()           # the input as (*output.shape[:-1], accum): products come out shaped
+    input_shaped: bool = False                  # the input tensor already has input_shape
+    small: bool = False                         # batches * accum * depth < _SMALL_PRODUCT: np.dot, no BLAS guard
 
 
 #: Most codes an output may have for the step-function requantization (int8: 255 thresholds, 2 KiB).
@@ -221,18 +223,22 @@ class FullyConnected:
         return FullyConnectedData(t, batches, depth, accum, lo, hi, weights, bias64, input_offset, filter_offset,
                                   output_offset, multiplier, shift, int64_acc, wrap, unpacked, scratch,
                                   None if int64_acc else Requantizer(multiplier, shift), steps, key_bias,
-                                  x.num_elements == batches * accum, (*out.shape[:-1], accum))
+                                  x.num_elements == batches * accum, (*out.shape[:-1], accum),
+                                  x.shape == (*out.shape[:-1], accum), batches * accum * depth < _SMALL_PRODUCT)
 
     def invoke(self, ctx, op, data: FullyConnectedData) -> None:
         out = ctx.views[op.outputs[0]]
         x = ctx.views[op.inputs[0]]
         if data.scratch is not None:
             ctx.scratch(data.scratch)[:data.unpacked_int4.size] = data.unpacked_int4.view(np.uint8)
-        if data.steps is not None:      # the usual case: four NumPy calls
-            acc = _product(x.reshape(data.input_shape) if data.whole_input else
-                           x.reshape(-1)[:data.batches * data.accum].reshape(data.input_shape), data.weights)
+        steps = data.steps
+        if steps is not None:           # the usual case: four NumPy calls
+            if not data.input_shaped:
+                x = (x.reshape(data.input_shape) if data.whole_input else
+                     x.reshape(-1)[:data.batches * data.accum].reshape(data.input_shape))
+            acc = np.dot(x, data.weights) if data.small else _product(x, data.weights)
             acc += data.key_bias
-            out[...] = data.steps.values[data.steps.index(acc)]
+            out[...] = steps.values[steps.index(acc)]
             return
         x = x.reshape(-1)[:data.batches * data.accum].reshape(data.batches, data.accum)
         if data.type_name == "FLOAT32":
