@@ -105,12 +105,13 @@ def format_result(r: Any) -> str:
     o = r.options
     lines = [
         f"model {r.model}: SRAM {r.sram} B, tile {r.tile} B (used {r.tile_used}), {o['mcu']}, SD "
-        f"{o['sd_read_mb_s']:g}/{o['sd_write_mb_s']:g} MB/s read/write, flash {o['flash']}, pools "
+        f"{o['sd_read_mb_s']:g}/{o['sd_write_mb_s']:g} MB/s read/write, flash "
+        f"{'the profile' + chr(39) + 's' if o['flash'] is None else o['flash']}, pools "
         f"{':'.join(f'{v:g}' for v in o['pools'])} = {r.pools}, checksum {o['checksum']} "
         f"({'CPU' if o['hash_on_cpu'] else 'hash engine'})" + ("" if r.out_of_core else "  [runs in core]"),
         f"tasks per frame: {r.tiles} tiles, {r.io_tasks} IO ({r.read_tasks} reads, {r.write_tasks} writes), "
         f"{r.compute_tasks} compute; SD {r.sd_read_bytes / mb:.2f} MB read, {r.sd_write_bytes / mb:.2f} MB written"
-        + ("" if r.precise else "  (per-layer dependencies: the plan did not match the records)"),
+        + ("" if r.precise or not r.out_of_core else "  (per-layer dependencies: the plan did not match the records)"),
         (f"compute-only (infinite SRAM) {r.compute_only_s * 1e3:.1f} ms | IO-only {r.io_only_s * 1e3:.1f} ms | "
          f"sequential IO+compute {r.sequential_s * 1e3:.1f} ms"),
         f"per-frame latency   {r.latency_s * 1e3:10.1f} ms  overhead {_pct(r.latency_overhead)} vs compute-only",
@@ -231,9 +232,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 # -- parsers -----------------------------------------------------------------------------------------------------------
 def _common(s: argparse.ArgumentParser) -> None:
     s.add_argument("--frames", type=int, default=4, help="consecutive frames for the throughput run (default 4)")
-    s.add_argument("--flash", type=_flash, default=0,
-                   help="flash budget for weights (bytes, or 'none' for the profile's; default 0: all weights on "
-                        "the SD card, as SwapNN pre-stores them)")
+    s.add_argument("--flash", type=_flash, default=None,
+                   help="flash budget for weights in bytes (default: the profile's, 1 MB on the stm32f746); 0 puts "
+                        "every weight on the SD card, as SwapNN pre-stores them")
     s.add_argument("--mcu", default="stm32f746", help="MCU profile (default stm32f746)")
     s.add_argument("--pools", type=_pools, default=(1.0, 2.0, 1.0), help="pool split input,weights,output (1,2,1)")
     s.add_argument("--checksum", default="crc32", help="checksum of SD records (default crc32)")

@@ -38,7 +38,7 @@ class Config:
     sram: int
     tile: int | None
     frames: int = 4
-    flash: int | None = 0
+    flash: int | None = None               # None: the profile's flash; 0: every weight on the card (SwapNN)
     mcu: str = "stm32f746"
     pools: tuple[float, float, float] = (1.0, 2.0, 1.0)
     checksum: str = "crc32"

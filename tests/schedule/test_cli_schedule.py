@@ -31,7 +31,7 @@ def test_schedule_prints_the_overheads_and_json(model, capsys):
 def test_sweep_writes_csv_and_json_in_parallel(model, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["sweep", model, "--sram", "45K,64K", "--tile", "4K,8K,64", "--frames", "2", "--jobs", "2",
-                 "--variants", "base,double-buffer", "--out", str(out)]) == 0
+                 "--variants", "base,double-buffer", "--flash", "0", "--out", str(out)]) == 0
     with open(out / "demo.tflite-sweep.csv") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 2 * 2 * 3
@@ -42,6 +42,12 @@ def test_sweep_writes_csv_and_json_in_parallel(model, tmp_path, capsys):
     # smaller tiles: at least as many IO tasks
     base = {(r["sram"], r["tile"]): r for r in ok if r["variant"] == "base"}
     assert base[(45 * 1024, 4096)]["io_tasks"] >= base[(45 * 1024, 8192)]["io_tasks"]
+
+
+def test_a_model_that_fits_runs_in_core(model, capsys):
+    assert main(["schedule", model, "--sram", "512K"]) == 0
+    out = capsys.readouterr().out
+    assert "[runs in core]" in out and "0 IO" in out and "overhead +0.0%" in out and "per-layer" not in out
 
 
 def test_unknown_generated_model_and_variant(capsys):
