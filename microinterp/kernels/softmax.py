@@ -174,7 +174,9 @@ def _softmax_int8(rows: np.ndarray, data: SoftmaxData) -> np.ndarray:
     if np.any((exponent < 0) | (exponent > 31)):
         raise RuntimeError("softmax: reciprocal exponent out of [0, 31] (TFLITE_CHECK in TFLM)")
     type_name = "INT16" if data.output_bits == 16 else "INT8"
-    value = mbqm(e, recip[:, None], -exponent[:, None])     # RDBPOT(SRDHM(recip, e), exponent)
+    # RDBPOT(SRDHM(recip, e), exponent): one row (a classifier's) with a scalar multiplier, cheaper to prepare
+    value = (mbqm(e, int(recip[0]), -int(exponent[0])) if len(rows) == 1 else
+             mbqm(e, recip[:, None], -exponent[:, None]))
     value += QMIN[type_name]
     return np.minimum(np.maximum(value, QMIN[type_name]), QMAX[type_name])
 
