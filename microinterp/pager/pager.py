@@ -182,6 +182,11 @@ class Pager:
             for p in self.plans:
                 planner.plan(p, pools)
         except NoFit as e:
+            if self.tile is not None and e.pool != "weights" and e.need > self.tile:
+                raise ArenaOverflowError(
+                    f"tile buffers of op {e.op_index} ({e.op_name})", e.need, self.tile,
+                    hint=f"no arena works with tile={self.tile}: one row band of this op needs a {e.need}-byte "
+                         f"{e.pool} tile; use tile >= {e.need} or no tile cap") from None
             if e.op_index < 0:
                 need = self._smallest_arena(planner, arena_size)
                 raise ArenaOverflowError("the persistent data and scratch buffers", self.tail_bytes +

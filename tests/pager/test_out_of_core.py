@@ -133,3 +133,8 @@ def test_simulate_counts_exactly_what_invoke_moves(tmp_path):
         real = it.profile
     assert [(r.op, [(t.rows, t.io, t.compute_cycles, t.io_cycles, t.hash_cycles) for t in r.tiles]) for r in dry] == \
         [(r.op, [(t.rows, t.io, t.compute_cycles, t.io_cycles, t.hash_cycles) for t in r.tiles]) for r in real]
+
+
+def test_a_tile_cap_too_small_for_one_row_says_so(tmp_path):
+    with pytest.raises(ArenaOverflowError, match=r"no arena works with tile=600.*use tile >= \d+"):
+        mi.Interpreter(demo_cnn(), arena=45_000, backing=tmp_path / "a.img", tile=600)
