@@ -196,18 +196,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
                 x = rng.standard_normal(tuple(d["shape"])).astype(dtype)
             it.set_input(x, i)
         if args.dry_run:
-            it.simulate()
+            records = it.simulate()
         else:
             it.invoke()
-        records = it.simulate() if args.dry_run else it.profile
+            records = it.profile
         if args.json:
-            doc = it.profile_json(tiles=not args.no_tiles)
-            if args.dry_run:
-                from .pager import profile_json
-
-                doc = profile_json(records, {k: v for k, v in doc.items() if k not in ("ops", "totals", "schema")},
-                                   tiles=not args.no_tiles)
-            json.dump(doc, sys.stdout, indent=1)
+            json.dump(it.profile_json(tiles=not args.no_tiles, records=records), sys.stdout, indent=1)
             sys.stdout.write("\n")
             return 0
         mode = "out of core" if it.out_of_core else "in memory"

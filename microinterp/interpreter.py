@@ -28,7 +28,7 @@ import numpy as np
 from .arena import Arena, SizingArena
 from .errors import ArenaOverflowError, InputError, UnsupportedOpError
 from .kernels.base import InvokeContext, PrepareContext
-from .mcu import McuProfile, get_profile, kernel_set
+from .mcu import McuProfile, get_profile, kernel_set, op_class
 from .model import Model, Operator, load_model
 from .pager import OpRecord, Pager, profile_json
 from .pager.profile import TileRecord
@@ -324,17 +324,13 @@ class Interpreter:
         if self._pager is not None:
             return self._pager.records
         records = []
-        coeffs = self.mcu.op_cycles[self.cost_kernels]
-        from .mcu import op_class
-
         for i, op in enumerate(self._subgraph.operators):
             cls = op_class(op.key)
-            c = coeffs[cls]
             macs, elements = op_work(op, self._subgraph.tensors)
             flash = sum(self._subgraph.tensors[ti].nbytes for ti in op.inputs
                         if ti >= 0 and self._subgraph.tensors[ti].data is not None)
             tile = TileRecord(0, None, None, macs, elements, flash_read_bytes=flash,
-                              compute_cycles=c.fixed_cycles + c.cycles_per_mac * macs + c.cycles_per_element * elements,
+                              compute_cycles=self.mcu.compute_cycles(cls, macs, elements, kernels=self.cost_kernels),
                               io_cycles=self.mcu.flash_cycles(flash))
             records.append(OpRecord(i, op.key, cls, "in-memory", [tile], self._host_times[i]))
         return records
@@ -345,8 +341,9 @@ class Interpreter:
         :attr:`profile`."""
         return self._pager.simulate() if self._pager is not None else self.profile
 
-    def profile_json(self, tiles: bool = True) -> dict[str, Any]:
-        """The profile as the documented JSON document (docs/profile-schema.md)."""
+    def profile_json(self, tiles: bool = True, records: list[OpRecord] | None = None) -> dict[str, Any]:
+        """The profile (or ``records``, e.g. from :meth:`simulate`) as the documented JSON document
+        (docs/profile-schema.md)."""
         meta = {"model": self.model.source, "mcu": self.mcu.name, "clock_hz": self.mcu.clock_hz,
                 "kernels": self.cost_kernels, "out_of_core": self.out_of_core, "arena": self.arena.size}
         if self._pager is not None:
@@ -354,7 +351,7 @@ class Interpreter:
             meta.update(pools={"input": p.pools.input, "weights": p.pools.weights, "output": p.pools.output},
                         scratch=p.scratch_bytes, tail=self.arena.tail_bytes, flash_budget=p.flash, tile=p.tile,
                         checksum=p.sd.checksum.name, backing=p.sd.path, image_action=p.sd.action)
-        return profile_json(self.profile, meta, tiles)
+        return profile_json(self.profile if records is None else records, meta, tiles)
 
     def close(self) -> None:
         """Close the SD image (out of core); the interpreter cannot invoke afterwards."""

@@ -24,13 +24,11 @@ from ..errors import IntegrityError
 from ..kernels.pad import pad_input_rows, pad_rows
 from ..mcu import McuProfile, op_class
 from ..storage.sd import SECTOR_SIZE
-from .layout import Home
+from .layout import Home, line_bytes, sectors
 from .plan import ALIGN, OpPlan, region_ranges
 from .profile import OpRecord, TileRecord
 from .tiling import BandViews
 from .work import op_work
-
-_AREA = {"weights": "weights", "activations": "activations"}
 
 
 class _Buffers:
@@ -74,7 +72,7 @@ class Engine:
     # -- SD access with counting (and recovery) ----------------------------------------------------------------------
     def _count_read(self, rec: TileRecord, tiles: list[tuple[Any, int]], pool: str) -> None:
         payload = sum(n for _, n in tiles)
-        physical = sum(-(-n // SECTOR_SIZE) for _, n in tiles) * SECTOR_SIZE
+        physical = sum(sectors(n) for _, n in tiles) * SECTOR_SIZE
         rec.sd_read_commands += 1
         rec.sd_read_payload += payload
         rec.sd_read_bytes += physical
@@ -87,13 +85,13 @@ class Engine:
         if self.dry:
             return
         try:
-            self.sd.read_tiles(_AREA[home.device], home.record_offset(r0), tiles, out)
+            self.sd.read_tiles(home.device, home.record_offset(r0), tiles, out)
         except IntegrityError:
             if not self.recover:
                 raise
             self._recover(home, r0, r1, depth)
             self._count_read(rec, tiles, pool)
-            self.sd.read_tiles(_AREA[home.device], home.record_offset(r0), tiles, out)
+            self.sd.read_tiles(home.device, home.record_offset(r0), tiles, out)
 
     def write_records(self, home: Home, r0: int, r1: int, data: np.ndarray, rec: TileRecord) -> None:
         rb = home.record_bytes
@@ -104,7 +102,7 @@ class Engine:
             tiles.append((home.key(r), flat[lo:lo + min(rb, home.nbytes - r * rb)]))
         if not self.dry:
             self.sd.write_tiles("activations", home.record_offset(r0), tiles)
-        physical = sum(-(-t[1].nbytes // SECTOR_SIZE) for t in tiles) * SECTOR_SIZE
+        physical = sum(sectors(t[1].nbytes) for t in tiles) * SECTOR_SIZE
         rec.sd_write_commands += 1
         rec.sd_write_payload += flat.nbytes
         rec.sd_write_bytes += physical
@@ -129,8 +127,8 @@ class Engine:
                                      "input: nothing to recompute it from")
             plan = self.p.plans[producer]
             lo, hi = r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)
-            tiles = [t for t in plan.tiles if self._tile_bytes(plan, t, home)[0] < hi
-                     and self._tile_bytes(plan, t, home)[1] > lo]
+            spans = [(t, self._tile_bytes(plan, t, home.tensor)) for t in plan.tiles]
+            tiles = [t for t, (t_lo, t_hi) in spans if t_lo < hi and t_hi > lo]
             host = _Buffers(np.zeros(self.p.pools.input, np.uint8), np.zeros(self.p.pools.weights, np.uint8),
                             np.zeros(self.p.pools.output, np.uint8))
             scratch = OpRecord(plan.index, plan.op.key, op_class(plan.op.key), plan.mode)
@@ -140,10 +138,14 @@ class Engine:
         self.recoveries.append(event)
         self.p.current_record.recoveries += 1
 
-    def _tile_bytes(self, plan: OpPlan, tile: Any, home: Home) -> tuple[int, int]:
+    def _tile_bytes(self, plan: OpPlan, tile: Any, ti: int) -> tuple[int, int]:
+        """Bytes ``[lo, hi)`` of output tensor ``ti`` that ``tile`` writes: its rows along axis 1 (whatever axis the
+        tensor's records are cut along), or the whole tensor."""
+        t = self.tensors[ti]
         if plan.mode != "rows":
-            return 0, home.nbytes
-        return tile.y0 * home.row_bytes, tile.y1 * home.row_bytes
+            return 0, t.nbytes
+        line = line_bytes(t.shape, t.dtype.itemsize, 1)
+        return tile.y0 * line, tile.y1 * line
 
     # -- reading regions ---------------------------------------------------------------------------------------------
     def read_region(self, ti: int, axis: int, lo: int, hi: int, bufs: _Buffers, rec: TileRecord,
@@ -308,8 +310,7 @@ class Engine:
             home = self.homes[ti] if ti >= 0 else None
             if home is None:
                 continue
-            line = _row_bytes(self.tensors[ti])
-            lo, hi = (tile.y0 * line, tile.y1 * line) if plan.mode == "rows" else (0, home.nbytes)
+            lo, hi = self._tile_bytes(plan, tile, ti)
             if hi > lo:
                 r0, r1 = home.record_range(lo, hi)
                 self.write_records(home, r0, r1, self.views[ti], rec)
@@ -337,6 +338,3 @@ class Engine:
                 progress(len(records), len(self.p.plans), record)
         return records
 
-
-def _row_bytes(t: Any) -> int:
-    return t.dtype.itemsize * int(np.prod(t.shape[2:], dtype=np.int64))

@@ -3,10 +3,11 @@
 Built by :class:`~microinterp.interpreter.Interpreter` when ``backing=`` is given and the in-memory plan does not fit
 the arena. Steps:
 
-1. **prepare** every op against the real arena with ``ctx.weights_resident = False`` (kernels must not derive
-   weight-sized data: the weights may be on the card); persistent data and variable tensors take the tail exactly as
-   in memory. Ops resolved to the optimized layer use the reference kernel here, whose band functions the tiles call;
-   plugin and explicit kernels keep their own ``invoke`` and run whole;
+1. **prepare** every op with ``ctx.weights_resident = False`` (kernels must not derive weight-sized data: the weights
+   may be on the card), first on a sizing arena (the tail decides the pools), then on the real one; persistent data
+   and variable tensors take the tail exactly as in memory. Ops resolved to the optimized layer use the reference
+   kernel here, whose band functions the tiles call; plugin and explicit kernels keep their own ``invoke`` and run
+   whole;
 2. **homes** for every tensor (:mod:`.layout`): constants in flash up to ``flash`` bytes, the rest on the SD weights
    area; activations on the SD activations area;
 3. **pools** from what the tail and the scratch region leave, and **tiles** for every op (:mod:`.plan`); when an op
@@ -28,6 +29,7 @@ import numpy as np
 
 from ..arena import Arena, SizingArena, align_up
 from ..errors import ArenaOverflowError, InputError
+from ..kernels import REFERENCE_KERNELS
 from ..kernels.base import InvokeContext, PrepareContext
 from ..mcu import McuProfile, get_profile
 from ..storage.sd import SdImage
@@ -68,7 +70,8 @@ class Pager:
         self.recover = bool(recover)
         self.current_record = OpRecord(-1, "", "", "")
 
-        kernels = [self._kernel(interp, op) for op in self.subgraph.operators]
+        # the optimized layer is skipped: tiles call the reference band functions; plugins and explicit kernels stay
+        kernels = [interp.resolver.find(op.key, False) for op in self.subgraph.operators]
         # a sizing pass first: the tail it measures decides the pools, and an arena too small even for the tail
         # still gets the smallest arena that works in its error
         sizing = SizingArena()
@@ -130,12 +133,6 @@ class Pager:
         self.records: list[OpRecord] = []
 
     # -- building ------------------------------------------------------------------------------------------------------
-    @staticmethod
-    def _kernel(interp: Any, op: Any) -> Any:
-        layer = interp.resolver.layer_of(op.key, interp.optimized)
-        return interp.resolver.find(op.key, False) if layer == "optimized" else interp.resolver.find(op.key,
-                                                                                                    interp.optimized)
-
     def _prepare(self, kernels: list[Any], arena: Any) -> tuple[list[Any], PrepareContext]:
         ctx = PrepareContext(self.model, self.subgraph, arena)
         ctx.weights_resident = False
@@ -143,8 +140,6 @@ class Pager:
 
     @staticmethod
     def _is_reference(op: Any, kernel: Any) -> bool:
-        from ..kernels import REFERENCE_KERNELS
-
         return REFERENCE_KERNELS.get(op.key) is kernel
 
     def _variables(self, arena: Any) -> dict[int, np.ndarray]:

@@ -1,7 +1,7 @@
 """How each op is cut into tiles out of core: which input rows an output row band needs, how weights are split,
 and how one tile is computed with the kernel's own code.
 
-Three ways to run an op (``Tiler.mode``):
+How an op runs (``Tiler.mode``):
 
 - ``rows``: the output (4-D, batch 1) is cut into row bands along axis 1; each band needs a band of input rows (with
   the halo its filter reaches), declared by :meth:`Tiler.input_rows`. CONV_2D additionally streams its filter in
@@ -11,6 +11,8 @@ Three ways to run an op (``Tiler.mode``):
   output-channel tiles.
 - ``whole``: every other op (and tiled ops whose tensors are not batch-1 NHWC): inputs are read whole into the input
   pool, the kernel's ``invoke`` runs on pool views, outputs are written whole. The op must fit its pools.
+- ``alias``: RESHAPE-like ops of an activation share their input's records and move nothing.
+- ``fused``: a constant-fill PAD whose only reader takes it in row bands is built inside that reader's reads.
 
 Row-band computations call the reference kernels' band functions (``conv_rows``, ``depthwise_rows``, ``pool_rows``,
 ``pad_rows``) — the same code that computes the whole tensor in memory — or the kernel's ``invoke`` on band views
