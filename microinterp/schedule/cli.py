@@ -74,7 +74,8 @@ def _config(args: argparse.Namespace, sram: int, tile: int | None, variant: str 
     from .run import Config
 
     kw = {"sram": sram, "tile": tile, "frames": args.frames, "flash": args.flash, "mcu": args.mcu,
-          "pools": args.pools, "checksum": args.checksum, "input_reuse": not args.no_input_reuse,
+          "kernels": args.kernels, "pools": args.pools, "checksum": args.checksum,
+          "input_reuse": not args.no_input_reuse,
           "double_buffer": args.double_buffer, "preempt": args.preempt,
           "single_buffer_io_bound": args.single_buffer_io_bound, "sd_read_mb_s": args.sd_read,
           "sd_write_mb_s": args.sd_write,
@@ -236,6 +237,9 @@ def _common(s: argparse.ArgumentParser) -> None:
                    help="flash budget for weights in bytes (default: the profile's, 1 MB on the stm32f746); 0 puts "
                         "every weight on the SD card, as SwapNN pre-stores them")
     s.add_argument("--mcu", default="stm32f746", help="MCU profile (default stm32f746)")
+    s.add_argument("--kernels", default="optimized",
+                   help="kernel set whose cycle coefficients the compute tasks use: optimized (alias cmsis-nn, "
+                        "default) or reference (TFLM's portable kernels)")
     s.add_argument("--pools", type=_pools, default=(1.0, 2.0, 1.0), help="pool split input,weights,output (1,2,1)")
     s.add_argument("--checksum", default="crc32", help="checksum of SD records (default crc32)")
     s.add_argument("--sd-read", type=float, default=None, help="SD read bandwidth in MB/s (default: the profile's)")

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from ..mcu import McuProfile, get_profile
+from ..mcu import McuProfile, get_profile, kernel_set
 from ..model import load_model
 from .simulator import Schedule, simulate
 from .taskgraph import TaskGraph, build_graph
@@ -40,6 +40,7 @@ class Config:
     frames: int = 4
     flash: int | None = None               # None: the profile's flash; 0: every weight on the card (SwapNN)
     mcu: str = "stm32f746"
+    kernels: str = "optimized"             # kernel set whose cycle coefficients the compute tasks use (or reference)
     pools: tuple[float, float, float] = (1.0, 2.0, 1.0)
     checksum: str = "crc32"
     input_reuse: bool = True
@@ -97,10 +98,10 @@ def open_records(model: Any, cfg: Config, backing: str | os.PathLike | None = No
         if m.weight_bytes() > flash:
             shim = SimpleNamespace(model=m, resolver=default_resolver(), optimized=True)
             pager = Pager(shim, cfg.sram, backing, pools=cfg.pools, flash=flash, mcu=mcu, tile=tile_cap,
-                          checksum=cfg.checksum)
+                          checksum=cfg.checksum, cost_kernels=kernel_set(cfg.kernels))
             return Opened(pager.simulate(), pager, mcu, True, pager.close, tile_cap)
         it = Interpreter(m, arena=cfg.sram, backing=backing, pools=cfg.pools, flash=flash, mcu=mcu, tile=tile_cap,
-                         checksum=cfg.checksum)
+                         checksum=cfg.checksum, cost_kernels=cfg.kernels)
         if it.out_of_core:
             return Opened(it.simulate(), it._pager, mcu, True, it.close, tile_cap)
         return Opened(it.profile, None, mcu, False, it.close, tile_cap)
@@ -201,6 +202,7 @@ def evaluate(opened: Opened, cfg: Config, name: str = "model", *, keep: bool = F
                options={"input_reuse": cfg.input_reuse, "double_buffer": cfg.double_buffer, "preempt": cfg.preempt,
                         "single_buffer_io_bound": cfg.single_buffer_io_bound, "flash": cfg.flash,
                         "pools": list(cfg.pools), "checksum": cfg.checksum, "mcu": mcu.name,
+                        "kernels": kernel_set(cfg.kernels),
                         "sd_read_mb_s": mcu.sd_read_bytes_per_s / 1e6,
                         "sd_write_mb_s": mcu.sd_write_bytes_per_s / 1e6, "hash_on_cpu": g1.hash_on_cpu})
     fps = cfg.fps if cfg.fps else (1.0 / r.period_s if r.period_s else 0.0)

@@ -28,6 +28,19 @@ def test_schedule_prints_the_overheads_and_json(model, capsys):
     assert doc["options"]["input_reuse"] is False
 
 
+def test_schedule_kernel_set_sets_the_compute_costs(model, capsys):
+    docs = {}
+    for ks in ("cmsis-nn", "reference"):
+        assert main(["schedule", model, "--sram", "45K", "--tile", "8K", "--frames", "1", "--json",
+                     "--kernels", ks]) == 0
+        docs[ks] = json.loads(capsys.readouterr().out)
+    assert docs["cmsis-nn"]["options"]["kernels"] == "optimized"
+    assert docs["reference"]["options"]["kernels"] == "reference"
+    # same tiles and bytes, slower kernels: only the compute side changes
+    assert docs["reference"]["sd_read_bytes"] == docs["cmsis-nn"]["sd_read_bytes"]
+    assert docs["reference"]["compute_only_s"] > 2 * docs["cmsis-nn"]["compute_only_s"]
+
+
 def test_sweep_writes_csv_and_json_in_parallel(model, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["sweep", model, "--sram", "45K,64K", "--tile", "4K,8K,64", "--frames", "2", "--jobs", "2",
