@@ -449,9 +449,50 @@ def get_reciprocal(x, x_integer_bits: int):
     one_over_one_plus_x_for_x_in_0_1(int32((uint32(x) << h) - 2^31))``. Arrays broadcast.
     """
     x = np.asarray(x, dtype=np.int64)
+    if x.size <= _SCALAR_RECIPROCALS:   # a classifier's softmax: a few Python-int chains beat ~60 NumPy calls
+        pairs = [reciprocal_int(v, x_integer_bits) for v in x.reshape(-1).tolist()]
+        if x.ndim == 0:
+            return np.int64(pairs[0][0]), np.int64(pairs[0][1])
+        return (np.array([p[0] for p in pairs], dtype=np.int64).reshape(x.shape),
+                np.array([p[1] for p in pairs], dtype=np.int64).reshape(x.shape))
     h = clz32(x)
     shifted_minus_one = wrap_int32(((x & 0xFFFFFFFF) << h) - (1 << 31))
     return one_over_one_plus_x_for_x_in_0_1(shifted_minus_one), x_integer_bits - h
+
+
+#: :func:`get_reciprocal` evaluates up to this many values one by one with Python ints (about 10 us each).
+_SCALAR_RECIPROCALS = 16
+
+
+def reciprocal_int(x: int, x_integer_bits: int) -> tuple[int, int]:
+    """:func:`get_reciprocal` of one Python int (an int32 value), with Python ints: the same chain, literally.
+
+    ``clz32`` is ``32 - bit_length`` of the uint32; RoundingHalfSum, SRDHM (floor form, see *Fast exact forms*),
+    the int32 wraps and the saturating left shifts of Rescale are written out for scalars.
+    """
+    u = x & 0xFFFFFFFF
+    h = 32 - u.bit_length()
+    a = _wrap_int(((u << h) & 0xFFFFFFFF) - (1 << 31))             # uint32(x) << h, minus one (Q0.31)
+    total = a + INT32_MAX                                          # RoundingHalfSum(a, one): C division by 2
+    total += 1 if total >= 0 else -1
+    half_denominator = total // 2 if total >= 0 else -(-total // 2)
+    r = _wrap_int(1515870810 + _srdhm_int(half_denominator, -1010580540))     # 48/17 - 32/17 * d (Q2.29)
+    for _ in range(3):
+        one_minus_dx = _wrap_int((1 << 29) - _srdhm_int(half_denominator, r))
+        r = _wrap_int(r + _shift_left_saturating_int(_srdhm_int(r, one_minus_dx), 2))   # Rescale<2> of Q4
+    return _shift_left_saturating_int(r, 1), x_integer_bits - h                     # Q2 -> Q1, Rescale<0>
+
+
+def _wrap_int(v: int) -> int:
+    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _srdhm_int(a: int, b: int) -> int:
+    return INT32_MAX if a == b == INT32_MIN else (a * b + (1 << 30)) >> 31
+
+
+def _shift_left_saturating_int(v: int, k: int) -> int:
+    return min(max(v << k, INT32_MIN), INT32_MAX)
 
 
 def clz32(x):

@@ -221,6 +221,22 @@ def test_get_reciprocal_and_clz():
     assert quant.clz32(allv).tolist() == [clz32(int(v)) for v in allv]
 
 
+def test_get_reciprocal_small_inputs_take_the_python_int_path():
+    """Up to 16 values run the Python-int chain: same values, dtypes and shapes as the vectorized chain."""
+    values = np.concatenate([_edge_int32(np.random.default_rng(7), 3000), np.array([0, (1 << 31) - 1], np.int64)])
+    big_scale, big_bits = quant.get_reciprocal(values, 12)      # more than 16 values: the NumPy chain
+    for start in range(0, values.size, 13):
+        chunk = values[start:start + 13]
+        scale, bits = quant.get_reciprocal(chunk.reshape(1, -1), 12)
+        assert scale.dtype == bits.dtype == np.int64 and scale.shape == bits.shape == (1, chunk.size)
+        assert scale[0].tolist() == big_scale[start:start + 13].tolist()
+        assert bits[0].tolist() == big_bits[start:start + 13].tolist()
+    for v in values[:40].tolist():
+        scale, bits = quant.get_reciprocal(np.int64(v), 3)
+        assert type(scale) is type(bits) is np.int64 and (int(scale), int(bits)) == get_reciprocal(v, 3)
+        assert quant.reciprocal_int(v, 3) == get_reciprocal(v, 3)
+
+
 def test_saturating_shifts_and_half_sum():
     rng = np.random.default_rng(5)
     values = _edge_int32(rng, 2000)
