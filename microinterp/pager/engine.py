@@ -23,8 +23,8 @@ from ..arena import align_up
 from ..errors import IntegrityError
 from ..kernels.pad import pad_input_rows, pad_rows
 from ..mcu import McuProfile, op_class
-from ..storage.sd import SECTOR_SIZE
-from .layout import Home, line_bytes, sectors
+from ..storage.sd import RecordRun
+from .layout import Home, line_bytes
 from .plan import ALIGN, OpPlan, region_ranges
 from .profile import OpRecord, TileRecord
 from .tiling import BandViews
@@ -70,43 +70,36 @@ class Engine:
         self.dry = False        # True: count every tile's IO and work exactly, but move and compute nothing
 
     # -- SD access with counting (and recovery) ----------------------------------------------------------------------
-    def _count_read(self, rec: TileRecord, tiles: list[tuple[Any, int]], pool: str) -> None:
-        payload = sum(n for _, n in tiles)
-        physical = sum(sectors(n) for _, n in tiles) * SECTOR_SIZE
+    @staticmethod
+    def _count_read(rec: TileRecord, run: RecordRun, pool: str) -> None:
         rec.sd_read_commands += 1
-        rec.sd_read_payload += payload
-        rec.sd_read_bytes += physical
-        rec.io.append(("read", pool, physical, payload))
+        rec.sd_read_payload += run.payload
+        rec.sd_read_bytes += run.span
+        rec.io.append(("read", pool, run.span, run.payload))
 
     def read_records(self, home: Home, r0: int, r1: int, out: np.ndarray, rec: TileRecord,
                      depth: int = 0, pool: str = "input") -> None:
-        tiles = home.tiles(r0, r1)
-        self._count_read(rec, tiles, pool)
+        run = home.run(r0, r1)
+        self._count_read(rec, run, pool)
         if self.dry:
             return
         try:
-            self.sd.read_tiles(home.device, home.record_offset(r0), tiles, out)
+            self.sd.read_run(home.device, home.record_offset(r0), run, out)
         except IntegrityError:
             if not self.recover:
                 raise
             self._recover(home, r0, r1, depth)
-            self._count_read(rec, tiles, pool)
-            self.sd.read_tiles(home.device, home.record_offset(r0), tiles, out)
+            self._count_read(rec, run, pool)
+            self.sd.read_run(home.device, home.record_offset(r0), run, out)
 
     def write_records(self, home: Home, r0: int, r1: int, data: np.ndarray, rec: TileRecord) -> None:
-        rb = home.record_bytes
-        flat = data.reshape(-1).view(np.uint8)
-        tiles = []
-        for r in range(r0, r1):
-            lo = (r - r0) * rb
-            tiles.append((home.key(r), flat[lo:lo + min(rb, home.nbytes - r * rb)]))
+        run = home.run(r0, r1)
         if not self.dry:
-            self.sd.write_tiles("activations", home.record_offset(r0), tiles)
-        physical = sum(sectors(t[1].nbytes) for t in tiles) * SECTOR_SIZE
+            self.sd.write_run("activations", home.record_offset(r0), run, data)
         rec.sd_write_commands += 1
-        rec.sd_write_payload += flat.nbytes
-        rec.sd_write_bytes += physical
-        rec.io.append(("write", "output", physical, flat.nbytes))
+        rec.sd_write_payload += run.payload
+        rec.sd_write_bytes += run.span
+        rec.io.append(("write", "output", run.span, run.payload))
 
     def _recover(self, home: Home, r0: int, r1: int, depth: int) -> None:
         if depth > len(self.p.plans):

@@ -12,7 +12,7 @@ Homes:
 
 A tensor on the SD image is a flat byte string cut into **records** of ``record_bytes`` (the last one may be
 shorter). Every record starts on a sector boundary and has its own checksum, so any run of consecutive records is
-one SD command (:meth:`~microinterp.storage.sd.SdImage.read_tiles`) and every byte read is verified. Record sizes:
+one SD command (:meth:`~microinterp.storage.sd.SdImage.read_run`) and every byte read is verified. Record sizes:
 
 - activations: whole *rows* of the tensor's split axis (axis 1 of an NHWC tensor, the rows a row band is made of),
   at least :data:`RECORD_TARGET` bytes when a row is smaller, so a producer's row band is always whole records;
@@ -30,7 +30,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from ..storage.sd import SECTOR_SIZE
+from ..storage.sd import SECTOR_SIZE, RecordRun
 
 #: Smallest record (bytes) a tensor is cut into, when its rows are smaller.
 RECORD_TARGET = 512
@@ -77,11 +77,19 @@ class Home:
     def record_offset(self, record: int) -> int:
         return self.offset + record * sectors(self.record_bytes) * SECTOR_SIZE
 
-    @functools.lru_cache(maxsize=1 << 12)  # noqa: B019 - homes live as long as their interpreter
-    def tiles(self, r0: int, r1: int) -> list[tuple[tuple[str, int], int]]:
-        """``(key, payload bytes)`` of records ``[r0, r1)``, as :meth:`SdImage.read_tiles` takes them."""
-        rb = self.record_bytes
-        return [(self.key(r), min(rb, self.nbytes - r * rb)) for r in range(r0, r1)]
+    @functools.cached_property
+    def _runs(self) -> dict[tuple[int, int], RecordRun]:
+        return {}
+
+    def run(self, r0: int, r1: int) -> RecordRun:
+        """Records ``[r0, r1)`` as one SD command (keys, key digests, sizes), built on first use and kept: a tensor
+        is moved in the same few record ranges on every invoke."""
+        run = self._runs.get((r0, r1))
+        if run is None:
+            rb = self.record_bytes
+            run = self._runs[(r0, r1)] = RecordRun([self.key(r) for r in range(r0, r1)],
+                                                   [min(rb, self.nbytes - r * rb) for r in range(r0, r1)])
+        return run
 
 
 def record_bytes_for(nbytes: int, row_bytes: int, aligned_rows: bool) -> int:

@@ -57,7 +57,7 @@ import zlib
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from typing import Self
@@ -148,10 +148,14 @@ class SdStats:
         return AreaStats(*(sum(getattr(a, f) for a in self.areas.values()) for f in AreaStats.__annotations__))
 
 
-class _Entry(NamedTuple):
-    offset: int
-    length: int
-    digest: bytes
+#: A checksum-table entry: ``(offset in the area, payload length, tile digest)`` (a plain tuple: the pager makes
+#: thousands per invoke).
+_Entry = tuple  # (int, int, bytes)
+_POS_LEN = operator.itemgetter(0, 1)
+_DIGEST = operator.itemgetter(2)
+#: What a read's sector padding lands in (never looked at) and what a write's padding is made of.
+_PAD_SINK = bytearray(SECTOR_SIZE)
+_ZERO_SECTOR = bytes(SECTOR_SIZE)
 
 
 def _canonical_key(key: Any) -> Any:
@@ -197,6 +201,68 @@ def _byte_view(data: Any, writable: bool = False) -> memoryview:
     return view if (view.format == "B" and view.ndim == 1) else view.cast("B")
 
 
+class RecordRun:
+    """Consecutive tiles (records) moved by ONE command, described once: their keys (named in errors), key digests
+    (the checksum table's index) and payload sizes, with the payload and physical (whole sectors) totals.
+
+    Laid out as :meth:`SdImage.write_tiles` writes them: record ``i`` starts on the sector after record ``i - 1``
+    ends. The pager builds one per tensor range it moves and reuses it on every invoke, so a command costs no key
+    hashing, and the per-record work of a command (table look-ups, IO vectors, checksums) runs in C-level ``map``
+    calls over the precomputed slices; :meth:`SdImage.read_tiles` / :meth:`SdImage.write_tiles` build one per call.
+    """
+
+    __slots__ = ("_at", "digests", "keys", "lengths", "payload", "read_pads", "rels", "slices", "span",
+                 "write_pads")
+
+    def __init__(self, keys: Sequence[Hashable], lengths: Sequence[int]):
+        self.keys = tuple(keys)
+        self.lengths = tuple(operator.index(n) for n in lengths)
+        if len(self.keys) != len(self.lengths):
+            raise StorageError(f"{len(self.keys)} keys for {len(self.lengths)} tile lengths")
+        if any(n < 0 for n in self.lengths):
+            raise StorageError(f"tile lengths must be >= 0, got {min(self.lengths)}")
+        self.digests = tuple(_key_digest(k) for k in self.keys)
+        slices, rels, gaps, at, rel = [], [], [], 0, 0
+        for n in self.lengths:
+            slices.append(slice(at, at + n))      # the record in the packed payload
+            rels.append(rel)                      # its first sector, from the run's start
+            gaps.append(-n % SECTOR_SIZE)         # the unused tail of its last sector
+            at += n
+            rel += _sectors(n) * SECTOR_SIZE
+        self.slices, self.rels = tuple(slices), tuple(rels)
+        self.payload, self.span = at, rel
+        # IO vectors interleave records and their sector tails; a run of whole sectors needs no tails at all
+        if any(gaps):
+            self.read_pads = tuple(memoryview(_PAD_SINK)[:g] for g in gaps)
+            self.write_pads = tuple(memoryview(_ZERO_SECTOR)[:g] for g in gaps)
+        else:
+            self.read_pads = self.write_pads = None
+        self._at: tuple[int, list[tuple[int, int]]] | None = None
+
+    def positions(self, offset: int) -> list[tuple[int, int]]:
+        """``(offset in the area, length)`` of every record when the run starts at ``offset`` (kept for the last
+        offset asked: the pager moves a run at one place)."""
+        at = self._at
+        if at is None or at[0] != offset:
+            at = self._at = (offset, [(offset + r, n) for r, n in zip(self.rels, self.lengths)])
+        return at[1]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __repr__(self) -> str:
+        return f"RecordRun({len(self.keys)} records, {self.payload} bytes, {self.span // SECTOR_SIZE} sectors)"
+
+
+def _interleave(data: list[memoryview], pads: tuple[memoryview, ...] | None) -> list[memoryview]:
+    if pads is None:
+        return data
+    iov: list[memoryview] = [None] * (2 * len(data))  # type: ignore[list-item]
+    iov[::2] = data
+    iov[1::2] = pads
+    return iov
+
+
 class SdImage:
     """A file-backed SD image; create or reopen it with :meth:`SdImage.open` (see the module docstring)."""
 
@@ -215,8 +281,8 @@ class SdImage:
         self._weights_ready = False
         self._table_digest = b""
         self._entries: dict[str, dict[bytes, _Entry]] = {a: {} for a in DATA_AREAS}
-        self._pad = bytearray(SECTOR_SIZE)
         self._zeros = bytes(SECTOR_SIZE)
+        self._areas = {a: self.geometry.area(a) for a in AREAS}
         self.reset_stats()
 
     # ------------------------------------------------------------------ opening
@@ -305,7 +371,7 @@ class SdImage:
         for key, offset, length, digest in _ENTRY.iter_unpack(table):
             if offset % SECTOR_SIZE or offset + length > self.geometry.area("weights")[1]:
                 return "rebuilt", "checksum table entry outside the weights area"
-            weights[key] = _Entry(offset, length, digest[:self.checksum.digest_size])
+            weights[key] = (offset, length, digest[:self.checksum.digest_size])
         self._entries["weights"] = weights
         self._table_digest = table_digest
         self._weights_ready = True
@@ -349,7 +415,7 @@ class SdImage:
         self._check_open()
         if self._weights_ready:
             return
-        table = b"".join(_ENTRY.pack(k, e.offset, e.length, e.digest) for k, e in self._entries["weights"].items())
+        table = b"".join(_ENTRY.pack(k, *e) for k, e in self._entries["weights"].items())
         if table:
             self._pwritev([memoryview(table), memoryview(self._zeros)[:(-len(table)) % SECTOR_SIZE]],
                           self.geometry.area("table")[0], "table", len(table))
@@ -380,35 +446,42 @@ class SdImage:
         """Write consecutive tiles in ONE command: tile ``i`` starts on the sector after tile ``i - 1`` ends (the
         unused tail of each tile's last sector is written as zeros); each tile gets its own checksum entry."""
         self._check_open()
+        views = [_byte_view(data) for _, data in tiles]
+        self._write(area, offset, RecordRun([k for k, _ in tiles], [v.nbytes for v in views]), views)
+
+    def write_run(self, area: str, offset: int, run: RecordRun, data: Any) -> None:
+        """:meth:`write_tiles` for a prepared run: ``data`` (C-contiguous, exactly ``run.payload`` bytes) holds the
+        records back to back; each record is checksummed and written straight from it (no copy)."""
+        self._check_open()
+        view = _byte_view(data)
+        if view.nbytes != run.payload:
+            raise StorageError(f"the data has {view.nbytes} bytes, the tiles {run.payload}")
+        self._write(area, offset, run, list(map(view.__getitem__, run.slices)))
+
+    def _write(self, area: str, offset: int, run: RecordRun, views: list[memoryview]) -> None:
         start, size = self._area(area, data=True)
         if area == "weights" and self._weights_ready:
             raise StorageError("the weights area is sealed (weights committed); open the image for a new model "
                                "to rewrite it")
-        views = [(_key_digest(key), _byte_view(data)) for key, data in tiles]
-        span = sum(_sectors(v.nbytes) for _, v in views) * SECTOR_SIZE
-        self._check_range(area, offset, span, size)
+        self._check_range(area, offset, run.span, size)
         entries = self._entries[area]
         if area == "weights":
-            new = len({k for k, _ in views} - entries.keys())
+            new = len(set(run.digests) - entries.keys())
             if len(entries) + new > self.table_entries:
                 raise StorageError(f"checksum table full ({self.table_entries} entries) writing "
-                                   f"{_describe(tiles[-1][0])[2]}")
-        iov, pos, done = [], offset, []
-        digest, zeros = self.checksum._fn, memoryview(self._zeros)
+                                   f"{_describe(run.keys[-1])[2]}")
         t0 = time.perf_counter()
-        for digest_key, view in views:
-            entries.pop(digest_key, None)    # a failed write must not leave the old checksum behind
-            n = view.nbytes
-            done.append((digest_key, _Entry(pos, n, digest(view))))
-            iov.append(view)
-            if n % SECTOR_SIZE:
-                iov.append(zeros[:SECTOR_SIZE - n % SECTOR_SIZE])
-            pos += -(-n // SECTOR_SIZE) * SECTOR_SIZE
-        payload = sum(v.nbytes for _, v in views)
+        digests = list(map(self.checksum._fn, views))
         self._hash_seconds += time.perf_counter() - t0
-        self._hash_bytes += payload
-        self._pwritev(iov, start + offset, area, payload)
-        entries.update(done)
+        self._hash_bytes += run.payload
+        try:
+            self._io(os.pwritev, _interleave(views, run.write_pads), start + offset, "write", run.span)
+        except BaseException:
+            for key_digest in run.digests:      # a failed write must not leave the old checksums behind
+                entries.pop(key_digest, None)
+            raise
+        self._count(area, True, run.span, run.payload)
+        entries.update(zip(run.digests, zip((p for p, _ in run.positions(offset)), run.lengths, digests)))
 
     def read(self, area: str, offset: int, nbytes: int, *, key: Hashable,
              out: np.ndarray | None = None) -> np.ndarray:
@@ -426,41 +499,38 @@ class SdImage:
         """Read consecutive tiles (laid out as :meth:`write_tiles` writes them) in ONE command into ``out``, packed
         back to back without the sector padding, and verify every tile's checksum (first failure raises)."""
         self._check_open()
+        self.read_run(area, offset, RecordRun([k for k, _ in tiles], [n for _, n in tiles]), out)
+
+    def read_run(self, area: str, offset: int, run: RecordRun, out: Any) -> None:
+        """:meth:`read_tiles` for a prepared run: the records land straight in ``out`` (one ``preadv``, no copy),
+        then every record's checksum is verified from ``out`` (first failure raises)."""
+        self._check_open()
         start, size = self._area(area, data=True)
-        span = sum(_sectors(n) for _, n in tiles) * SECTOR_SIZE
-        self._check_range(area, offset, span, size)
+        self._check_range(area, offset, run.span, size)
         view = _byte_view(out, writable=True)
-        payload = sum(n for _, n in tiles)
-        if view.nbytes != payload:
-            raise StorageError(f"the `out` buffer has {view.nbytes} bytes, the tiles {payload}")
-        found, pos, table = [], offset, self._entries[area]
-        iov, at, pad = [], 0, memoryview(self._pad)
-        for key, n in tiles:
-            entry = table.get(_key_digest(key))
-            if entry is None or entry.offset != pos or entry.length != n:
-                written = "never written" if entry is None else (
-                    f"written at offset {entry.offset} with {entry.length} bytes, not {pos} / {n}")
-                raise self._integrity_error(key, area, pos, n, written)
-            found.append((key, pos, entry))
-            iov.append(view[at:at + n])
-            if n % SECTOR_SIZE:
-                iov.append(pad[:SECTOR_SIZE - n % SECTOR_SIZE])
-            at += n
-            pos += -(-n // SECTOR_SIZE) * SECTOR_SIZE
-        self._preadv(iov, start + offset, area, payload)
-        digest, at = self.checksum._fn, 0
+        if view.nbytes != run.payload:
+            raise StorageError(f"the `out` buffer has {view.nbytes} bytes, the tiles {run.payload}")
+        entries = list(map(self._entries[area].get, run.digests))
+        expected = run.positions(offset)
+        if None in entries or list(map(_POS_LEN, entries)) != expected:
+            for key, entry, (pos, n) in zip(run.keys, entries, expected):
+                if entry is None or entry[:2] != (pos, n):
+                    written = "never written" if entry is None else (
+                        f"written at offset {entry[0]} with {entry[1]} bytes, not {pos} / {n}")
+                    raise self._integrity_error(key, area, pos, n, written)
+        data = list(map(view.__getitem__, run.slices))
+        self._io(os.preadv, _interleave(data, run.read_pads), start + offset, "read", run.span)
+        self._count(area, False, run.span, run.payload)
         t0 = time.perf_counter()
-        try:
-            for key, pos, entry in found:
-                got = digest(view[at:at + entry.length])
-                if got != entry.digest:
-                    raise self._integrity_error(key, area, pos, entry.length,
-                                                f"checksum mismatch ({self.checksum.name} stored "
-                                                f"{entry.digest.hex()}, read {got.hex()})")
-                at += entry.length
-        finally:
-            self._hash_seconds += time.perf_counter() - t0
-            self._hash_bytes += at
+        got = list(map(self.checksum._fn, data))
+        self._hash_seconds += time.perf_counter() - t0
+        self._hash_bytes += run.payload
+        want = list(map(_DIGEST, entries))
+        if got != want:
+            for key, (pos, n), g, w in zip(run.keys, expected, got, want):
+                if g != w:
+                    raise self._integrity_error(key, area, pos, n, f"checksum mismatch ({self.checksum.name} "
+                                                                   f"stored {w.hex()}, read {g.hex()})")
 
     def repair_weights(self, offset: int, data: Any, *, key: Hashable) -> None:
         """Rewrite a committed weights tile with its original content (what ``recover=True`` does after a
@@ -469,7 +539,7 @@ class SdImage:
         start, _ = self._area("weights", data=True)
         entry = self._entries["weights"].get(_key_digest(key))
         view = _byte_view(data)
-        if entry is None or (entry.offset, entry.length) != (offset, view.nbytes) or self._digest(view) != entry.digest:
+        if entry is None or entry[:2] != (offset, view.nbytes) or self._digest(view) != entry[2]:
             raise StorageError(f"{_describe(key)[2]}: repair data does not match the stored checksum")
         self._pwritev([view, memoryview(self._zeros)[:(-view.nbytes) % SECTOR_SIZE]], start + offset, "weights",
                       view.nbytes)
@@ -522,7 +592,7 @@ class SdImage:
     def _area(self, area: str, data: bool = False) -> tuple[int, int]:
         if area not in (DATA_AREAS if data else AREAS):
             raise StorageError(f"unknown area {area!r}; use one of {', '.join(DATA_AREAS if data else AREAS)}")
-        return self.geometry.area(area)
+        return self._areas[area]
 
     @staticmethod
     def _check_range(area: str, offset: int, nbytes: int, size: int) -> None:
@@ -562,21 +632,25 @@ class SdImage:
         total = self._io(os.pwritev, views, pos, "write")
         self._count(area, True, total, payload)
 
-    def _io(self, call: Any, views: list[memoryview], pos: int, verb: str) -> int:
-        """Vectored IO to completion (short transfers are resumed); returns the byte count."""
-        views = [v for v in views if v.nbytes]
-        total, done = sum(v.nbytes for v in views), 0
-        while views:
+    def _io(self, call: Any, views: list[memoryview], pos: int, verb: str, total: int | None = None) -> int:
+        """Vectored IO to completion (at most IOV_MAX buffers per call, short transfers resumed; empty buffers are
+        harmless); returns the byte count (``total``, when the caller knows it)."""
+        if total is None:
+            total = sum(v.nbytes for v in views)
+        done, i = 0, 0
+        while done < total:
             try:
-                n = call(self._fd, views[:_IOV_MAX], pos + done)
+                n = call(self._fd, views[i:i + _IOV_MAX], pos + done)
             except OSError as e:
                 raise StorageError(f"cannot {verb} {total} bytes at SD offset {pos} of {self.path}: {e}") from e
             if n == 0:
                 raise StorageError(f"short {verb} at SD offset {pos + done} of {self.path}: the file ends early")
             done += n
-            while views and n >= views[0].nbytes:
-                n -= views[0].nbytes
-                views.pop(0)
-            if views and n:
-                views[0] = views[0][n:]
+            if done == total:
+                break
+            while n >= views[i].nbytes:
+                n -= views[i].nbytes
+                i += 1
+            if n:
+                views = views[:i] + [views[i][n:]] + views[i + 1:]
         return total
