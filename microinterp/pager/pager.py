@@ -35,7 +35,7 @@ from ..mcu import McuProfile, get_profile
 from ..storage.sd import SdImage
 from .engine import Engine, _Buffers
 from .layout import RECORD_TARGET, Home
-from .plan import ALIGN, NoFit, OpPlan, Planner, Pools, fuse_pads, layout_homes
+from .plan import ALIGN, NoFit, OpPlan, Planner, Pools, fold_data, fuse_pads, layout_homes
 from .profile import OpRecord, TileRecord
 from .tiling import tiler_for
 
@@ -81,7 +81,7 @@ class Pager:
         self.scratch_bytes = max(self._scratch_region(ctx), default=0)
         self.plans = [OpPlan(op.index, op, k, d, tiler_for(op, d, self.tensors, self._is_reference(op, k)))
                       for op, k, d in zip(self.subgraph.operators, kernels, op_data)]
-        self.virtual = fuse_pads(self.plans, set(self.subgraph.outputs))
+        self.virtual = fuse_pads(self.plans, set(self.subgraph.outputs), self.tensors)
         self.homes, weights_bytes, act_bytes, records = layout_homes(
             self.tensors, self.plans, list(self.subgraph.inputs), set(variables), self.flash, self.virtual)
         # who wrote a tensor's records (an alias's output records are its input's)
@@ -91,8 +91,8 @@ class Pager:
 
         self.arena = Arena(int(arena_size))
         op_data, ctx = self._prepare(kernels, self.arena)
-        for p, d in zip(self.plans, op_data):
-            p.data = d
+        for p, d in zip(self.plans, op_data):      # in op order: a folded PAD's data is set before its reader's
+            p.data = fold_data(p, d, self.tensors)
         variables = self._variables(self.arena)
         # views: constants in flash read in place, variables in the tail, the rest set per op
         views: list[np.ndarray | None] = [None] * (len(self.tensors) + 1)

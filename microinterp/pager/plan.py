@@ -18,6 +18,7 @@ tile, output band) at that many bytes, as a fixed tile size does on an MCU.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,15 +73,19 @@ class OpPlan:
     tiles: list[TileSpec] = field(default_factory=list)
     streamed: int | None = None            # input index of the filter streamed in channel tiles, if any
     channel_tiles: list[tuple[int, int]] = field(default_factory=list)
+    folded: OpPlan | None = None           # the PAD whose input this op reads directly (see fuse_pads)
 
     @property
     def mode(self) -> str:
         return self.tiler.mode
 
 
-def fuse_pads(plans: list[OpPlan], graph_outputs: set[int]) -> dict[int, OpPlan]:
+def fuse_pads(plans: list[OpPlan], graph_outputs: set[int], tensors: list[Any]) -> dict[int, OpPlan]:
     """Turn every PAD (constant fill) whose output has one reader, a row-band op reading it along rows, into a
-    fused PAD; returns ``{padded tensor: its PAD plan}`` (those tensors get no home)."""
+    fused PAD; returns ``{padded tensor: its PAD plan}`` (those tensors get no home). A reader that can take the
+    PAD as its own padding (``tiler.fold_pad``) is rewired to read the PAD's input: its plan gets a copy of the op
+    with that input and the folded data (:func:`fold_data`), so the engine, the planner and the task graph read
+    the PAD's input rows like any other band."""
     from .tiling import FusedPadTiler, PadTiler
 
     readers: dict[int, list[OpPlan]] = {}
@@ -95,11 +100,26 @@ def fuse_pads(plans: list[OpPlan], graph_outputs: set[int]) -> dict[int, OpPlan]
         rs = readers.get(out, [])
         if out in graph_outputs or len(rs) != 1 or rs[0].tiler.mode != "rows":
             continue
-        ks = [k for k, ti in enumerate(rs[0].op.inputs) if ti == out]
-        if len(ks) == 1 and rs[0].tiler.row_inputs.get(ks[0]) == 1:
+        reader = rs[0]
+        ks = [k for k, ti in enumerate(reader.op.inputs) if ti == out]
+        if len(ks) == 1 and reader.tiler.row_inputs.get(ks[0]) == 1:
             p.tiler = FusedPadTiler()
             virtual[out] = p
+            fold = getattr(reader.tiler, "fold_pad", None)
+            x = p.op.inputs[0]
+            if ks[0] == 0 and fold is not None and fold(reader.data, p.data, tensors[x], tensors[out]) is not None:
+                reader.folded = p
+                reader.op = dataclasses.replace(reader.op, inputs=(x,) + tuple(reader.op.inputs[1:]))
+                reader.data = fold_data(reader, reader.data, tensors)
     return virtual
+
+
+def fold_data(p: OpPlan, data: Any, tensors: list[Any]) -> Any:
+    """``data`` as plan ``p`` uses it: with the PAD it reads through folded in (``p.folded``), else as it is."""
+    if p.folded is None:
+        return data
+    pad = p.folded
+    return p.tiler.fold_pad(data, pad.data, tensors[pad.op.inputs[0]], tensors[pad.op.outputs[0]])
 
 
 def layout_homes(tensors: list[Any], plans: list[OpPlan], inputs: list[int], variables: set[int],

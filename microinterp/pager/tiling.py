@@ -21,6 +21,7 @@ for elementwise ops, whose result at a position depends only on the inputs at th
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -83,6 +84,27 @@ class _ConvLike(Tiler):
 
     def input_rows(self, data, k, y0, y1):
         return input_rows_for(y0, y1, data.stride_h, data.dilation_h, data.filter_shape[1], data.pad_h, data.in_h)
+
+    @staticmethod
+    def fold_pad(data: Any, pad_data: Any, x: Any, padded: Any) -> Any | None:
+        """``data`` for reading a PAD's input ``x`` directly instead of its output ``padded``: the PAD's rows and
+        columns become the convolution's own padding (``pad_h + top``, ``pad_w + left``, ``in_h`` of ``x``; the
+        bottom and right ones are the taps past ``x``'s end). None when that is not exact.
+
+        Exact when the fill is the input zero point (``-input_offset``) of a quantized kernel: a tap on a filled
+        position then contributes ``(zp + offset) * w = 0``, exactly what a skipped padding tap contributes (the
+        band functions skip taps outside the image), and every other tap reads the same raw value (PAD copies
+        values without requantizing). The PAD must pad only rows and columns (batch and channels unchanged).
+        float32 is left alone (``0 * inf`` is NaN, a skipped tap is nothing)."""
+        if data.kind == "float32" or pad_data.fill is None or pad_data.fill != -data.input_offset:
+            return None
+        sl = pad_data.out_slices
+        if len(x.shape) != 4 or len(padded.shape) != 4 or tuple(pad_data.box_shape) != tuple(x.shape) \
+                or sl[0].start != 0 or sl[3].start != 0 or padded.shape[0] != x.shape[0] \
+                or padded.shape[3] != x.shape[3]:
+            return None
+        return dataclasses.replace(data, pad_h=data.pad_h + sl[1].start, pad_w=data.pad_w + sl[2].start,
+                                   in_h=x.shape[1])
 
 
 #: Host bytes one conv_rows call may spend on its im2col matrix (float64): a band is computed in sub-bands so the
@@ -186,7 +208,9 @@ class AliasTiler(Tiler):
 
 class FusedPadTiler(Tiler):
     """A PAD whose only reader takes it in row bands: the reader's band of padded rows is built on the fly from the
-    PAD's input rows (``pad_rows`` into the input pool), so the padded tensor never goes to the card."""
+    PAD's input rows (``pad_rows`` into the input pool), so the padded tensor never goes to the card. A CONV_2D /
+    DEPTHWISE_CONV_2D reader whose zero padding can stand for the PAD (:meth:`_ConvLike.fold_pad`) reads the PAD's
+    input directly instead: no padded band at all."""
 
     mode = "fused"
     row_inputs: ClassVar[dict[int, int]] = {0: 1}
