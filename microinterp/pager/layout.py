@@ -30,7 +30,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from ..storage.sd import SECTOR_SIZE, RecordRun
+from ..storage.sd import SECTOR_SIZE, RecordRun, key_digest
 
 #: Smallest record (bytes) a tensor is cut into, when its rows are smaller.
 RECORD_TARGET = 512
@@ -78,17 +78,23 @@ class Home:
         return self.offset + record * sectors(self.record_bytes) * SECTOR_SIZE
 
     @functools.cached_property
+    def digests(self) -> tuple[bytes, ...]:
+        """Every record's key digest (the SD checksum table's index), computed once."""
+        return tuple(key_digest(self.key(r)) for r in range(self.records))
+
+    @functools.cached_property
     def _runs(self) -> dict[tuple[int, int], RecordRun]:
         return {}
 
-    def run(self, r0: int, r1: int) -> RecordRun:
-        """Records ``[r0, r1)`` as one SD command (keys, key digests, sizes), built on first use and kept: a tensor
+    def run(self, r0: int, r1: int, keep: bool = True) -> RecordRun:
+        """Records ``[r0, r1)`` as one SD command, built on first use and kept (unless ``keep`` is False): a tensor
         is moved in the same few record ranges on every invoke."""
         run = self._runs.get((r0, r1))
         if run is None:
             rb = self.record_bytes
-            run = self._runs[(r0, r1)] = RecordRun([self.key(r) for r in range(r0, r1)],
-                                                   [min(rb, self.nbytes - r * rb) for r in range(r0, r1)])
+            run = RecordRun.uniform(self.digests[r0:r1], rb, min(rb, self.nbytes - (r1 - 1) * rb), self.key, r0)
+            if keep:
+                self._runs[(r0, r1)] = run
         return run
 
 

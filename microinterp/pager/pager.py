@@ -231,8 +231,8 @@ class Pager:
             step = max(1, (1 << 20) // max(rb, 1))
             for r0 in range(0, home.records, step):
                 r1 = min(home.records, r0 + step)
-                tiles = [(home.key(r), raw[r * rb:min((r + 1) * rb, home.nbytes)]) for r in range(r0, r1)]
-                self.sd.write_tiles("weights", home.record_offset(r0), tiles)
+                self.sd.write_run("weights", home.record_offset(r0), home.run(r0, r1, keep=False),
+                                  raw[r0 * rb:min(r1 * rb, home.nbytes)])
             self.weights_written += home.nbytes
         self.sd.commit_weights()
 

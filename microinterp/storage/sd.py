@@ -48,13 +48,14 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
+import itertools
 import json
 import operator
 import os
 import struct
 import time
 import zlib
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -169,15 +170,17 @@ def _canonical_key(key: Any) -> Any:
         raise StorageError(f"a tile key must be a str, an int or a tuple of them, got {key!r}") from None
 
 
-@functools.lru_cache(maxsize=1 << 12)
-def _key_digest(key: Hashable) -> bytes:
-    """blake2b-128 of the key's canonical JSON (``[name, tile]`` keys are formatted directly: the pager reads and
-    writes thousands of records per invoke)."""
+def key_digest(key: Hashable) -> bytes:
+    """The checksum table's index of a tile key: blake2b-128 of the key's canonical JSON (``[name, tile]`` keys are
+    formatted directly). :class:`RecordRun` takes them precomputed (the pager computes each record's once)."""
     if type(key) is tuple and len(key) == 2 and type(key[0]) is str and type(key[1]) is int:
         text = f"[{json.dumps(key[0])},{key[1]}]"
     else:
         text = json.dumps(_canonical_key(key), separators=(",", ":"))
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
+_key_digest = functools.lru_cache(maxsize=1 << 12)(key_digest)
 
 
 def _describe(key: Any) -> tuple[Any, Any, str]:
@@ -201,27 +204,36 @@ def _byte_view(data: Any, writable: bool = False) -> memoryview:
     return view if (view.format == "B" and view.ndim == 1) else view.cast("B")
 
 
-class RecordRun:
-    """Consecutive tiles (records) moved by ONE command, described once: their keys (named in errors), key digests
-    (the checksum table's index) and payload sizes, with the payload and physical (whole sectors) totals.
+@functools.lru_cache(maxsize=2 * SECTOR_SIZE)
+def _pad(nbytes: int, write: bool) -> memoryview:
+    """The IO vector entry for a record's unused sector tail: zeros to write, or a sink to read into."""
+    return memoryview(_ZERO_SECTOR if write else _PAD_SINK)[:nbytes]
 
-    Laid out as :meth:`SdImage.write_tiles` writes them: record ``i`` starts on the sector after record ``i - 1``
-    ends. The pager builds one per tensor range it moves and reuses it on every invoke, so a command costs no key
-    hashing, and the per-record work of a command (table look-ups, IO vectors, checksums) runs in C-level ``map``
-    calls over the precomputed slices; :meth:`SdImage.read_tiles` / :meth:`SdImage.write_tiles` build one per call.
+
+class RecordRun:
+    """Consecutive tiles (records) moved by ONE command: their key digests (the checksum table's index) and
+    payload sizes, with the payload and physical (whole sectors) totals; record ``i`` starts on the sector after
+    record ``i - 1`` ends (as :meth:`SdImage.write_tiles` lays them out).
+
+    ``RecordRun(keys, lengths)`` takes any keys and sizes (what :meth:`SdImage.read_tiles` /
+    :meth:`SdImage.write_tiles` build per call). :meth:`uniform` describes records of one size (the last may be
+    shorter) from digests computed beforehand: the pager keeps one per tensor range it moves, so a command costs no
+    key hashing and the per-record work (table look-ups, positions, IO vectors, checksums) runs in C-level ``map``
+    calls over ``range`` objects, with no per-record Python objects kept but the digests.
     """
 
-    __slots__ = ("_at", "digests", "keys", "lengths", "payload", "read_pads", "rels", "slices", "span",
-                 "write_pads")
+    __slots__ = ("_first", "_gaps", "_key_of", "_keys", "_rels", "_slices", "_stride", "digests", "lengths",
+                 "payload", "record_bytes", "span")
 
     def __init__(self, keys: Sequence[Hashable], lengths: Sequence[int]):
-        self.keys = tuple(keys)
+        self._keys = tuple(keys)
         self.lengths = tuple(operator.index(n) for n in lengths)
-        if len(self.keys) != len(self.lengths):
-            raise StorageError(f"{len(self.keys)} keys for {len(self.lengths)} tile lengths")
+        if len(self._keys) != len(self.lengths):
+            raise StorageError(f"{len(self._keys)} keys for {len(self.lengths)} tile lengths")
         if any(n < 0 for n in self.lengths):
             raise StorageError(f"tile lengths must be >= 0, got {min(self.lengths)}")
-        self.digests = tuple(_key_digest(k) for k in self.keys)
+        self.digests = tuple(map(_key_digest, self._keys))
+        self._key_of, self._first, self._stride, self.record_bytes = None, 0, None, None
         slices, rels, gaps, at, rel = [], [], [], 0, 0
         for n in self.lengths:
             slices.append(slice(at, at + n))      # the record in the packed payload
@@ -229,32 +241,63 @@ class RecordRun:
             gaps.append(-n % SECTOR_SIZE)         # the unused tail of its last sector
             at += n
             rel += _sectors(n) * SECTOR_SIZE
-        self.slices, self.rels = tuple(slices), tuple(rels)
+        self._slices, self._rels, self._gaps = tuple(slices), tuple(rels), tuple(gaps)
         self.payload, self.span = at, rel
-        # IO vectors interleave records and their sector tails; a run of whole sectors needs no tails at all
-        if any(gaps):
-            self.read_pads = tuple(memoryview(_PAD_SINK)[:g] for g in gaps)
-            self.write_pads = tuple(memoryview(_ZERO_SECTOR)[:g] for g in gaps)
-        else:
-            self.read_pads = self.write_pads = None
-        self._at: tuple[int, list[tuple[int, int]]] | None = None
 
-    def positions(self, offset: int) -> list[tuple[int, int]]:
-        """``(offset in the area, length)`` of every record when the run starts at ``offset`` (kept for the last
-        offset asked: the pager moves a run at one place)."""
-        at = self._at
-        if at is None or at[0] != offset:
-            at = self._at = (offset, [(offset + r, n) for r, n in zip(self.rels, self.lengths)])
-        return at[1]
+    @classmethod
+    def uniform(cls, digests: Sequence[bytes], record_bytes: int, last: int, key_of: Any, first: int = 0) -> RecordRun:
+        """``len(digests)`` records of ``record_bytes`` bytes, the last of ``last`` (``0 < last <= record_bytes``);
+        record ``i``'s key is ``key_of(first + i)`` (only asked for to name a record in an error)."""
+        n = len(digests)
+        if n and not 0 < last <= record_bytes:
+            raise StorageError(f"last record of {last} bytes in a run of {record_bytes}-byte records")
+        run = cls.__new__(cls)
+        run.digests = tuple(digests)
+        run._keys, run._key_of, run._first = None, key_of, first
+        run.record_bytes = record_bytes
+        run.lengths = (record_bytes,) * (n - 1) + (last,) if n else ()
+        run._stride = _sectors(record_bytes) * SECTOR_SIZE
+        run._gaps = (-record_bytes % SECTOR_SIZE, -last % SECTOR_SIZE)
+        run._slices = run._rels = None
+        run.payload = record_bytes * (n - 1) + last if n else 0
+        run.span = run._stride * (n - 1) + _sectors(last) * SECTOR_SIZE if n else 0
+        return run
+
+    def key(self, i: int) -> Hashable:
+        """The key of record ``i`` of the run."""
+        return self._keys[i] if self._keys is not None else self._key_of(self._first + i)
+
+    def positions(self, offset: int) -> Iterable[int]:
+        """The offset in the area of every record when the run starts at ``offset``."""
+        if self._stride is not None:
+            return range(offset, offset + len(self.lengths) * self._stride, self._stride)
+        return map(offset.__add__, self._rels)
+
+    def slices(self) -> Iterable[slice]:
+        """Every record's slice of the packed payload."""
+        if self._stride is not None:
+            rb = self.record_bytes
+            return map(slice, range(0, self.payload, rb), itertools.chain(range(rb, self.payload, rb), (self.payload,)))
+        return self._slices
+
+    def pads(self, write: bool) -> list[memoryview] | None:
+        """IO vector entries for every record's sector tail (None when every record fills whole sectors)."""
+        n = len(self.lengths)
+        if self._stride is not None:
+            gap, last = self._gaps
+            if not (gap or last) or not n:
+                return None
+            return [_pad(gap, write)] * (n - 1) + [_pad(last, write)]
+        return [_pad(g, write) for g in self._gaps] if any(self._gaps) else None
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self.lengths)
 
     def __repr__(self) -> str:
-        return f"RecordRun({len(self.keys)} records, {self.payload} bytes, {self.span // SECTOR_SIZE} sectors)"
+        return f"RecordRun({len(self.lengths)} records, {self.payload} bytes, {self.span // SECTOR_SIZE} sectors)"
 
 
-def _interleave(data: list[memoryview], pads: tuple[memoryview, ...] | None) -> list[memoryview]:
+def _interleave(data: list[memoryview], pads: list[memoryview] | None) -> list[memoryview]:
     if pads is None:
         return data
     iov: list[memoryview] = [None] * (2 * len(data))  # type: ignore[list-item]
@@ -456,7 +499,7 @@ class SdImage:
         view = _byte_view(data)
         if view.nbytes != run.payload:
             raise StorageError(f"the data has {view.nbytes} bytes, the tiles {run.payload}")
-        self._write(area, offset, run, list(map(view.__getitem__, run.slices)))
+        self._write(area, offset, run, list(map(view.__getitem__, run.slices())))
 
     def _write(self, area: str, offset: int, run: RecordRun, views: list[memoryview]) -> None:
         start, size = self._area(area, data=True)
@@ -469,19 +512,19 @@ class SdImage:
             new = len(set(run.digests) - entries.keys())
             if len(entries) + new > self.table_entries:
                 raise StorageError(f"checksum table full ({self.table_entries} entries) writing "
-                                   f"{_describe(run.keys[-1])[2]}")
+                                   f"{_describe(run.key(len(run) - 1))[2]}")
         t0 = time.perf_counter()
         digests = list(map(self.checksum._fn, views))
         self._hash_seconds += time.perf_counter() - t0
         self._hash_bytes += run.payload
         try:
-            self._io(os.pwritev, _interleave(views, run.write_pads), start + offset, "write", run.span)
+            self._io(os.pwritev, _interleave(views, run.pads(True)), start + offset, "write", run.span)
         except BaseException:
             for key_digest in run.digests:      # a failed write must not leave the old checksums behind
                 entries.pop(key_digest, None)
             raise
         self._count(area, True, run.span, run.payload)
-        entries.update(zip(run.digests, zip((p for p, _ in run.positions(offset)), run.lengths, digests)))
+        entries.update(zip(run.digests, zip(run.positions(offset), run.lengths, digests)))
 
     def read(self, area: str, offset: int, nbytes: int, *, key: Hashable,
              out: np.ndarray | None = None) -> np.ndarray:
@@ -511,15 +554,15 @@ class SdImage:
         if view.nbytes != run.payload:
             raise StorageError(f"the `out` buffer has {view.nbytes} bytes, the tiles {run.payload}")
         entries = list(map(self._entries[area].get, run.digests))
-        expected = run.positions(offset)
+        expected = list(zip(run.positions(offset), run.lengths))
         if None in entries or list(map(_POS_LEN, entries)) != expected:
-            for key, entry, (pos, n) in zip(run.keys, entries, expected):
+            for i, (entry, (pos, n)) in enumerate(zip(entries, expected)):
                 if entry is None or entry[:2] != (pos, n):
                     written = "never written" if entry is None else (
                         f"written at offset {entry[0]} with {entry[1]} bytes, not {pos} / {n}")
-                    raise self._integrity_error(key, area, pos, n, written)
-        data = list(map(view.__getitem__, run.slices))
-        self._io(os.preadv, _interleave(data, run.read_pads), start + offset, "read", run.span)
+                    raise self._integrity_error(run.key(i), area, pos, n, written)
+        data = list(map(view.__getitem__, run.slices()))
+        self._io(os.preadv, _interleave(data, run.pads(False)), start + offset, "read", run.span)
         self._count(area, False, run.span, run.payload)
         t0 = time.perf_counter()
         got = list(map(self.checksum._fn, data))
@@ -527,10 +570,10 @@ class SdImage:
         self._hash_bytes += run.payload
         want = list(map(_DIGEST, entries))
         if got != want:
-            for key, (pos, n), g, w in zip(run.keys, expected, got, want):
+            for i, ((pos, n), g, w) in enumerate(zip(expected, got, want)):
                 if g != w:
-                    raise self._integrity_error(key, area, pos, n, f"checksum mismatch ({self.checksum.name} "
-                                                                   f"stored {w.hex()}, read {g.hex()})")
+                    raise self._integrity_error(run.key(i), area, pos, n, f"checksum mismatch ({self.checksum.name} "
+                                                                          f"stored {w.hex()}, read {g.hex()})")
 
     def repair_weights(self, offset: int, data: Any, *, key: Hashable) -> None:
         """Rewrite a committed weights tile with its original content (what ``recover=True`` does after a

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from microinterp.errors import IntegrityError, StorageError
 from microinterp.storage import SECTOR_SIZE, AreaStats, SdImage
-from microinterp.storage.sd import MAGIC, TABLE_ENTRY_SIZE
+from microinterp.storage.sd import MAGIC, TABLE_ENTRY_SIZE, RecordRun, key_digest
 
 FP = "model-a"
 SIZES = {"weights_bytes": 10_000, "activation_bytes": 6_000, "table_entries": 16}
@@ -453,3 +453,54 @@ def test_large_tile_roundtrip_without_copy(tmp_path):
         out = np.empty(n, np.uint8)
         assert img.read("activations", 0, n, key=("big", 0), out=out) is out
         np.testing.assert_array_equal(out, data)
+
+
+# ---------------------------------------------------------------------------------------------- record runs
+@given(record=st.integers(1, 1600), count=st.integers(1, 9), short=st.integers(0, 1599), sectors=st.integers(0, 3),
+       flip=st.integers(-1, 8))
+def test_uniform_runs_are_the_tiles_they_describe(record, count, short, sectors, flip):
+    """A prepared uniform run reads and writes exactly what read_tiles / write_tiles do with the same keys and
+    sizes (same layout, same checksum entries), and names the failing record in its errors."""
+    last = record - short % record
+    keys = [("t", i) for i in range(5, 5 + count)]
+    lengths = [record] * (count - 1) + [last]
+    run = RecordRun.uniform([key_digest(k) for k in keys], record, last, lambda i: ("t", i), 5)
+    general = RecordRun(keys, lengths)
+    assert (run.digests, run.lengths, run.payload, run.span) == \
+        (general.digests, general.lengths, general.payload, general.span)
+    offset = sectors * SECTOR_SIZE
+    assert list(run.positions(offset)) == list(general.positions(offset))
+    assert list(run.slices()) == list(general.slices())
+    data = np.random.default_rng(record).integers(0, 256, run.payload, dtype=np.uint8)
+    size = run.span + offset + SECTOR_SIZE
+    with tempfile.TemporaryDirectory() as tmp, SdImage.open(Path(tmp) / "sd.img", fingerprint="r", weights_bytes=0,
+                                                             activation_bytes=size, table_entries=0) as img:
+        img.write_run("activations", offset, run, data)
+        out = np.empty_like(data)
+        img.read_tiles("activations", offset, list(zip(keys, lengths)), out)      # the general reader
+        np.testing.assert_array_equal(out, data)
+        at = 0
+        tiles = []
+        for k, n in zip(keys, lengths):
+            tiles.append((k, data[at:at + n]))
+            at += n
+        img.write_tiles("activations", offset, tiles)                              # the general writer
+        out[...] = 0
+        img.read_run("activations", offset, run, out)
+        np.testing.assert_array_equal(out, data)
+        assert (img.stats().hash_bytes, img.stats().areas["activations"].bytes_read) == (4 * run.payload,
+                                                                                      2 * run.span)
+        if 0 <= flip < count:
+            pos = offset + flip * _sectors(record) * SECTOR_SIZE
+            flip_bit(Path(tmp) / "sd.img", img.area_offset("activations") + pos, 3)
+            with pytest.raises(IntegrityError, match=f"tensor 't' tile {5 + flip}: checksum mismatch") as e:
+                img.read_run("activations", offset, run, out)
+            assert e.value.sd_offset == img.area_offset("activations") + pos
+        with pytest.raises(IntegrityError, match="tile 5: written at offset"):
+            img.read_run("activations", offset + SECTOR_SIZE, run, out)
+        with pytest.raises(StorageError, match="data has"):
+            img.write_run("activations", offset, run, data[1:])
+
+
+def _sectors(n: int) -> int:
+    return -(-n // SECTOR_SIZE)
