@@ -14,6 +14,7 @@ buffers outside the arena, rewrites them and reads again; a corrupted weights re
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -155,7 +156,7 @@ class Engine:
             plo, phi = pad_input_rows(pad.data, lo, hi)
             x, x_row0 = self.read_region(pad.op.inputs[0], 1, plo, phi, bufs, rec, depth)
             shape[1] = hi - lo
-            band = bufs.take("input", int(np.prod(shape)) * t.dtype.itemsize).view(t.dtype).reshape(shape)
+            band = bufs.take("input", math.prod(shape) * t.dtype.itemsize).view(t.dtype).reshape(shape)
             pad_rows(pad.data, x, x_row0, band, lo, pad.data.fill)
             return band, lo
         pieces = []
@@ -233,7 +234,10 @@ class Engine:
                 rec.io.append(("compute", "cpu", c1 - c0, 0))
             if filt_k is not None:
                 rec.channels = (tile.channel_tiles[0][0], tile.channel_tiles[-1][1])
-            macs, elements = op_work(op, tensors, rows=rec.rows)
+            work = plan.work.get(rec.rows)
+            if work is None:
+                work = plan.work[rec.rows] = op_work(op, tensors, rows=rec.rows)
+            macs, elements = work
             rec.macs, rec.elements = macs, elements
             rec.compute_cycles = coeff.cycles_per_mac * macs + coeff.cycles_per_element * elements + \
                 (coeff.fixed_cycles if first else 0)
@@ -282,7 +286,7 @@ class Engine:
             shape = list(t.shape)
             if plan.mode == "rows":
                 shape[1] = tile.y1 - tile.y0
-            view = bufs.take("output", int(np.prod(shape, dtype=np.int64)) * t.dtype.itemsize).view(t.dtype)
+            view = bufs.take("output", math.prod(shape) * t.dtype.itemsize).view(t.dtype)
             self.views[ti] = view.reshape(shape)
 
     def _compute(self, plan: OpPlan, band: BandViews) -> None:

@@ -74,6 +74,7 @@ class OpPlan:
     streamed: int | None = None            # input index of the filter streamed in channel tiles, if any
     channel_tiles: list[tuple[int, int]] = field(default_factory=list)
     folded: OpPlan | None = None           # the PAD whose input this op reads directly (see fuse_pads)
+    work: dict[Any, tuple[int, int]] = field(default_factory=dict)   # (MACs, elements) per tile rows, cached
 
     @property
     def mode(self) -> str:
