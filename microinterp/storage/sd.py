@@ -48,7 +48,6 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
-import itertools
 import json
 import operator
 import os
@@ -273,12 +272,18 @@ class RecordRun:
             return range(offset, offset + len(self.lengths) * self._stride, self._stride)
         return map(offset.__add__, self._rels)
 
-    def slices(self) -> Iterable[slice]:
-        """Every record's slice of the packed payload."""
-        if self._stride is not None:
-            rb = self.record_bytes
-            return map(slice, range(0, self.payload, rb), itertools.chain(range(rb, self.payload, rb), (self.payload,)))
-        return self._slices
+    def split(self, view: memoryview) -> list[Any]:
+        """Every record's bytes in ``view``, the packed payload (a flat byte view of exactly ``payload`` bytes):
+        views into it, no copies (a uniform run's records are the rows of one 2-D array view)."""
+        if self._stride is None:
+            return list(map(view.__getitem__, self._slices))
+        n = len(self.lengths)
+        if not n:
+            return []
+        head = (n - 1) * self.record_bytes
+        parts = list(np.frombuffer(view, np.uint8, head).reshape(n - 1, self.record_bytes)) if n > 1 else []
+        parts.append(view[head:])
+        return parts
 
     def pads(self, write: bool) -> list[memoryview] | None:
         """IO vector entries for every record's sector tail (None when every record fills whole sectors)."""
@@ -297,10 +302,10 @@ class RecordRun:
         return f"RecordRun({len(self.lengths)} records, {self.payload} bytes, {self.span // SECTOR_SIZE} sectors)"
 
 
-def _interleave(data: list[memoryview], pads: list[memoryview] | None) -> list[memoryview]:
+def _interleave(data: list[Any], pads: list[memoryview] | None) -> list[Any]:
     if pads is None:
         return data
-    iov: list[memoryview] = [None] * (2 * len(data))  # type: ignore[list-item]
+    iov: list[Any] = [None] * (2 * len(data))
     iov[::2] = data
     iov[1::2] = pads
     return iov
@@ -499,9 +504,9 @@ class SdImage:
         view = _byte_view(data)
         if view.nbytes != run.payload:
             raise StorageError(f"the data has {view.nbytes} bytes, the tiles {run.payload}")
-        self._write(area, offset, run, list(map(view.__getitem__, run.slices())))
+        self._write(area, offset, run, run.split(view))
 
-    def _write(self, area: str, offset: int, run: RecordRun, views: list[memoryview]) -> None:
+    def _write(self, area: str, offset: int, run: RecordRun, views: list[Any]) -> None:
         start, size = self._area(area, data=True)
         if area == "weights" and self._weights_ready:
             raise StorageError("the weights area is sealed (weights committed); open the image for a new model "
@@ -561,7 +566,7 @@ class SdImage:
                     written = "never written" if entry is None else (
                         f"written at offset {entry[0]} with {entry[1]} bytes, not {pos} / {n}")
                     raise self._integrity_error(run.key(i), area, pos, n, written)
-        data = list(map(view.__getitem__, run.slices()))
+        data = run.split(view)
         self._io(os.preadv, _interleave(data, run.pads(False)), start + offset, "read", run.span)
         self._count(area, False, run.span, run.payload)
         t0 = time.perf_counter()
