@@ -31,14 +31,27 @@ filter offset applied; the input offset is folded into the bias (``bias - zp_in 
 float64 matmul (exact: every partial sum is an integer below 2^53), rounded to int64, plus the folded bias as int64.
 Prepare also computes each channel's exact accumulator range from the weights and the input type's range; for int8
 outputs, when no int32 accumulator can wrap (the usual case), ``MBQM + zp_out`` then the clamp is a non-decreasing
-step function of the accumulator with 255 steps, evaluated with one ``searchsorted`` (:mod:`._step_requant`): invoke
-is then four NumPy calls (product, bias, searchsorted, store), which is what tiny FCs (hello_world: 1x16, 16x16, 16x1)
-spend their time on. (int16 outputs keep the MBQM arithmetic: a search among 65535 thresholds misses the cache.)
+step function of the accumulator with 255 steps, evaluated with one ``searchsorted`` (:mod:`._step_requant`). The
+weights then get the bias (plus the steps' key offsets) as one more row, ``gemm``, in float32 when every partial sum
+``128 sum_k |w'| + |bias|`` and every threshold stays below 2^24 (half the memory traffic), else float64. (int16
+outputs keep the MBQM arithmetic: a search among 65535 thresholds misses the cache.)
+
+Tiny graphs (hello_world: 1x16, 16x16, 16x1) spend their time on the number of NumPy calls, so :meth:`bind` gives the
+interpreter's invoke loop one prebuilt call per op on the op's fixed views and preallocated buffers:
+
+- int8 input with ``accum == 1`` (one input value per batch): an exhaustive ``[256, depth]`` table computed at
+  prepare with the arithmetic above over every input value; invoke copies one row (bytes) per batch;
+- the step path: copy the input into a ``[x, 1]`` row, one product with ``gemm`` into a preallocated accumulator,
+  one ``searchsorted`` whose index is cast straight to the int8 code (one channel of steps; -inf thresholds in front
+  make the index congruent to the code modulo 256) or picks the code from the steps' values (per channel); one
+  output value (``batches == depth == 1``): a vector dot and a ``bisect`` on Python floats.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from bisect import bisect_right
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -81,7 +94,9 @@ class FullyConnectedData:
     scratch: int | None = None
     requantizer: Requantizer | None = None      # the int32 MBQM with (multiplier, shift), prepared once
     steps: StepRequantizer | None = None        # clamp(MBQM(acc) + zp_out) as a step function (constant weights,
-    key_bias: np.ndarray | None = None          # no wrap); float64, output shape: bias + the steps' key_offset
+    gemm: np.ndarray | None = None              # no wrap); float64 [accum + 1, depth]: the weights (``weights`` is
+                                                # a view of its first rows), then bias + the steps' key_offset
+    table: np.ndarray | None = None             # int8 input, accum 1: [256, depth] outputs, row = input & 0xFF
     whole_input: bool = True                    # the input holds exactly batches * accum elements
     input_shape: tuple[int, ...] = ()           # the input as (*output.shape[:-1], accum): products come out shaped
     input_shaped: bool = False                  # the input tensor already has input_shape
@@ -90,6 +105,11 @@ class FullyConnectedData:
 
 #: Most codes an output may have for the step-function requantization (int8: 255 thresholds, 2 KiB).
 _MAX_STEPS = 255
+#: Most output channels of an exhaustive table (int8 input, accum 1): 256 rows of that many codes.
+_MAX_TABLE_DEPTH = 4096
+#: float64 / float32 represent every integer below these: the bounds on a product's partial sums.
+_EXACT_F64 = 1 << 53
+_EXACT_F32 = 1 << 24
 #: Below this many multiply-adds the product is one plain np.dot: OpenBLAS runs such small products on one thread
 #: anyway, and _blas.matmul's thread-count calls would cost more than the product.
 _SMALL_PRODUCT = 1 << 16
@@ -203,7 +223,7 @@ class FullyConnected:
             bias64 += bias.data.reshape(-1)[:depth].astype(np.int64)
         weights = None
         wrap = not int64_acc
-        steps = key_bias = None
+        steps = gemm = wq = None
         if wdata is not None and getattr(ctx, "weights_resident", True):  # out of core: weights stream at invoke
             wq = wdata.reshape(-1, accum)[:depth].astype(np.int64) + filter_offset
             weights = np.ascontiguousarray(wq.T.astype(np.float64))
@@ -218,27 +238,51 @@ class FullyConnected:
                 steps = requantization_steps(multiplier, shift, output_offset, lo, hi, acc_min, acc_max,
                                              int64_acc=int64_acc, channels=depth if per_channel else 1,
                                              values_dtype=out.dtype)
-            if steps is not None:   # full output shape: a broadcasting add costs more than the addition
-                key_bias = np.broadcast_to(bias64 + steps.key_offset, out.shape).astype(np.float64)
-        return FullyConnectedData(t, batches, depth, accum, lo, hi, weights, bias64, input_offset, filter_offset,
+            if steps is not None:
+                # [x, 1] @ gemm = x @ weights + bias + key_offset: exact while every partial sum of raw inputs
+                # (|x| <= 2^(bits-1)) times the weights, and the bias row, stays below 2^53
+                # (float32, which halves the weights' memory traffic, where that bound and the thresholds are
+                # below 2^24)
+                key_bias = bias64 + steps.key_offset.astype(np.int64)
+                x_abs = max(-QMIN[t], QMAX[t])
+                bound = int((x_abs * np.abs(wq).sum(axis=1) + np.abs(key_bias)).max(initial=0))
+                if bound < _EXACT_F64:
+                    small_keys = bound < _EXACT_F32 and np.abs(steps.thresholds).max() < _EXACT_F32
+                    gemm = np.empty((accum + 1, depth), np.float32 if small_keys else np.float64)
+                    gemm[:accum] = weights
+                    gemm[accum] = key_bias
+                    weights = gemm[:accum]
+                else:
+                    steps = None
+        data = FullyConnectedData(t, batches, depth, accum, lo, hi, weights, bias64, input_offset, filter_offset,
                                   output_offset, multiplier, shift, int64_acc, wrap, unpacked, scratch,
-                                  None if int64_acc else Requantizer(multiplier, shift), steps, key_bias,
-                                  x.num_elements == batches * accum, (*out.shape[:-1], accum),
+                                  None if int64_acc else Requantizer(multiplier, shift), steps, gemm,
+                                  None, x.num_elements == batches * accum, (*out.shape[:-1], accum),
                                   x.shape == (*out.shape[:-1], accum), batches * accum * depth < _SMALL_PRODUCT)
+        if t == "INT8" and accum == 1 and wq is not None and depth <= _MAX_TABLE_DEPTH:
+            # Exhaustive: the reference arithmetic on all 256 inputs (row r holds input int8(r), so a negative
+            # input indexes its row as Python and NumPy wrap negative indices).
+            inputs = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int64)[:, None]
+            acc = inputs * wq[:, 0] + bias64
+            data = replace(data, table=_requantize(data, acc, data.wrap).astype(out.dtype))
+        return data
 
     def invoke(self, ctx, op, data: FullyConnectedData) -> None:
         out = ctx.views[op.outputs[0]]
         x = ctx.views[op.inputs[0]]
         if data.scratch is not None:
             ctx.scratch(data.scratch)[:data.unpacked_int4.size] = data.unpacked_int4.view(np.uint8)
+        if data.table is not None:
+            out[...] = data.table[x.reshape(-1)[:data.batches]].reshape(out.shape)
+            return
         steps = data.steps
-        if steps is not None:           # the usual case: four NumPy calls
+        if steps is not None:           # the usual case: product, bias, searchsorted, store
             if not data.input_shaped:
                 x = (x.reshape(data.input_shape) if data.whole_input else
                      x.reshape(-1)[:data.batches * data.accum].reshape(data.input_shape))
             acc = np.dot(x, data.weights) if data.small else _product(x, data.weights)
-            acc += data.key_bias
-            out[...] = steps.values[steps.index(acc)]
+            acc += data.gemm[-1]
+            out[...] = steps.values[steps.index(acc.astype(steps.thresholds.dtype, copy=False))]
             return
         x = x.reshape(-1)[:data.batches * data.accum].reshape(data.batches, data.accum)
         if data.type_name == "FLOAT32":
@@ -250,15 +294,20 @@ class FullyConnected:
             weights = wq.T.astype(np.float64)
             bias = bias + data.input_offset * wq.sum(axis=1)
         acc = _product(x, weights).astype(np.int64) + bias
-        if data.int64_acc:
-            y = mbqm_int64(acc, data.multiplier, data.shift)
-        else:
-            if data.wrap or data.weights is None:
-                acc = wrap_int32(acc)
-            y = data.requantizer(acc)
-        y += data.output_offset
-        np.maximum(y, data.act_min, out=y)
-        np.minimum(y, data.act_max, out=out.reshape(y.shape), casting="unsafe")
+        y = _requantize(data, acc, data.wrap or data.weights is None)
+        out[...] = y.reshape(out.shape)
+
+    def bind(self, ctx, op, data: FullyConnectedData):
+        """The op as a call without arguments on its (fixed) views, for the interpreter's flat invoke loop; None
+        where :meth:`invoke` runs instead (int4 scratch, non-contiguous views, no table and no step function)."""
+        x, out = ctx.views[op.inputs[0]], ctx.views[op.outputs[0]]
+        if data.scratch is not None or not (x.flags.c_contiguous and out.flags.c_contiguous) or not out.size:
+            return None
+        if data.table is not None:
+            return _bind_table(x, out, data)
+        if data.gemm is not None:
+            return _bind_steps(x, out, data)
+        return None
 
     @staticmethod
     def _float(ctx, op, x: np.ndarray, data: FullyConnectedData) -> np.ndarray:
@@ -295,6 +344,94 @@ def sequential_dot_float32(x: np.ndarray, weights: np.ndarray, bias: np.ndarray 
         if bias is not None:
             out += bias
     return clamp_float_(out, lo, hi)
+
+def _bind_table(x: np.ndarray, out: np.ndarray, data: FullyConnectedData):
+    """The exhaustive table: one batch copies the row of its input code (rows kept as bytes: one buffer copy);
+    more batches gather their rows."""
+    if data.batches == 1:
+        rows, dest = [row.tobytes() for row in data.table], memoryview(out).cast("B")
+
+        def lookup() -> None:
+            dest[:] = rows[x.item(0)]
+        return lookup
+    table, xv, ov = data.table, x.reshape(-1)[:data.batches], out.reshape(data.batches, data.depth)
+
+    def lookups() -> None:
+        ov[...] = table[xv]
+    return lookups
+
+
+def _bind_steps(x: np.ndarray, out: np.ndarray, data: FullyConnectedData):
+    """The step-function path on preallocated buffers: the input is copied into a float64 row ``[x, 1]``; its
+    product with ``gemm`` (weights, then bias + key offsets) gives the exact accumulators (keys); ``searchsorted``
+    finds each key's index into the step values.
+
+    - One output value (batches = depth = 1): the product is one dot of two vectors and the search a ``bisect``
+      among the thresholds as Python floats; the value is stored as a Python int.
+    - One channel of steps and int8 output: the thresholds are preceded by ``(lo - 1) mod 256`` entries of -inf, so
+      that the index, cast to int8 (modulo 256), IS the output code: the store is the cast.
+    - Otherwise the index picks from the step values (channel and code).
+    """
+    b, a, d = data.batches, data.accum, data.depth
+    steps, gemm = data.steps, data.gemm
+    if b == 1 and d == 1:
+        row, col = np.ones(a + 1, gemm.dtype), np.ascontiguousarray(gemm[:, 0])
+        xs, xr, o = row[:a], x.reshape(-1)[:a], out.reshape(1)
+        dot, thresholds, values = row.dot, steps.thresholds.tolist(), steps.values.tolist()
+
+        def scalar() -> None:
+            xs[...] = xr
+            o[0] = values[bisect_right(thresholds, float(dot(col)))]
+        return scalar
+    x2, ov = x.reshape(-1)[:b * a].reshape(b, a), out.reshape(b, d)
+    cols = np.ones((b, a + 1), gemm.dtype)
+    xs, acc = cols[:, :a], np.empty((b, d), gemm.dtype)
+    thresholds = steps.thresholds.astype(gemm.dtype)       # exact: prepare checked float32's bound
+    pad = code_padding(data)
+    if pad is not None:
+        find, values = np.concatenate([np.full(pad, -np.inf, gemm.dtype), thresholds]).searchsorted, None
+    else:
+        find, values = thresholds.searchsorted, steps.values
+    product = partial(cols.dot, gemm, acc) if data.small else partial(matmul, cols, gemm, acc)
+    if values is None:
+        def codes() -> None:
+            xs[...] = x2
+            product()
+            ov[...] = find(acc, "right")
+        return codes
+
+    def indexed() -> None:
+        xs[...] = x2
+        product()
+        ov[...] = values[find(acc, "right")]
+    return indexed
+
+
+def code_padding(data: FullyConnectedData) -> int | None:
+    """With a step function of one channel and int8 output: how many -inf thresholds to put first so that the
+    ``searchsorted`` index, cast to int8, is the output code (``index = code - lo + 1``, so ``(lo - 1) mod 256``);
+    None otherwise (per-channel steps, int16 output, no steps)."""
+    steps = data.steps
+    if steps is None or data.type_name != "INT8" or steps.values.size != steps.thresholds.size + 1:
+        return None
+    lo = int(steps.values[1])
+    if not np.array_equal(steps.values[1:], np.arange(lo, lo + steps.values.size - 1)):
+        return None
+    return (lo - 1) % 256
+
+
+def _requantize(data: FullyConnectedData, acc: np.ndarray, wrap: bool) -> np.ndarray:
+    """The output codes of exact int64 accumulators ``acc`` (channels last): int32 wrap where asked, MBQM (int32
+    double rounding, or the 16x8 int64 one), output offset, activation clamp; int64."""
+    if data.int64_acc:
+        y = mbqm_int64(acc, data.multiplier, data.shift)
+    else:
+        y = data.requantizer(wrap_int32(acc) if wrap else acc)
+    y += data.output_offset
+    np.maximum(y, data.act_min, out=y)
+    np.minimum(y, data.act_max, out=y)
+    return y
+
 
 def _product(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """``x @ weights`` in float64 (exact integer sums)."""

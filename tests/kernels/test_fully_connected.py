@@ -240,3 +240,48 @@ def test_float_accumulation_is_sequential(b, k, n, monkeypatch):
     if k >= 300:
         pairwise = np.add.reduce(np.ascontiguousarray((x[:, :, None] * w[None]).transpose(0, 2, 1)), axis=2)
         assert not np.array_equal(pairwise + bias, expected)
+
+
+@pytest.mark.parametrize("params,call", [
+    ({"kind": "INT8", "in_shape": (1, 1), "n": 16, "act": "RELU"}, "lookup"),              # hello_world's first
+    ({"kind": "INT8", "in_shape": (3, 1), "n": 5, "zp_in": -128, "zp_out": 127}, "lookups"),
+    ({"kind": "INT8", "in_shape": (1, 1), "n": 4, "weights": "INT4"}, "partial"),          # refills the scratch
+    ({"kind": "INT8", "in_shape": (1, 16), "n": 1, "zp_out": -128}, "scalar"),             # hello_world's last
+    ({"kind": "INT8", "in_shape": (1, 16), "n": 16, "act": "RELU", "zp_out": -128}, "codes"),
+    ({"kind": "INT8", "in_shape": (2, 40), "n": 9, "act": "RELU", "zp_out": 127}, "codes"),   # one code: 127
+    ({"kind": "INT8", "in_shape": (2, 3, 40), "n": 9, "keep_num_dims": True, "zp_out": 5}, "codes"),
+    ({"kind": "INT8", "in_shape": (1, 400), "n": 200, "zp_in": 127, "act": "RELU6"}, "codes"),  # BLAS product
+    ({"kind": "INT8", "in_shape": (2, 16), "n": 7, "per_channel": True, "zp_out": -3}, "indexed"),
+    ({"kind": "INT8", "in_shape": (1, 16), "n": 1, "per_channel": True}, "scalar"),
+    ({"kind": "INT8", "in_shape": (2, 16), "n": 7, "bias_at_int32_ends": True}, "partial"),  # wraps: MBQM path
+    ({"kind": "INT16", "in_shape": (2, 16), "n": 7}, "partial"),
+    ({"kind": "FLOAT32", "in_shape": (2, 16), "n": 7}, "partial"),
+])
+def test_bound_calls_over_invokes(params, call):
+    """The interpreter's prebuilt call per op (table, scalar, int8-code and indexed step paths) on repeated invokes
+    of one interpreter: each result equals the kernel's invoke on the same views, the first one and the extreme
+    inputs (every accumulator at an end of its range) also equal the wheel."""
+    rng = np.random.default_rng(11)
+    model = build(rng, **params)
+    shape, kind = params["in_shape"], params["kind"]
+    for optimized in (False, True):
+        interp = Interpreter(model, optimized=optimized)
+        bound, _ = interp._calls[0]
+        assert getattr(bound, "__name__", type(bound).__name__) == call
+        op, data, kernel = interp.operators[0], interp._op_data[0], interp._kernels[0]
+        inputs = [_input(rng, kind, shape) for _ in range(4)]
+        if kind != "FLOAT32":
+            dtype = np.int8 if kind == "INT8" else np.int16
+            lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+            inputs += [np.full(shape, lo, dtype), np.full(shape, hi, dtype)]
+            if params.get("weights") != "INT4":      # channel 0 at its maximum
+                w0 = interp.model.main.tensors[op.inputs[1]].data.reshape(params["n"], -1)[0]
+                inputs.append(np.broadcast_to(np.where(w0 >= 0, hi, lo)[:shape[-1]], shape).astype(dtype))
+        for i, x in enumerate(inputs):
+            interp.set_input(x)
+            interp.invoke()
+            got = interp.get_output()
+            kernel.invoke(interp._ctx, op, data)
+            assert np.array_equal(got.view(np.uint8), interp.get_output().view(np.uint8))
+            if i == 0 or i >= 4:
+                assert_matches_tflm(model, [x])

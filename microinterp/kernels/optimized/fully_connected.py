@@ -9,28 +9,33 @@ matrix gets the folded bias as its last row, and the GEMM returns TFLM's exact a
 max_c sum_k |w'[c,k]| + |bias'_c| < 2^24`` (every partial sum exact), else float64. The epilogue gets each
 channel's exact accumulator range (weights, int8 input range, bias).
 
-Small layers (fewer than 512 outputs and 2^17 multiply-adds) keep the reference invoke when it has its step-function
-requantization: four NumPy calls (hello_world's 1->16->16->1 layers take about 3 us each), fewer than the GEMM plus
-epilogue (about 8 us); measured on the zoo, the GEMM path wins from those sizes on (mobilenet_v2's 1280->1000
-classifier: 80 us against 160 us). int16x8 and float32 layers, and anything not constant, also run the reference
-invoke. With int4 weights the unpack scratch stays in the arena plan; the fast path does not refill it on every
-invoke (the weights were unpacked at prepare).
+Layers keep the reference (its bound call, see :meth:`FullyConnected.bind`) when it has its step-function
+requantization and is faster than the GEMM plus epilogue (whose fixed cost is about 8 us): per-tensor int8 layers,
+whose search index is the output code, below 1536 outputs (measured: 1x1280->1000 96 us against 107 us, 8x256->256
+53 us against 40 us); per-channel layers below 512 outputs and 2^17 multiply-adds (a per-channel 1280->1000 layer:
+120 us against 240 us); layers with one input value per batch (the reference's exhaustive table). int16x8 and
+float32 layers, and anything not constant, also run the reference. With int4 weights the unpack scratch stays in the
+arena plan; the fast path does not refill it on every invoke (the weights were unpacked at prepare).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import partial
 
 import numpy as np
 
 from ..fully_connected import KERNEL as REFERENCE
-from ..fully_connected import FullyConnectedData
+from ..fully_connected import FullyConnectedData, code_padding
 from ._epilogue import Epilogue, accumulator_range, gemm, gemm_weights
 
-#: smaller layers keep the reference invoke when it has its step-function requantization (four NumPy calls):
-#: measured on the zoo, the GEMM + epilogue wins from about 512 outputs or 2^17 multiply-adds on
+#: smaller layers keep the reference when it has per-channel step-function requantization: measured on the zoo,
+#: the GEMM + epilogue wins from about 512 outputs or 2^17 multiply-adds on
 _MIN_OUTPUTS = 512
 _MIN_PRODUCT = 1 << 17
+#: ... and below this many outputs when the step index is the int8 code itself (one channel of steps): a search per
+#: output against the epilogue's fixed cost (measured: 1x1280->1000 96 us vs 107 us, 8x256->256 53 us vs 40 us)
+_MIN_CODE_OUTPUTS = 1536
 
 
 @dataclass(frozen=True)
@@ -63,11 +68,15 @@ class FullyConnectedPlan:
 
 
 def _plan(ctx, op, data: FullyConnectedData) -> FullyConnectedPlan | None:
-    if data.type_name != "INT8" or data.int64_acc or data.weights is None:
+    if data.type_name != "INT8" or data.int64_acc or data.weights is None or data.table is not None:
         return None
-    small = data.batches * data.depth < _MIN_OUTPUTS and data.batches * data.depth * data.accum < _MIN_PRODUCT
-    if small and getattr(data, "steps", None) is not None:
-        return None
+    outputs = data.batches * data.depth
+    if data.steps is not None:
+        if code_padding(data) is not None:
+            if outputs < _MIN_CODE_OUTPUTS:
+                return None
+        elif outputs < _MIN_OUTPUTS and outputs * data.accum < _MIN_PRODUCT:
+            return None
     bias = ctx.input(op, 2)
     if bias is not None and bias.data is None:
         return None
@@ -85,6 +94,12 @@ class FullyConnected:
             REFERENCE.invoke(ctx, op, data)
             return
         data.plan.run(ctx.input(op, 0), ctx.output(op, 0))
+
+    def bind(self, ctx, op, data: FastFullyConnectedData):
+        """The interpreter's flat invoke loop: the plan on the op's fixed views, else the reference's call."""
+        if data.plan is None:
+            return REFERENCE.bind(ctx, op, data)
+        return partial(data.plan.run, ctx.input(op, 0), ctx.output(op, 0))
 
 
 KERNEL = FullyConnected()

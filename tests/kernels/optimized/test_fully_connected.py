@@ -5,6 +5,8 @@ that keep the reference invoke (small ones, int16x8, float32, non-constant weigh
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import example, given
@@ -65,9 +67,14 @@ def case(seed: int = 0, **params) -> tuple[dict, int]:
 @example(case(in_shape=(1, 700), n=300, bias_at_int32_ends=True))          # int32 wrap: int64 epilogue
 @example(case(in_shape=(1, 300), n=600, out_scale_factor=1e-4))            # effective scale > 1
 def test_large_layers(case):
+    """The GEMM + epilogue path, also for the per-tensor layers below _MIN_CODE_OUTPUTS (the reference's step
+    index is faster there, test_paths checks that choice)."""
     params, seed = case
-    it = _run(params, seed)
-    assert it._op_data[0].plan is not None
+    with mock.patch.object(opt, "_MIN_CODE_OUTPUTS", 0):
+        it = _run(params, seed)
+    data = it._op_data[0]
+    # one input value per batch (int8): the reference's exhaustive table beats any product
+    assert (data.plan is None) == (data.table is not None) == (params["in_shape"][-1] == 1)
 
 
 def _extreme_model(k: int, n: int, bias: int, zp_in: int = 0) -> bytes:
@@ -88,19 +95,28 @@ def _extreme_model(k: int, n: int, bias: int, zp_in: int = 0) -> bytes:
 def test_float32_bound_forces_float64(bias, dtype):
     """128 * 127 * 1032 = 2^24 - 1024: a bias of 1000 keeps float32, 1100 needs float64."""
     model = _extreme_model(1032, 512, bias)
-    it = Interpreter(model)
+    with mock.patch.object(opt, "_MIN_CODE_OUTPUTS", 0):
+        it = Interpreter(model)
     assert it._op_data[0].plan.weights.dtype == dtype
+    assert Interpreter(model)._op_data[0].gemm.dtype == dtype      # the reference's step path: the same bound
     w0 = it.model.main.tensors[it.operators[0].inputs[1]].data[0]
     for x in (np.full(1032, -128), np.full(1032, 127), np.where(w0 > 0, 127, -128)):
         assert_matches_tflm(model, [x.astype(np.int8)[None, :]])
+        with mock.patch.object(opt, "_MIN_CODE_OUTPUTS", 0):
+            assert_matches_tflm(model, [x.astype(np.int8)[None, :]])
 
 
 @pytest.mark.parametrize("params,planned", [
-    ({"in_shape": (1, 16), "n": 16}, False),                 # hello_world-sized: the reference's 4 NumPy calls
+    ({"in_shape": (1, 16), "n": 16}, False),                 # hello_world-sized: the reference's step path
     ({"in_shape": (1, 128), "n": 128}, False),
-    ({"in_shape": (1, 640), "n": 128}, False),               # 2^16.3 multiply-adds, 128 outputs
-    ({"in_shape": (1, 640), "n": 256}, True),                # 2^17.3 multiply-adds
-    ({"in_shape": (1, 8), "n": 512}, True),                  # 512 outputs
+    # per-tensor: the reference's step index is the int8 code, faster below 1536 outputs
+    ({"in_shape": (1, 1280), "n": 1000}, False),             # mobilenet_v2-sized classifier, per-tensor
+    ({"in_shape": (2, 640), "n": 640}, False),
+    ({"in_shape": (3, 8), "n": 512}, True),                  # 1536 outputs
+    # per-channel steps (an index into the channels' values): the GEMM + epilogue from 512 outputs or 2^17 MACs
+    ({"in_shape": (1, 640), "n": 128, "per_channel": True}, False),     # 2^16.3 multiply-adds, 128 outputs
+    ({"in_shape": (1, 640), "n": 256, "per_channel": True}, True),      # 2^17.3 multiply-adds
+    ({"in_shape": (1, 8), "n": 512, "per_channel": True}, True),        # 512 outputs
     ({"in_shape": (1, 640), "n": 640, "kind": "INT16"}, False),
     ({"in_shape": (1, 640), "n": 640, "kind": "FLOAT32"}, False),
 ])
