@@ -129,9 +129,14 @@ def srdhm(a, b):
 
 def _srdhm_no_saturation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     p = np.multiply(a, b, dtype=np.int64)
-    p += 1 << 30
-    p >>= 31
+    p += _TWO_30
+    p >>= _THIRTY_ONE
     return p
+
+
+#: 0-d int64 operands for the in-place int64 operations: NumPy handles them faster than Python ints (no weak-scalar
+#: promotion step), which matters on the small arrays of MCU models; the values are the same.
+_TWO_30, _THIRTY_ONE = np.array(1 << 30, dtype=np.int64), np.array(31, dtype=np.int64)
 
 
 class _RoundingShift:
@@ -210,7 +215,7 @@ class Requantizer:
             multiplier, offset, half, exponent = self.fused
             p = x * multiplier
             p += offset
-            p >>= 31
+            p >>= _THIRTY_ONE
             if exponent is not None:
                 p -= p < half
                 p >>= exponent

@@ -69,19 +69,25 @@ class IntegerStep:
         in_min, in_max = _accumulator_range(self.w_in, x_lo - d.input_zp, x_hi - d.input_zp)
         self.in_wraps = not self.acc64 and (in_min + self.bias.min() < INT32_MIN or
                                             in_max + self.bias.max() > INT32_MAX)
-        self.in_requant = None if self.acc64 else Requantizer(*self.input_mult)
+        # The input FC runs once per invoke on [steps * batch, 4S]: its constants get that exact shape (broadcasting
+        # a [4S] row costs more than the arithmetic on these sizes).
+        fc_shape = (d.steps * d.batch, 4 * s)
+        self.in_requant = None if self.acc64 else Requantizer(*(_full(a, fc_shape) for a in self.input_mult))
         span = rec_max - rec_min + 1
         if 4 * span <= _MAX_REC_TABLE:
             # sat16(MBQM(acc)) of every accumulator, gate after gate: index = acc - rec_min + gate * span.
             per_gate = tuple(a[::s] for a in rec_mult)
             acc = np.arange(rec_min, rec_max + 1, dtype=np.int64)[:, None]
             table = self._requant16(acc, per_gate, None if self.acc64 else Requantizer(*per_gate), self.rec_wraps)
-            self.rec_table = np.ascontiguousarray(table.T).reshape(-1).astype(np.int32)
-            self.rec_index = np.repeat(np.arange(4) * span - rec_min, s).astype(np.float64)[None].repeat(rows, 0)
+            self.rec_table = np.ascontiguousarray(table.T).reshape(-1).astype(np.int64)
+            offsets = np.repeat(np.arange(4) * span - rec_min, s).astype(np.float64)
         else:
             self.rec_table, self.rec_mult = None, rec_mult
             self.rec_requant = None if self.acc64 else Requantizer(*(np.broadcast_to(a, (rows, 4 * s))
                                                                        for a in rec_mult))
+            offsets = np.zeros(4 * s)
+        # The loop keeps [h - zp_h | 1]: the last row adds each column's offset into the table (exact in float64).
+        self.w_rec_aug = np.concatenate([self.w_rec, offsets[None]])
         # i*g | f*c: the input and forget multipliers over the two halves.
         (mf, sf), (mi, si) = d.forget_cell_mul, d.input_mul
         halves = (rows, 2 * s)
@@ -94,14 +100,17 @@ class IntegerStep:
             *d.output_mul, d.hidden_zp, h_lo, h_hi, *_PRODUCTS, dtype=np.int64, values_dtype=np.float64)
         if self.hidden_steps is not None:
             self.hidden_centred = self.hidden_steps.values - d.hidden_zp
+            self.hidden_search = self.hidden_steps.thresholds.searchsorted    # StepRequantizer.index, prebound
         # Activations of the unsaturated sums: sigmoid table then cell-gate table, non-negative indices
         # pre + 65536 (+ 131072 for the cell gate); those offsets are added to the input FC once per invoke.
         cell_gate = lc.sum_table("tanh", lc.tanh_params(-12)) if d.cell_gate_tanh else lc.sum_table()
-        self.activation = np.concatenate([np.roll(lc.sum_table("sigmoid"), 65536), np.roll(cell_gate, 65536)])
-        self.activation_offset = np.repeat([65536, 65536, 65536, 3 * 65536], s).astype(np.int32)
+        # int64 tables and state: products and indices then need no conversions
+        self.activation = np.concatenate([np.roll(lc.sum_table("sigmoid"), 65536),
+                                          np.roll(cell_gate, 65536)]).astype(np.int64)
+        self.activation_offset = _full(np.repeat([65536, 65536, 65536, 3 * 65536], s), fc_shape)
         clip = d.quantized_cell_clip if d.cell_clip > 0 else None
-        self.cell_of_sum = lc.sum_table(clip=clip)
-        self.cell_tanh_of_sum = lc.sum_table("tanh", d.tanh_params, clip)
+        self.cell_of_sum = lc.sum_table(clip=clip).astype(np.int64)
+        self.cell_tanh_of_sum = lc.sum_table("tanh", d.tanh_params, clip).astype(np.int64)
 
     def _requant16(self, acc: np.ndarray, mult, requantizer, wraps: bool = True, saturates: bool = True):
         """sat16(MBQM(acc)): the int64 MBQM for 16x8, else the int32 one (wrapping the accumulator if it can)."""
@@ -116,50 +125,58 @@ class IntegerStep:
 
     def input_fc(self, x: np.ndarray) -> np.ndarray:
         """sat16(MBQM(FC(x_t, W_x) + bias)) for all time steps plus the activation table's offsets: ``[N, I] ->
-        [N, 4S]`` (int32, step gate order)."""
+        [N, 4S]`` (int64, step gate order)."""
         acc = ((x.astype(np.float64) - self.d.input_zp) @ self.w_in).astype(np.int64)
-        gates = self._requant16(acc + self.bias, self.input_mult, self.in_requant, self.in_wraps).astype(np.int32)
+        gates = self._requant16(acc + self.bias, self.input_mult, self.in_requant, self.in_wraps)
         gates += self.activation_offset
         return gates
 
     def _recurrent(self, h: np.ndarray) -> np.ndarray:
-        """sat16(MBQM((h - zp_h) . W_rec)) per gate for the centred hidden state ``h``."""
-        acc = np.dot(h, self.w_rec)
+        """sat16(MBQM((h - zp_h) . W_rec)) per gate for ``h = [h - zp_h | 1]``: looked up in the table (the 1
+        adds each column's table offset) or computed."""
+        acc = np.dot(h, self.w_rec_aug)
         if self.rec_table is not None:
-            acc += self.rec_index
             return self.rec_table[acc.astype(np.intp)]
         return self._requant16(acc.astype(np.int64), self.rec_mult, self.rec_requant, self.rec_wraps)
 
     def _hidden(self, prod: np.ndarray, out: np.ndarray) -> None:
         """The new hidden state minus zp_h into ``out`` (float64): clamp(MBQM(tanh(c) * o) + zp_h) - zp_h."""
         if self.hidden_steps is not None:
-            out[...] = self.hidden_centred[self.hidden_steps.index(prod)]
+            self.hidden_centred.take(self.hidden_search(prod, "right"), 0, out, "wrap")   # the step function
             return
         lo, hi = self.d.hidden_range
         out[...] = np.minimum(np.maximum(self.hidden_requant(prod) + self.d.hidden_zp, lo), hi) - self.d.hidden_zp
 
     def sequence(self, gates_in: np.ndarray, h0: np.ndarray, c0: np.ndarray):
         d, s = self.d, self.d.state
-        state = np.empty((gates_in.shape[1], 5 * s), np.int32)
+        steps, rows = gates_in.shape[:2]
+        state = np.empty((rows, 5 * s), np.int64)
         gates, i_f, g_c, o, c = (state[:, :4 * s], state[:, :2 * s], state[:, 3 * s:], state[:, 2 * s:3 * s],
                                  state[:, 4 * s:])                  # views of the row [i | f | o | g | c]
         c[...] = c0
-        hs = np.empty((gates_in.shape[0] + 1, *gates_in.shape[1:2], s), np.float64)   # hs[0]: h0, centred
-        hs[0] = h0
-        hs[0] -= d.hidden_zp
-        recurrent, hidden, cell_requant = self._recurrent, self._hidden, self.cell_requant
-        for t in range(gates_in.shape[0]):
-            index = recurrent(hs[t])
-            index += gates_in[t]                       # + sat16(input FC) + offsets: not saturated, the tables do it
-            gates[...] = self.activation[index]
+        hs = np.empty((steps + 1, rows, s + 1), np.float64)        # [h - zp_h | 1] per step, hs[0] from h0
+        hs[0, :, :s] = h0
+        hs[0, :, :s] -= d.hidden_zp
+        hs[:, :, s] = 1.0
+        recurrent, hidden, cell_requant, saturates = self._recurrent, self._hidden, self.cell_requant, \
+            self.cell_saturates
+        activation, cell_of_sum, cell_tanh_of_sum = self.activation, self.cell_of_sum, self.cell_tanh_of_sum
+        for h, gin, h_next in zip(hs[:-1], gates_in, hs[1:, :, :s]):
+            index = recurrent(h) + gin                 # + sat16(input FC) + offsets: not saturated, the tables do it
+            activation.take(index, 0, gates, "wrap")   # gates = activation[index] ("wrap": no buffered bounds check)
             both = cell_requant(i_f * g_c)             # MBQM(i*g) | MBQM(f*c)
-            if self.cell_saturates:
+            if saturates:
                 both = np.minimum(np.maximum(both, _INT16_MIN), _INT16_MAX)
             total = both[:, :s] + both[:, s:]
-            c[...] = self.cell_of_sum[total]
-            hidden(self.cell_tanh_of_sum[total] * o, out=hs[t + 1])
-        hs += d.hidden_zp
+            cell_of_sum.take(total, 0, c, "wrap")      # c = cell_of_sum[total] (a negative sum counts from the end)
+            hidden(cell_tanh_of_sum[total] * o, h_next)
+        hs = hs[:, :, :s] + d.hidden_zp
         return hs[1:], hs[-1], c
+
+
+def _full(row: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``row`` repeated to ``shape`` as a contiguous int64 array."""
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(row, dtype=np.int64), shape))
 
 
 def _accumulator_range(w: np.ndarray, x_lo: int, x_hi: int) -> tuple[int, int]:

@@ -84,12 +84,14 @@ def build(rng: np.random.Generator, *, kind: str = "INT8", batch: int = 1, steps
 
 
 def assert_sequence_matches(model, inputs: list[np.ndarray]) -> None:
-    """Invoke microinterp and the wheel on each input in turn, without reset; every invoke must match."""
-    mi = Interpreter(model, preserve_all_tensors=True)
-    ref = TflmRunner(model)
-    for step, x in enumerate(inputs):
-        result = compare_with_tflm(model, [x], interpreter=mi, tflm=ref)
-        assert result.ok, f"invoke {step}: {result}"
+    """Invoke microinterp (reference kernels, and optimized kernels) and the wheel on each input in turn, without
+    reset; every invoke must match, op by op."""
+    for optimized in (False, True):
+        mi = Interpreter(model, preserve_all_tensors=True, optimized=optimized)
+        ref = TflmRunner(model)
+        for step, x in enumerate(inputs):
+            result = compare_with_tflm(model, [x], interpreter=mi, tflm=ref)
+            assert result.ok, f"invoke {step} ({'optimized' if optimized else 'reference'} kernels): {result}"
 
 
 @st.composite
@@ -135,14 +137,14 @@ def test_literal_requantization_paths_match_tflm(case):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lstm_eval, "_MAX_REC_TABLE", 0)
         mp.setattr(lstm_eval, "requantization_steps", lambda *args, **kwargs: None)
-        step = Interpreter(model)._op_data[0].step
+        step = Interpreter(model, optimized=False)._op_data[0].step
         assert step.rec_table is None and step.hidden_steps is None
         assert_sequence_matches(model, [random_tensor(rng, in_shape, "INT8") for _ in range(3)])
 
 
 def test_default_integer_step_uses_its_tables():
     model, _ = build(np.random.default_rng(5), kind="INT8", n_state=7)
-    step = Interpreter(model)._op_data[0].step
+    step = Interpreter(model, optimized=False)._op_data[0].step
     assert step.rec_table is not None and step.hidden_steps is not None
 
 

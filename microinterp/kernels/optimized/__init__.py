@@ -18,6 +18,7 @@ from . import (
     softmax,
     sub,
     transpose,
+    unidirectional_sequence_lstm,
 )
 
 OPTIMIZED_KERNELS: dict[str, object] = {
@@ -33,4 +34,5 @@ OPTIMIZED_KERNELS: dict[str, object] = {
     "PADV2": padv2.KERNEL,
     "SOFTMAX": softmax.KERNEL,
     "TRANSPOSE": transpose.KERNEL,
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": unidirectional_sequence_lstm.KERNEL,
 }

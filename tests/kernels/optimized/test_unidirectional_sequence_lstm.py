@@ -1,0 +1,77 @@
+"""Optimized int8 UNIDIRECTIONAL_SEQUENCE_LSTM (one table look-up for the gates and the cell state, the cell products'
+MBQM folded into the tables, the hidden state's step function feeding the recurrent FC) against the wheel and the
+reference kernel over several invokes without reset, plus its arithmetic pieces against quant's Requantizer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+
+from microinterp import Interpreter
+from microinterp.kernels.optimized import unidirectional_sequence_lstm as fast
+from microinterp.quant import Requantizer, quantize_multiplier
+from microinterp.testing.single_op import random_tensor
+
+from ...conftest import zoo_model
+from ..test_unidirectional_sequence_lstm import assert_sequence_matches, build, cases
+
+
+def _loop(model) -> fast.FastLoop | None:
+    return Interpreter(model)._op_data[0].loop
+
+
+def test_fast_loop_runs_int8_and_leaves_the_rest_to_the_reference():
+    rng = np.random.default_rng(0)
+    assert _loop(build(rng, kind="INT8")[0]) is not None
+    assert _loop(build(rng, kind="INT8", batch=3, time_major=True)[0]) is not None
+    assert _loop(build(rng, kind="INT16")[0]) is None
+    assert _loop(build(rng, kind="FLOAT32")[0]) is None
+    assert _loop(zoo_model("trained_lstm_int8.tflite")) is not None
+
+
+@given(cases().filter(lambda case: case[0]["kind"] == "INT8"))
+@example(({"kind": "INT8", "batch": 3, "time_major": True, "cell_clip": 0.5, "zp_h": 127}, 3))
+@example(({"kind": "INT8", "batch": 2, "steps": 5, "zp_in": -128, "zp_h": -128, "w_factor": 4.0}, 4))
+@example(({"kind": "INT8", "cell_power": -15, "w_factor": 4.0, "steps": 5}, 5))   # equal exponents of i*g, f*c
+@example(({"kind": "INT8", "cell_scale": 2.0 ** -17, "w_factor": 4.0, "steps": 5}, 5))   # saturating products
+@example(({"kind": "INT8", "cell_scale": 3e-4, "cell_clip": 3.0, "act": "RELU"}, 6))
+@example(({"kind": "INT8", "w_zp": -7, "n_state": 6, "n_in": 1}, 7))
+def test_matches_tflm_and_reference(case):
+    params, seed = case
+    rng = np.random.default_rng(seed)
+    model, in_shape = build(rng, **params)
+    assert _loop(model) is not None
+    assert_sequence_matches(model, [random_tensor(rng, in_shape, "INT8") for _ in range(3)])
+
+
+def test_saturating_cell_products_take_the_clamp():
+    model, in_shape = build(np.random.default_rng(5), cell_scale=2.0 ** -17, w_factor=4.0, steps=5)
+    assert _loop(model).cell_saturates
+    rng = np.random.default_rng(6)
+    assert_sequence_matches(model, [random_tensor(rng, in_shape, "INT8") for _ in range(3)])
+
+
+def test_input_fc_fallback_equals_the_folded_product():
+    model, in_shape = build(np.random.default_rng(8), batch=2, steps=4, zp_in=-128)
+    loop = _loop(model)
+    xs = np.swapaxes(random_tensor(np.random.default_rng(9), in_shape, "INT8"), 0, 1)
+    folded = loop.input_fc(xs).copy()
+    loop.fc_weights = None                      # as when the folded product would not be exact in float64
+    np.testing.assert_array_equal(loop.input_fc(xs), folded)
+
+
+@pytest.mark.parametrize("real", [2.0 ** -15, 2.0 ** -18, 0.3 * 2.0 ** -20, 0.77, 0.999, 2.0 ** -31 * 1.3])
+def test_folded_product_requantization_equals_requantizer(real):
+    """Every sigmoid output a in [0, 32767] times factors b over the int16 range (all of them near 0 and the ends):
+    ``(a (b M) + R) >> (31 + E)`` equals the Requantizer's MBQM of ``a*b``, exponent 0 included."""
+    m, shift = quantize_multiplier(real)
+    rq = Requantizer(np.array([m]), np.array([shift]))
+    fused = tuple(None if c is None else np.ravel(c)[0] for c in rq.fused)
+    b = np.unique(np.concatenate([np.arange(-200, 201), np.arange(-32768, -32700), np.arange(32700, 32768),
+                                  np.random.default_rng(1).integers(-32768, 32768, 100)]))
+    scaled, rounding, total_shift = fast.fold_product_requantization(b, fused)
+    a = np.arange(32768, dtype=np.int64)[:, None]
+    for part in np.array_split(np.arange(len(b)), 16):         # ~1M products at a time
+        want = rq((a * b[part]).reshape(-1, 1)).reshape(len(a), len(part))
+        np.testing.assert_array_equal((a * scaled[part] + rounding[part]) >> total_shift, want)
