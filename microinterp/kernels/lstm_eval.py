@@ -58,6 +58,7 @@ class IntegerStep:
         self.w_in, self.bias = w_in[columns].T, bias[columns].astype(np.int64)      # [I, 4S]
         self.w_rec = w_rec[columns].T                  # [S, 4S]; products and sums are exact in float64
         self.acc64 = d.kind == "INT16"
+        row_shape = (rows,) if rows > 1 else ()        # one row runs on 1-D buffers (cheaper NumPy calls)
         self.input_mult = tuple(a[columns] for a in d.input_mult)
         rec_mult = tuple(a[columns] for a in d.recurrent_mult)
         h_lo, h_hi = d.hidden_range
@@ -83,17 +84,17 @@ class IntegerStep:
             offsets = np.repeat(np.arange(4) * span - rec_min, s).astype(np.float64)
         else:
             self.rec_table, self.rec_mult = None, rec_mult
-            self.rec_requant = None if self.acc64 else Requantizer(*(np.broadcast_to(a, (rows, 4 * s))
+            self.rec_requant = None if self.acc64 else Requantizer(*(np.broadcast_to(a, (*row_shape, 4 * s))
                                                                        for a in rec_mult))
             offsets = np.zeros(4 * s)
         # The loop keeps [h - zp_h | 1]: the last row adds each column's offset into the table (exact in float64).
         self.w_rec_aug = np.concatenate([self.w_rec, offsets[None]])
         # i*g | f*c: the input and forget multipliers over the two halves.
         (mf, sf), (mi, si) = d.forget_cell_mul, d.input_mul
-        halves = (rows, 2 * s)
+        halves = (*row_shape, 2 * s)
         self.cell_requant = Requantizer(np.broadcast_to(np.repeat([mi, mf], s), halves),
                                         np.broadcast_to(np.repeat([si, sf], s), halves))
-        ends = self.cell_requant(np.broadcast_to(np.array(_PRODUCTS)[:, None, None], (2, *halves)))
+        ends = self.cell_requant(np.broadcast_to(np.array(_PRODUCTS).reshape(2, *[1] * len(halves)), (2, *halves)))
         self.cell_saturates = bool(ends.min() < -32768 or ends.max() > 32767)    # MBQM is monotone here
         self.hidden_requant = Requantizer(*d.output_mul)
         self.hidden_steps = None if d.kind != "INT8" else requantization_steps(
@@ -150,28 +151,30 @@ class IntegerStep:
     def sequence(self, gates_in: np.ndarray, h0: np.ndarray, c0: np.ndarray):
         d, s = self.d, self.d.state
         steps, rows = gates_in.shape[:2]
-        state = np.empty((rows, 5 * s), np.int64)
-        gates, i_f, g_c, o, c = (state[:, :4 * s], state[:, :2 * s], state[:, 3 * s:], state[:, 2 * s:3 * s],
-                                 state[:, 4 * s:])                  # views of the row [i | f | o | g | c]
+        if rows == 1:                                    # 1-D buffers, as the constants
+            gates_in, h0, c0 = gates_in[:, 0], h0[0], c0[0]
+        state = np.empty((*h0.shape[:-1], 5 * s), np.int64)
+        gates, i_f, g_c, o, c = (state[..., :4 * s], state[..., :2 * s], state[..., 3 * s:], state[..., 2 * s:3 * s],
+                                 state[..., 4 * s:])                # views of the row [i | f | o | g | c]
         c[...] = c0
-        hs = np.empty((steps + 1, rows, s + 1), np.float64)        # [h - zp_h | 1] per step, hs[0] from h0
-        hs[0, :, :s] = h0
-        hs[0, :, :s] -= d.hidden_zp
-        hs[:, :, s] = 1.0
+        hs = np.empty((steps + 1, *h0.shape[:-1], s + 1), np.float64)   # [h - zp_h | 1] per step, hs[0] from h0
+        hs[0, ..., :s] = h0
+        hs[0, ..., :s] -= d.hidden_zp
+        hs[..., s] = 1.0
         recurrent, hidden, cell_requant, saturates = self._recurrent, self._hidden, self.cell_requant, \
             self.cell_saturates
         activation, cell_of_sum, cell_tanh_of_sum = self.activation, self.cell_of_sum, self.cell_tanh_of_sum
-        for h, gin, h_next in zip(hs[:-1], gates_in, hs[1:, :, :s]):
+        for h, gin, h_next in zip(hs[:-1], gates_in, hs[1:, ..., :s]):
             index = recurrent(h) + gin                 # + sat16(input FC) + offsets: not saturated, the tables do it
             activation.take(index, 0, gates, "wrap")   # gates = activation[index] ("wrap": no buffered bounds check)
             both = cell_requant(i_f * g_c)             # MBQM(i*g) | MBQM(f*c)
             if saturates:
                 both = np.minimum(np.maximum(both, _INT16_MIN), _INT16_MAX)
-            total = both[:, :s] + both[:, s:]
+            total = both[..., :s] + both[..., s:]
             cell_of_sum.take(total, 0, c, "wrap")      # c = cell_of_sum[total] (a negative sum counts from the end)
             hidden(cell_tanh_of_sum[total] * o, h_next)
-        hs = hs[:, :, :s] + d.hidden_zp
-        return hs[1:], hs[-1], c
+        hs = hs[..., :s] + d.hidden_zp
+        return hs[1:].reshape(steps, rows, s), hs[-1].reshape(rows, s), c.reshape(rows, s)
 
 
 def _full(row: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -113,9 +113,9 @@ class FastLoop:
         sigmoid = lc.sum_table("sigmoid")
         if sigmoid.min() < 0:
             raise AssertionError("the cell products' rounding needs non-negative sigmoid outputs")
-        rq = step.cell_requant                  # MBQM of [i*g | f*c]: constants [rows, 2S], one pair per half
-        fused = [tuple(None if c is None else np.broadcast_to(c, rq.multiplier.shape)[0, k] for c in rq.fused)
-                 for k in (0, -1)]
+        rq = step.cell_requant                  # MBQM of [i*g | f*c]: constants [(rows,) 2S], one pair per half
+        fused = [tuple(None if c is None else np.broadcast_to(c, rq.multiplier.shape)[..., k].flat[0]
+                       for c in rq.fused) for k in (0, -1)]
         clip = d.quantized_cell_clip if d.cell_clip > 0 else None
         cell_of_sum = lc.sum_table(clip=clip)
         cell_gate = lc.sum_table("tanh", lc.tanh_params(-12)) if d.cell_gate_tanh else lc.sum_table()
