@@ -6,6 +6,11 @@ For each model: one in-memory interpreter (``optimized=False``, exact arena) and
 (``arena=512_000, backing=<temp file>``, reference kernels for the tiles), the same random input, outputs checked
 bit for bit, then ``--rounds`` interleaved invokes of each after a warm-up; the medians, their ratio and the SD
 traffic of one out-of-core invoke are printed and (with ``--output``) appended as a markdown table.
+
+Then (after the timed rounds, so the timers do not touch them) where an out-of-core invoke's host time goes, as
+medians over ``--rounds`` more invokes: ``kernels`` (the band functions on the tiles), ``SD read`` / ``SD write``
+(``SdImage.read_run`` / ``write_run``: table checks, the IO through the page cache, a crc32 per record) and
+``engine`` (the rest: reading plans, pool views, fused-PAD bands, the counters).
 """
 
 from __future__ import annotations
@@ -24,8 +29,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import microinterp as mi  # noqa: E402
-from microinterp.testing.models import vgg16  # noqa: E402
+import microinterp as mi
+from microinterp.testing.models import vgg16
 
 MODELS_DIR = ROOT.parent / "shared" / "models"
 
@@ -59,13 +64,47 @@ def bench(name: str, rounds: int, arena: int, tmp: str) -> dict:
             it.invoke()
             times[key].append(time.perf_counter() - t0)
     totals = ooc.profile_json(tiles=False)["totals"]
+    parts = breakdown(ooc, rounds)
     ooc.close()
     m, o = statistics.median(times["mem"]), statistics.median(times["ooc"])
     return {"model": name, "in_memory_ms": m * 1e3, "out_of_core_ms": o * 1e3, "ratio": o / m, "exact": exact,
             "arena": arena, "in_memory_arena": mem.arena_used_bytes, "tiles": totals["tiles"],
             "sd_read_mb": totals["sd_read_bytes"] / 1e6, "sd_write_mb": totals["sd_write_bytes"] / 1e6,
             "sd_commands": totals["sd_read_commands"] + totals["sd_write_commands"],
-            "flash_mb": totals["flash_read_bytes"] / 1e6}
+            "flash_mb": totals["flash_read_bytes"] / 1e6, "parts_ms": parts}
+
+
+def breakdown(ooc, rounds: int) -> dict[str, float]:
+    """Median milliseconds per out-of-core invoke in the kernels, SD reads, SD writes and the rest (engine)."""
+    pager = ooc._pager
+    spent = {"kernels": 0.0, "SD read": 0.0, "SD write": 0.0}
+
+    def timed(fn, part):
+        def call(*args):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args)
+            finally:
+                spent[part] += time.perf_counter() - t0
+        return call
+
+    targets = ((pager.engine, "_compute", "kernels"), (pager.sd, "read_run", "SD read"),
+               (pager.sd, "write_run", "SD write"))
+    for obj, attr, part in targets:
+        setattr(obj, attr, timed(getattr(obj, attr), part))
+    samples = []
+    try:
+        for _ in range(rounds):
+            for k in spent:
+                spent[k] = 0.0
+            t0 = time.perf_counter()
+            ooc.invoke()
+            total = time.perf_counter() - t0
+            samples.append({**spent, "engine": total - sum(spent.values()), "total": total})
+    finally:
+        for obj, attr, _ in targets:
+            delattr(obj, attr)          # back to the class's method
+    return {k: statistics.median(s[k] for s in samples) * 1e3 for k in samples[0]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,15 +123,24 @@ def main(argv: list[str] | None = None) -> int:
                   f"ratio {r['ratio']:.2f}  exact {r['exact']}  tiles {r['tiles']}  SD read {r['sd_read_mb']:.1f} MB "
                   f"write {r['sd_write_mb']:.1f} MB ({r['sd_commands']} commands)  flash {r['flash_mb']:.1f} MB",
                   flush=True)
+            print(f"{'':<14} out-of-core invoke: " + ", ".join(f"{k} {v:.1f} ms" for k, v in r["parts_ms"].items()),
+                  flush=True)
     if args.output:
-        lines = [f"\n### Out-of-core host speed ({time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
-                 f"{os.cpu_count()} cores, {args.rounds} interleaved rounds, medians)\n",
-                 "| model | arena | in-memory arena | in-memory ms | out-of-core ms | ratio | tiles | SD read MB | "
-                 "SD write MB | SD commands | flash MB | exact |", "|---" * 12 + "|"]
+        machine = platform.processor() or platform.machine()
+        title = (f"\n### Out-of-core host speed ({time.strftime('%Y-%m-%d')}, {machine}, {os.cpu_count()} cores, "
+                 f"{args.rounds} interleaved rounds, medians)\n")
+        head = ("| model | arena | in-memory arena | in-memory ms | out-of-core ms | ratio | tiles | SD read MB | "
+                "SD write MB | SD commands | flash MB | exact |")
+        lines = [title, head, "|---" * 12 + "|"]
         for r in rows:
             lines.append(f"| {r['model']} | {r['arena']} | {r['in_memory_arena']} | {r['in_memory_ms']:.1f} | "
                          f"{r['out_of_core_ms']:.1f} | {r['ratio']:.2f} | {r['tiles']} | {r['sd_read_mb']:.1f} | "
                          f"{r['sd_write_mb']:.1f} | {r['sd_commands']} | {r['flash_mb']:.1f} | {r['exact']} |")
+        parts = list(rows[0]["parts_ms"])
+        lines += ["", "Where an out-of-core invoke's host time goes (ms, medians):", "",
+                  "| model | " + " | ".join(parts) + " |", "|---" * (len(parts) + 1) + "|"]
+        for r in rows:
+            lines.append(f"| {r['model']} | " + " | ".join(f"{r['parts_ms'][k]:.1f}" for k in parts) + " |")
         with open(args.output, "a") as f:
             f.write("\n".join(lines) + "\n")
     return 0 if all(r["exact"] for r in rows) else 1
