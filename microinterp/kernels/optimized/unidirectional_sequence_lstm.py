@@ -147,6 +147,7 @@ class FastLoop:
         self.code_offset = lo - 1
         self.cell_saturates = step.cell_saturates
         self._prepare_input_fc(d, step)
+        self._buffer_sets: dict[int, tuple] = {}
 
     def _prepare_input_fc(self, d: LstmData, step: IntegerStep) -> None:
         n_in = step.w_in.shape[0]
@@ -178,29 +179,32 @@ class FastLoop:
         gates += self.fc_offset
         return gates
 
+    def _buffers(self, rows: int) -> tuple:
+        """The loop's working arrays for ``rows`` batch rows (1-D for one row) and their views, made once."""
+        s = self.s
+        shape = (rows,) if rows > 1 else ()
+        pre = np.empty((*shape, 5 * s), np.intp)                  # [i f o g | total] indices into BIG
+        state = np.empty((*shape, 5 * s, 2), np.int64)            # BIG's rows: [i f o | g M_i | c M_f], with R
+        p = np.empty((*shape, 2 * s), np.int64)                   # [i*g | f*c] requantized
+        keys = np.empty((*shape, s + 1), np.int64)                # [tanh(c) * o | the sentinel key]
+        keys[..., s] = self.one_key
+        h0 = np.empty((*shape, s + 1), np.float64)                # [h - zp_h | 1] before the first step
+        h0[..., s] = 1.0
+        return (pre, pre[..., :4 * s], pre[..., 4 * s:], state, state[..., :2 * s, 0], state[..., 2 * s:3 * s, 0],
+                state[..., 3 * s:, 0], state[..., 3 * s:, 1], p, p[..., :s], p[..., s:], keys, keys[..., :s], h0)
+
     def sequence(self, gates_in: np.ndarray, hidden: np.ndarray, cell: np.ndarray, out: np.ndarray) -> None:
         """Runs ``gates_in`` ``[T, rows, 4S]`` from the states ``hidden``/``cell`` (``[rows, S]``, updated) into
         ``out`` (``[T, rows, S]``)."""
         s, rows = self.s, gates_in.shape[1]
-        shape = (rows,) if rows > 1 else ()             # one row: 1-D buffers
-        if rows == 1:
-            gates_in, hidden, cell = gates_in[:, 0], hidden[0], cell[0]
-        pre = np.empty((*shape, 5 * s), np.intp)                  # [i f o g | total] indices into BIG
-        pre_gates, total = pre[..., :4 * s], pre[..., 4 * s:]
-        total[...] = cell
-        total += _IDENTITY
-        state = np.empty((*shape, 5 * s, 2), np.int64)            # BIG's rows: [i f o | g M_i | c M_f], with R
-        i_f, o, g_c, rounding = (state[..., :2 * s, 0], state[..., 2 * s:3 * s, 0], state[..., 3 * s:, 0],
-                                 state[..., 3 * s:, 1])
-        p = np.empty((*shape, 2 * s), np.int64)
-        p_ig, p_fc = p[..., :s], p[..., s:]
-        keys = np.empty((*shape, s + 1), np.int64)              # [tanh(c) * o | the sentinel key]
-        keys[..., s] = self.one_key
-        product = keys[..., :s]
-        h = np.empty((*shape, s + 1), np.float64)               # [h - zp_h | 1]
-        h[..., :s] = hidden
-        h[..., :s] -= self.d.hidden_zp
-        h[..., s] = 1.0
+        if rows == 1:                                   # one row: 1-D buffers
+            gates_in, hidden, cell, out = gates_in[:, 0], hidden[0], cell[0], out[:, 0]
+        buffers = self._buffer_sets.get(rows)
+        if buffers is None:
+            buffers = self._buffer_sets[rows] = self._buffers(rows)
+        pre, pre_gates, total, state, i_f, o, g_c, rounding, p, p_ig, p_fc, keys, product, h = buffers
+        np.add(cell, np.intp(_IDENTITY), out=total)
+        np.subtract(hidden, np.float64(self.d.hidden_zp), out=h[..., :s])
         dot, add, multiply, right_shift, intp = np.dot, np.add, np.multiply, np.right_shift, np.intp
         weights, rec_table, tanh_of_sum, shift = self.weights, self.rec_table, self.tanh_of_sum, self.shift
         centred, search, take = self.centred, self.thresholds.searchsorted, self.table.take
@@ -221,9 +225,8 @@ class FastLoop:
             h = centred[k]
             ks.append(k)
         codes = np.array(ks)[..., :s]
-        codes += self.code_offset
-        out[...] = codes.reshape(out.shape)
-        hidden[...] = codes[-1]
+        np.add(codes, self.code_offset, out=out, casting="unsafe")
+        hidden[...] = out[-1]
         cell[...] = self.step.cell_of_sum[total]
 
 
