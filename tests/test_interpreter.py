@@ -68,6 +68,8 @@ def test_set_input_checks_shape_dtype_index():
         it.set_input(np.zeros((1, 2, 3), np.float32), 0)
     with pytest.raises(mi.InputError, match="index 1 out of range"):
         it.set_input(np.zeros((1, 2, 3), np.int8), 1)
+    with pytest.raises(mi.InputError, match="index True out of range"):
+        it.set_input(np.zeros((1, 2, 3), np.int8), True)
     with pytest.raises(ValueError):
         it.set_input([1, 2, 3], 0)
     with pytest.raises(mi.InputError):
@@ -154,6 +156,53 @@ def test_custom_op_registered_explicitly_runs():
     it.invoke()
     assert it.get_output(0).tolist() == [0, 2, 4, 6]
     assert it.describe()["Double"].startswith("explicit:")
+
+
+def test_kernels_may_bind_their_call_and_the_profile_times_every_op():
+    """A kernel's ``bind(ctx, op, data)`` gives the invoke loop its call (views fixed after the build); None falls
+    back to ``invoke``. Every op gets a host time in the profile."""
+    b = ModelBuilder()
+    x = b.add_tensor("x", (4,), "FLOAT32")
+    y = b.add_tensor("y", (4,), "FLOAT32")
+    z = b.add_tensor("z", (4,), "FLOAT32")
+    b.add_op("CUSTOM", [x], [y], custom_code="Bound")
+    b.add_op("CUSTOM", [y], [z], custom_code="Declines")
+    b.inputs, b.outputs = [x], [z]
+    calls = []
+
+    class Bound:
+        def prepare(self, ctx, op):
+            return 3.0
+
+        def invoke(self, ctx, op, data):
+            raise AssertionError("the bound call runs instead")
+
+        def bind(self, ctx, op, data):
+            src, dst = ctx.input(op, 0), ctx.output(op, 0)
+
+            def run():
+                calls.append("bound")
+                np.multiply(src, data, out=dst)
+            return run
+
+    class Declines(Bound):
+        def invoke(self, ctx, op, data):
+            calls.append("invoke")
+            ctx.output(op, 0)[...] = ctx.input(op, 0) + data
+
+        def bind(self, ctx, op, data):
+            return None
+
+    resolver = mi.OpResolver()
+    resolver.register("Bound", Bound())
+    resolver.register("Declines", Declines())
+    it = mi.Interpreter(b.build(), resolver=resolver)
+    for k in range(2):
+        it.set_input(np.arange(4, dtype=np.float32) + k, 0)
+        it.invoke()
+        assert it.get_output(0).tolist() == [3 * (v + k) + 3 for v in range(4)]
+    assert calls == ["bound", "invoke"] * 2
+    assert [r.host_seconds > 0 for r in it.profile] == [True, True]
 
 
 def test_a_plan_that_fits_runs_in_memory_even_with_backing(tmp_path):

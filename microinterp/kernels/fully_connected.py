@@ -392,17 +392,17 @@ def _bind_steps(x: np.ndarray, out: np.ndarray, data: FullyConnectedData):
         find, values = np.concatenate([np.full(pad, -np.inf, gemm.dtype), thresholds]).searchsorted, None
     else:
         find, values = thresholds.searchsorted, steps.values
-    product = partial(cols.dot, gemm, acc) if data.small else partial(matmul, cols, gemm, acc)
+    product = cols.dot if data.small else partial(matmul, cols)         # product(gemm, acc): cols @ gemm -> acc
     if values is None:
         def codes() -> None:
             xs[...] = x2
-            product()
+            product(gemm, acc)
             ov[...] = find(acc, "right")
         return codes
 
     def indexed() -> None:
         xs[...] = x2
-        product()
+        product(gemm, acc)
         ov[...] = values[find(acc, "right")]
     return indexed
 
