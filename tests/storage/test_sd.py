@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from microinterp.errors import IntegrityError, StorageError
 from microinterp.storage import SECTOR_SIZE, AreaStats, SdImage
-from microinterp.storage.sd import MAGIC, TABLE_ENTRY_SIZE, RecordRun, key_digest
+from microinterp.storage.checksum import get_checksum
+from microinterp.storage.sd import MAGIC, TABLE_ENTRY_SIZE, RecordRun, _digest_all, key_digest
 
 FP = "model-a"
 SIZES = {"weights_bytes": 10_000, "activation_bytes": 6_000, "table_entries": 16}
@@ -504,3 +505,30 @@ def test_uniform_runs_are_the_tiles_they_describe(record, count, short, sectors,
 
 def _sectors(n: int) -> int:
     return -(-n // SECTOR_SIZE)
+
+
+@pytest.mark.parametrize("checksum", ALGORITHMS)
+def test_run_digests_are_the_checksums_of_each_record(checksum):
+    algo = get_checksum(checksum)
+    data = np.random.default_rng(3).integers(0, 256, 5000, dtype=np.uint8)
+    views = [memoryview(data)[a:b] for a, b in ((0, 0), (0, 1), (1, 513), (513, 5000))]
+    views += list(data[:4000].reshape(4, -1))          # numpy rows, as uniform runs split their payload
+    assert _digest_all(algo)(views) == b"".join(algo(v) for v in views)
+
+
+def test_a_weights_run_checked_once_is_still_checked_where_it_differs(tmp_path):
+    keys = [("w", i) for i in range(3)]
+    run = RecordRun.uniform([key_digest(k) for k in keys], 700, 300, lambda i: ("w", i))
+    data = np.arange(run.payload, dtype=np.int64).astype(np.uint8)
+    with open_image(tmp_path / "sd.img", weights_bytes=8 * SECTOR_SIZE) as img:
+        img.write_run("weights", 0, run, data)
+        img.commit_weights()
+        out = np.empty_like(data)
+        for _ in range(2):
+            img.read_run("weights", 0, run, out)
+            np.testing.assert_array_equal(out, data)
+        with pytest.raises(IntegrityError, match="tile 0: written at offset 0 with 700 bytes, not 512"):
+            img.read_run("weights", SECTOR_SIZE, run, out)
+        flip_bit(tmp_path / "sd.img", img.area_offset("weights") + 2 * SECTOR_SIZE + 5)
+        with pytest.raises(IntegrityError, match="tile 1: checksum mismatch"):
+            img.read_run("weights", 0, run, out)
