@@ -5,6 +5,11 @@ TfLiteRegistration without ``init``/``free``. ``prepare`` runs once: it validate
 ``ctx.fail(op, rule)`` the way TFLM's Prepare returns an error), does all quantization maths, requests planned scratch
 buffers and persistent memory, and returns an immutable OpData record. ``invoke`` only reads the OpData and computes on
 the numpy views it gets from the context; it never allocates tensor memory.
+
+A kernel may also offer ``bind(ctx, op, data) -> Callable[[], None] | None``: the interpreter calls it once after the
+build (the arena views never move afterwards) and then runs the returned call instead of ``invoke`` — the way to keep
+per-op Python overhead off tiny graphs. ``None`` falls back to ``invoke``; the bound call must compute exactly what
+``invoke`` computes. The out-of-core pager always uses ``invoke`` (its views change from tile to tile).
 """
 
 from __future__ import annotations
