@@ -37,7 +37,8 @@ weights then get the bias (plus the steps' key offsets) as one more row, ``gemm`
 outputs keep the MBQM arithmetic: a search among 65535 thresholds misses the cache.)
 
 Tiny graphs (hello_world: 1x16, 16x16, 16x1) spend their time on the number of NumPy calls, so :meth:`bind` gives the
-interpreter's invoke loop one prebuilt call per op on the op's fixed views and preallocated buffers:
+interpreter's invoke loop one prebuilt call per op on the op's fixed views and preallocated buffers
+(:mod:`.fully_connected_bound`):
 
 - int8 input with ``accum == 1`` (one input value per batch): an exhaustive ``[256, depth]`` table computed at
   prepare with the arithmetic above over every input value; invoke copies one row (bytes) per batch;
@@ -49,9 +50,7 @@ interpreter's invoke loop one prebuilt call per op on the op's fixed views and p
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -71,6 +70,7 @@ from ._blas import matmul
 from ._qutil import unpack_int4
 from ._step_requant import StepRequantizer, requantization_steps
 from .binary_common import clamp_float_, float_activation_range
+from .fully_connected_bound import bind_steps, bind_table
 
 
 @dataclass(frozen=True)
@@ -304,9 +304,9 @@ class FullyConnected:
         if data.scratch is not None or not (x.flags.c_contiguous and out.flags.c_contiguous) or not out.size:
             return None
         if data.table is not None:
-            return _bind_table(x, out, data)
+            return bind_table(x, out, data)
         if data.gemm is not None:
-            return _bind_steps(x, out, data)
+            return bind_steps(x, out, data)
         return None
 
     @staticmethod
@@ -344,81 +344,6 @@ def sequential_dot_float32(x: np.ndarray, weights: np.ndarray, bias: np.ndarray 
         if bias is not None:
             out += bias
     return clamp_float_(out, lo, hi)
-
-def _bind_table(x: np.ndarray, out: np.ndarray, data: FullyConnectedData):
-    """The exhaustive table: one batch copies the row of its input code (rows kept as bytes: one buffer copy);
-    more batches gather their rows."""
-    if data.batches == 1:
-        rows, dest = [row.tobytes() for row in data.table], memoryview(out).cast("B")
-
-        def lookup() -> None:
-            dest[:] = rows[x.item(0)]
-        return lookup
-    table, xv, ov = data.table, x.reshape(-1)[:data.batches], out.reshape(data.batches, data.depth)
-
-    def lookups() -> None:
-        ov[...] = table[xv]
-    return lookups
-
-
-def _bind_steps(x: np.ndarray, out: np.ndarray, data: FullyConnectedData):
-    """The step-function path on preallocated buffers: the input is copied into a float64 row ``[x, 1]``; its
-    product with ``gemm`` (weights, then bias + key offsets) gives the exact accumulators (keys); ``searchsorted``
-    finds each key's index into the step values.
-
-    - One output value (batches = depth = 1): the product is one dot of two vectors and the search a ``bisect``
-      among the thresholds as Python floats; the value is stored as a Python int.
-    - One channel of steps and int8 output: the thresholds are preceded by ``(lo - 1) mod 256`` entries of -inf, so
-      that the index, cast to int8 (modulo 256), IS the output code: the store is the cast.
-    - Otherwise the index picks from the step values (channel and code).
-    """
-    b, a, d = data.batches, data.accum, data.depth
-    steps, gemm = data.steps, data.gemm
-    if b == 1 and d == 1:
-        row, col = np.ones(a + 1, gemm.dtype), np.ascontiguousarray(gemm[:, 0])
-        xs, xr, o = row[:a], x.reshape(-1)[:a], out.reshape(1)
-        dot, thresholds, values = row.dot, steps.thresholds.tolist(), steps.values.tolist()
-
-        def scalar() -> None:
-            xs[...] = xr
-            o[0] = values[bisect_right(thresholds, float(dot(col)))]
-        return scalar
-    x2, ov = x.reshape(-1)[:b * a].reshape(b, a), out.reshape(b, d)
-    cols = np.ones((b, a + 1), gemm.dtype)
-    xs, acc = cols[:, :a], np.empty((b, d), gemm.dtype)
-    thresholds = steps.thresholds.astype(gemm.dtype)       # exact: prepare checked float32's bound
-    pad = code_padding(data)
-    if pad is not None:
-        find, values = np.concatenate([np.full(pad, -np.inf, gemm.dtype), thresholds]).searchsorted, None
-    else:
-        find, values = thresholds.searchsorted, steps.values
-    product = cols.dot if data.small else partial(matmul, cols)         # product(gemm, acc): cols @ gemm -> acc
-    if values is None:
-        def codes() -> None:
-            xs[...] = x2
-            product(gemm, acc)
-            ov[...] = find(acc, "right")
-        return codes
-
-    def indexed() -> None:
-        xs[...] = x2
-        product(gemm, acc)
-        ov[...] = values[find(acc, "right")]
-    return indexed
-
-
-def code_padding(data: FullyConnectedData) -> int | None:
-    """With a step function of one channel and int8 output: how many -inf thresholds to put first so that the
-    ``searchsorted`` index, cast to int8, is the output code (``index = code - lo + 1``, so ``(lo - 1) mod 256``);
-    None otherwise (per-channel steps, int16 output, no steps)."""
-    steps = data.steps
-    if steps is None or data.type_name != "INT8" or steps.values.size != steps.thresholds.size + 1:
-        return None
-    lo = int(steps.values[1])
-    if not np.array_equal(steps.values[1:], np.arange(lo, lo + steps.values.size - 1)):
-        return None
-    return (lo - 1) % 256
-
 
 def _requantize(data: FullyConnectedData, acc: np.ndarray, wrap: bool) -> np.ndarray:
     """The output codes of exact int64 accumulators ``acc`` (channels last): int32 wrap where asked, MBQM (int32

@@ -26,7 +26,8 @@ from functools import partial
 import numpy as np
 
 from ..fully_connected import KERNEL as REFERENCE
-from ..fully_connected import FullyConnectedData, code_padding
+from ..fully_connected import FullyConnectedData
+from ..fully_connected_bound import code_padding
 from ._epilogue import Epilogue, accumulator_range, gemm, gemm_weights
 
 #: smaller layers keep the reference when it has per-channel step-function requantization: measured on the zoo,
