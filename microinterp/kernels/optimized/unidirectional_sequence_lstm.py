@@ -11,7 +11,7 @@ calls per time step. This loop makes 13 (time-major batches run together, as in 
     p     = [i f] * [g M_i | c M_f] + [R_g | R_c]         the cell products' MBQM in two operations ...
     p   >>= 31 + E                                        ... and one shift (below)
     total = p[:S] + p[S:]                                 sat16 and the cell clip are in the tables indexed by it
-    k     = searchsorted(T', TANH[total] * o)             the int8 hidden state's step function: code lo + k - 2
+    k     = searchsorted(T', TANH[total] * o)             the int8 hidden state's step function: code lo + k - 1
     [h - zp_h | 1] = HVAL[k]                              one more threshold above every product gives the 1
 
 Why each line equals the reference (which the differential tests compare it with, op by op):
