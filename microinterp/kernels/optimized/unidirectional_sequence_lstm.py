@@ -78,20 +78,33 @@ class FastUnidirectionalSequenceLstm:
         return FastLstmData(ref, FastLoop(ref, step))
 
     def invoke(self, ctx, op, data: FastLstmData) -> None:
-        d, loop = data.ref, data.loop
-        if loop is None:
-            REFERENCE.invoke(ctx, op, d)
+        if data.loop is None:
+            REFERENCE.invoke(ctx, op, data.ref)
             return
+        self._call(ctx, op, data)()
+
+    def bind(self, ctx, op, data: FastLstmData):
+        """The invoke as a call on this build's views (the interpreter's bound-call protocol; None: invoke)."""
+        return None if data.loop is None else self._call(ctx, op, data)
+
+    @staticmethod
+    def _call(ctx, op, data: FastLstmData):
+        d, loop = data.ref, data.loop
         x, out = ctx.input(op, INPUT), ctx.output(op, 0)
         hidden = ctx.views[op.inputs[HIDDEN]].reshape(d.batch, d.state)
         cell = ctx.views[op.inputs[CELL]].reshape(d.batch, d.state)
-        gates_in = loop.input_fc(x if d.time_major else np.swapaxes(x, 0, 1))       # [T, B, 4S]
+        xs = x if d.time_major else np.swapaxes(x, 0, 1)                             # [T, B, I]
         if d.time_major:
-            loop.sequence(gates_in, hidden, cell, out)
-            return
-        for b in range(d.batch):           # batch-major: each batch row runs all its steps in turn
-            rows = slice(b, b + 1)
-            loop.sequence(gates_in[:, rows], hidden[rows], cell[rows], out[b][:, None])
+            runs = [(slice(None), hidden, cell, out)]
+        else:                              # batch-major: each batch row runs all its steps in turn
+            runs = [(slice(b, b + 1), hidden[b:b + 1], cell[b:b + 1], out[b][:, None]) for b in range(d.batch)]
+        input_fc, sequence = loop.input_fc, loop.sequence
+
+        def call() -> None:
+            gates_in = input_fc(xs)                                                 # [T, B, 4S]
+            for rows, h, c, o in runs:
+                sequence(gates_in[:, rows], h, c, o)
+        return call
 
 
 def fold_product_requantization(values: np.ndarray, fused: tuple) -> tuple[np.ndarray, np.ndarray, int]:

@@ -75,3 +75,13 @@ def test_folded_product_requantization_equals_requantizer(real):
     for part in np.array_split(np.arange(len(b)), 16):         # ~1M products at a time
         want = rq((a * b[part]).reshape(-1, 1)).reshape(len(a), len(part))
         np.testing.assert_array_equal((a * scaled[part] + rounding[part]) >> total_shift, want)
+
+
+@pytest.mark.parametrize("time_major", [False, True])
+def test_invoke_without_the_bound_call_matches(monkeypatch, time_major):
+    """The out-of-core pager calls ``invoke`` (not the bound call): the same results."""
+    monkeypatch.setattr(fast.FastUnidirectionalSequenceLstm, "bind", lambda self, ctx, op, data: None)
+    rng = np.random.default_rng(10)
+    model, in_shape = build(rng, batch=2, steps=3, time_major=time_major, zp_h=-20)
+    assert _loop(model) is not None
+    assert_sequence_matches(model, [random_tensor(rng, in_shape, "INT8") for _ in range(3)])
