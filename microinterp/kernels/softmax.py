@@ -44,6 +44,7 @@ from ..quant import (
     mbqm,
     quantize_multiplier,
     rdbpot,
+    reciprocal_int,
     srdhm,
     wrap_int32,
 )
@@ -152,7 +153,7 @@ class Softmax:
             result = _softmax_int8(rows, data)
         else:
             result = _softmax_int16(rows, data)
-        out[...] = result.reshape(out.shape).astype(out.dtype)
+        out[...] = result.reshape(out.shape)                  # cast to the output type on assignment
 
 
 def _softmax_float(rows: np.ndarray, beta: float) -> np.ndarray:
@@ -164,19 +165,29 @@ def _softmax_float(rows: np.ndarray, beta: float) -> np.ndarray:
 
 
 def _softmax_int8(rows: np.ndarray, data: SoftmaxData) -> np.ndarray:
-    """Elements below ``diff_min`` have ``e = 0`` in the table, so they come out as ``type_min`` like in TFLM."""
-    x = rows.astype(np.int64)
-    index = x - x.max(axis=1, keepdims=True) + 255
+    """Elements below ``diff_min`` have ``e = 0`` in the table, so they come out as ``type_min`` like in TFLM.
+
+    The per-row scalars (sum, reciprocal, exponent) of a single row (a classifier's) are Python ints: cheaper than
+    1-element arrays for the reciprocal's chain, the exponent check and the requantizer.
+    """
+    index = rows.astype(np.intp)
+    index -= rows.max(axis=1, keepdims=True)
+    index += 255                                                        # d + 255 = x - max + 255 in [0, 255]
     e = data.exp_table[index]
-    total = wrap_int32(data.sum_table[index].sum(axis=1))  # the C loop adds in int32 (wraps)
-    recip, num_bits_over_unit = get_reciprocal(total, _ACCUMULATION_INTEGER_BITS)
-    exponent = num_bits_over_unit + 31 - data.output_bits
-    if np.any((exponent < 0) | (exponent > 31)):
+    totals = data.sum_table[index].sum(axis=1).astype(np.int32)        # the C loop adds in int32: wraps alike
+    if len(rows) == 1:
+        recip, num_bits_over_unit = reciprocal_int(int(totals[0]), _ACCUMULATION_INTEGER_BITS)
+        exponent = num_bits_over_unit + 31 - data.output_bits
+        valid = 0 <= exponent <= 31
+    else:
+        recip, num_bits_over_unit = get_reciprocal(totals, _ACCUMULATION_INTEGER_BITS)
+        exponent = num_bits_over_unit + (31 - data.output_bits)
+        valid = exponent.min() >= 0 and exponent.max() <= 31
+        recip, exponent = recip[:, None], exponent[:, None]
+    if not valid:
         raise RuntimeError("softmax: reciprocal exponent out of [0, 31] (TFLITE_CHECK in TFLM)")
     type_name = "INT16" if data.output_bits == 16 else "INT8"
-    # RDBPOT(SRDHM(recip, e), exponent): one row (a classifier's) with a scalar multiplier, cheaper to prepare
-    value = (mbqm(e, int(recip[0]), -int(exponent[0])) if len(rows) == 1 else
-             mbqm(e, recip[:, None], -exponent[:, None]))
+    value = mbqm(e, recip, -exponent)                                  # RDBPOT(SRDHM(recip, e), exponent)
     value += QMIN[type_name]
     return np.minimum(np.maximum(value, QMIN[type_name]), QMAX[type_name])
 
