@@ -195,13 +195,21 @@ def cmd_profile(args: argparse.Namespace) -> int:
             else:
                 x = rng.standard_normal(tuple(d["shape"])).astype(dtype)
             it.set_input(x, i)
+        host = None
         if args.dry_run:
             records = it.simulate()
         else:
-            it.invoke()
+            rounds = args.host_rounds if args.host_rounds is not None else (3 if it.out_of_core else 20)
+            if rounds > 0:      # its invokes (warm-up ones in memory) leave the profile of the last one
+                host = it.host_profile(rounds, warmup=0 if it.out_of_core else 2)
+            else:
+                it.invoke()
             records = it.profile
         if args.json:
-            json.dump(it.profile_json(tiles=not args.no_tiles, records=records), sys.stdout, indent=1)
+            doc = it.profile_json(tiles=not args.no_tiles, records=records)
+            if host is not None:
+                doc["host"] = host.as_dict()
+            json.dump(doc, sys.stdout, indent=1)
             sys.stdout.write("\n")
             return 0
         mode = "out of core" if it.out_of_core else "in memory"
@@ -213,6 +221,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
                   f"tail {it.tail_bytes}, scratch {p.scratch_bytes}; flash budget {p.flash}; "
                   f"SD image {p.sd.path} ({p.sd.action}, {p.sd.checksum.name})")
         print(format_table(records, it.mcu.clock_hz))
+        if host is not None:
+            print(host.summary())
     return 0
 
 
@@ -272,6 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0, help="seed of the random input")
     s.add_argument("--reference", action="store_true", help="reference kernels only (in memory)")
     s.add_argument("--dry-run", action="store_true", help="count tiles, traffic and cycles without running kernels")
+    s.add_argument("--host-rounds", type=int, default=None,
+                   help="invokes timed for the host time and interpreter overhead (default 20 in memory, 3 out of "
+                        "core; 0 skips)")
     s.add_argument("--json", action="store_true", help="the JSON document of docs/profile-schema.md")
     s.add_argument("--no-tiles", action="store_true", help="JSON without the per-tile lists")
     s.set_defaults(fn=cmd_profile)

@@ -364,6 +364,13 @@ class Interpreter:
             records.append(OpRecord(i, op.key, cls, "in-memory", [tile], self._stamps[i + 1] - self._stamps[i]))
         return records
 
+    def host_profile(self, rounds: int = 20, warmup: int = 2) -> Any:
+        """Host time per op, time in kernels and the interpreter overhead (host time outside kernels / total),
+        medians over ``rounds`` invokes on the current inputs: :func:`microinterp.host_profile.measure`."""
+        from .host_profile import measure
+
+        return measure(self, rounds, warmup)
+
     def simulate(self) -> list[OpRecord]:
         """Out of core: the per-op records of an invoke (tiles, SD traffic, cycles) without running it — the
         pager's own bookkeeping in dry mode, so the numbers are exactly what :meth:`invoke` records. In memory:

@@ -93,7 +93,11 @@ def test_profile_out_of_core_table_and_json(tmp_path, capsys):
     assert main(["profile", str(model), "--arena", "5000", "--backing", str(img)]) == 1
     assert "smallest arena that works" in capsys.readouterr().err
     assert main(["profile", str(model)]) == 0
-    assert "in memory" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "in memory" in out and "interpreter overhead" in out
+    assert main(["profile", str(model), "--json", "--host-rounds", "3"]) == 0
+    host = json.loads(capsys.readouterr().out)["host"]
+    assert host["rounds"] == 3 and 0 <= host["overhead"] < 1 and not host["out_of_core"]
 
 
 def test_demo_runs_a_small_vgg_out_of_core(tmp_path, capsys):
