@@ -186,6 +186,8 @@ class Epilogue:
         if self._fallback is not None and self._any_fast:   # int64-path channels copy a fast channel's constants
             first = int(np.flatnonzero(fast)[0])
             a, ratio, offset = (np.where(fast, v, v[first]) for v in (a, ratio, offset))
+        # the folded GEMM (:meth:`fold`): per-channel a and offset, and the numerators' scale M' (0 when a = 0), D
+        self._fold_vectors = (a, offset, np.where(lin, mp, 0), d) if self._fallback is None else None
         self._uniform = bool((ratio[lin] == 1.0).all())     # then sigma * eps is already sigma * c
         self._top = float(hi - lo)
         self._add = np.uint8(lo & 0xFF)
@@ -197,6 +199,37 @@ class Epilogue:
         """How many channels take each path: merged float64 rounding, constant output, exact int64."""
         merged, const = int(self.merged.sum()), int(self.constant.sum())
         return {"merged": merged, "constant": const, "int64": self.channels - merged - const}
+
+    def fold(self, operand: np.ndarray) -> np.ndarray | None:
+        """The float64 GEMM operand that yields ``T`` itself instead of the accumulator: ``operand`` (integer ``[K +
+        1, C]``, the folded bias ``bias'`` last, multiplying raw int8 inputs and a 1.0 column) with column ``c``
+        scaled by ``a_c`` and, unless the rounding is signed, ``offset_c`` added to the bias row; then
+        :meth:`finish` skips the cast and multiply passes (and the offset add). None unless every channel is
+        merged or constant and, per channel, ``M' (128 sum_k |w| + |bias'|) + |offset| D < 2^53``: every term and
+        partial sum, in any summation order, is then an integer over ``D = 2^(31+R)`` below 2^53 over ``D``
+        (``a = M' / D``; ``w M'`` has at most 39 bits, times a raw value at most 47), exact in float64, so the GEMM
+        returns the exact ``x a (+ offset)`` the merged rounding computes."""
+        if self._fold_vectors is None:
+            return None
+        a, offset, mp, d = self._fold_vectors
+        w = np.asarray(operand, np.int64)
+        if w.ndim != 2 or w.shape[1] != self.channels:
+            return None
+        add = np.zeros(self.channels) if self._signed else offset
+        magnitude = 128 * np.abs(w[:-1]).sum(axis=0) + np.abs(w[-1])
+        numer_off = np.round(np.abs(add) * d).astype(np.int64)                 # exact: offset D is an integer
+        if any(int(m) * int(v) + int(o) >= _LIMIT for m, v, o in zip(mp, magnitude, numer_off)):
+            return None
+        folded = w.astype(np.float64) * a                                       # exact: w M' < 2^39, a = M' / D
+        folded[-1] += add
+        return folded
+
+    def finish(self, t: np.ndarray, out: np.ndarray) -> None:
+        """Requantize the product of inputs and a :meth:`fold` operand (float64 ``[..., C]``, overwritten) into
+        ``out``."""
+        rows = t.size // self.channels if self.channels else 0
+        if rows:
+            self._merged(t, out, rows, folded=True)
 
     # -- invoke ------------------------------------------------------------------------------------------------------
     def _tiled(self, rows: int) -> tuple:
@@ -222,15 +255,21 @@ class Epilogue:
         if self._fallback is not None:
             self._int64(acc.reshape(rows, self.channels), out.reshape(rows, self.channels))
 
-    def _merged(self, acc: np.ndarray, out: np.ndarray, rows: int) -> None:
+    def _merged(self, acc: np.ndarray, out: np.ndarray, rows: int, folded: bool = False) -> None:
         shape, a, ratio, offset = self._tiles.get(rows) or self._tiled(rows)
-        t = work_buffer("epilogue_t", shape, np.float64)
         src = acc.reshape(shape)
-        if src.dtype == np.float64:
-            np.multiply(src, a, out=t)
+        if folded:                                          # src = x a (+ offset unless signed), exact
+            t = src
+            if not self._signed:
+                self._clamp_store(t, out, shape)
+                return
         else:
-            np.copyto(t, src)                               # float32 -> float64 first: mixed ufuncs are slow
-            np.multiply(t, a, out=t)
+            t = work_buffer("epilogue_t", shape, np.float64)
+            if src.dtype == np.float64:
+                np.multiply(src, a, out=t)
+            else:
+                np.copyto(t, src)                           # float32 -> float64 first: mixed ufuncs are slow
+                np.multiply(t, a, out=t)
         if self._signed:
             tmp = work_buffer("epilogue_sigma", shape, np.float64)
             _clip(t, -self._eps, self._eps, out=tmp)        # sigma * eps
@@ -238,6 +277,10 @@ class Epilogue:
                 np.multiply(tmp, ratio, out=tmp)            # sigma * c  (ratio = c / eps: a power of two, or 0)
             np.add(t, tmp, out=t)
         np.add(t, offset, out=t)
+        self._clamp_store(t, out, shape)
+
+    def _clamp_store(self, t: np.ndarray, out: np.ndarray, shape: tuple) -> None:
+        """``out = floor(clip(t, 0, act_max - act_min)) + act_min`` (``t`` overwritten)."""
         _clip(t, 0.0, self._top, out=t)
         u = out.reshape(shape).view(np.uint8)
         u[...] = t                                          # truncation = floor (t >= 0)

@@ -21,6 +21,14 @@ anything else runs the reference invoke):
 * Requantization: :class:`._epilogue.Epilogue` with each channel's exact accumulator range (weights, int8 input
   range, bias): merged float64 rounding for the channels whose exactness condition holds, a constant for channels
   whose output cannot change, the int64 MBQM for the rest (``plan.epilogue.kinds()``).
+* Constant channels skip the GEMM: when they are at least a quarter of the layer, the weight operand keeps only
+  the other columns and the product is scattered into an accumulator buffer whose constant columns stay 0 (pruned
+  late layers of small CNNs: most of their channels).
+* Folded GEMM (1x1 filters, ``C_in < 48``): :meth:`._epilogue.Epilogue.fold` scales the float64 operand by each
+  channel's requantization scale and adds the rounding offset to the bias row when every partial sum stays an
+  exact float64 (checked at prepare); the product is then ``T`` itself and :meth:`._epilogue.Epilogue.finish`
+  only clamps and stores (three NumPy passes fewer than the float32 accumulator's epilogue, for a float64 GEMM that
+  costs less than them at these sizes).
 * The int4 unpack scratch the reference requests stays in the arena plan; the fast path unpacks the (constant)
   filter once at prepare instead of on every invoke.
 
@@ -39,6 +47,10 @@ from ..conv import KERNEL as REFERENCE
 from ..conv import ConvData
 from ._epilogue import Epilogue, accumulator_range, gemm, gemm_weights
 
+_FOLD_BELOW = 48     # folded GEMM (float64, requantization scale inside) for 1x1 filters with C_in below this: the
+                     # float64 product costs less than the epilogue passes it saves (measured; an im2col in float64
+                     # costs more than that)
+
 
 @dataclass(frozen=True)
 class FastConvData(ConvData):
@@ -50,8 +62,8 @@ class FastConvData(ConvData):
 class ConvPlan:
     """Everything the fast invoke needs, built at prepare: buffers, views, GEMM weights and the epilogue."""
 
-    __slots__ = ("cols", "cols_source", "epilogue", "image", "interior", "rows", "source", "target",
-                 "weights")
+    __slots__ = ("cols", "cols_source", "epilogue", "folded", "full", "image", "interior", "live", "rows", "source",
+                 "target", "weights")
 
     def __init__(self, data: ConvData, x_shape, w: np.ndarray, bias: np.ndarray | None, y_shape) -> None:
         n, in_h, in_w, c_in = x_shape
@@ -64,6 +76,18 @@ class ConvPlan:
         self.epilogue = Epilogue(data.multipliers, data.shifts, data.output_offset, int(data.act_min),
                                  int(data.act_max), accumulator_range(w2, zp_in, bias64))
         self.weights = gemm_weights(w2, bias64 - zp_in * w2.sum(axis=1), self.epilogue.constant)
+        folded = self.epilogue.fold(self.weights.astype(np.int64)) if kh == kw == 1 and k < _FOLD_BELOW else None
+        self.folded = folded is not None
+        if self.folded:
+            self.weights = folded
+        # channels with a constant output need no products: the GEMM runs on the others' columns, scattered into
+        # an accumulator buffer whose constant columns stay 0 (what their zero weight columns would give)
+        live = np.flatnonzero(~self.epilogue.constant)
+        self.full = None
+        if not self.folded and 4 * len(live) <= 3 * c_out:
+            self.full = np.zeros((n * oh * ow, c_out), self.weights.dtype)
+            self.weights = np.ascontiguousarray(self.weights[:, live])
+        self.live = live
         dtype = self.weights.dtype
         self.rows = n * oh * ow
         self.cols = np.full((self.rows, k + 1), zp_in, dtype)
@@ -96,7 +120,14 @@ class ConvPlan:
         else:
             np.copyto(self.interior, x[self.source])
             np.copyto(self.target, self.cols_source)
-        self.epilogue(gemm(self.cols, self.weights, "conv_acc"), out)
+        if self.full is not None:
+            if len(self.live):
+                self.full[:, self.live] = gemm(self.cols, self.weights, "conv_acc")
+            self.epilogue(self.full, out)
+        elif self.folded:
+            self.epilogue.finish(gemm(self.cols, self.weights, "conv_acc"), out)
+        else:
+            self.epilogue(gemm(self.cols, self.weights, "conv_acc"), out)
 
 
 def _view(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

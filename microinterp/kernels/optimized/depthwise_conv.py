@@ -29,7 +29,10 @@ Two computation schemes (the output tensor's H/W drive the loops, as in TFLM):
   Then ``+ bias'`` (tiled) in one pass.
 * **One input channel** (``C_in == 1``, any ``M``): a plain convolution. im2col is one copy of a strided ``[KH, KW,
   N, out_h, out_w]`` window view of the padded image into a tap-major buffer whose extra last row of ones meets the
-  ``bias'`` row of the ``[KH*KW + 1, M]`` GEMM operand; one GEMM gives the accumulators with the bias.
+  ``bias'`` row of the ``[KH*KW + 1, M]`` GEMM operand; one GEMM gives the accumulators with the bias. When
+  :meth:`._epilogue.Epilogue.fold` allows it (exact float64 partial sums, checked at prepare), the operand is
+  float64 with the requantization scale and rounding offset folded in, and the GEMM gives ``T`` itself
+  (:meth:`._epilogue.Epilogue.finish` only clamps and stores).
 
 Then :class:`._epilogue.Epilogue` requantizes into the output (merged float64 rounding where its per-channel
 exactness condition holds, exact int64 MBQM elsewhere).
@@ -53,6 +56,10 @@ from .._qutil import unpack_int4
 from ..depthwise_conv import KERNEL as REFERENCE
 from ..depthwise_conv import DepthwiseData
 from ._epilogue import Epilogue, accumulator_range, gemm_weights
+
+_FOLD = True    # one input channel (the GEMM scheme): requantization scale folded into float64 weights when
+                # Epilogue.fold allows it (the float64 GEMM costs less than the epilogue passes it saves; the taps
+                # scheme's float64 einsum costs more: measured)
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,7 @@ class OptimizedDepthwiseData(DepthwiseData):
 
     plan: _TapsPlan | _GemmPlan | None = None   # None: the reference invoke runs
     epilogue: Epilogue | None = None
+    folded: bool = False                        # the sums are T itself (Epilogue.fold): Epilogue.finish requantizes
 
 
 class OptimizedDepthwiseConv2D:
@@ -112,7 +120,10 @@ class OptimizedDepthwiseConv2D:
             _run_taps(plan, x)
         else:
             _run_gemm(plan, x)
-        data.epilogue(plan.acc, ctx.output(op, 0))
+        if data.folded:
+            data.epilogue.finish(plan.acc, ctx.output(op, 0))
+        else:
+            data.epilogue(plan.acc, ctx.output(op, 0))
 
 
 def _extend(data: DepthwiseData, **extra) -> OptimizedDepthwiseData:
@@ -148,11 +159,14 @@ def _plan(ctx, op, data: DepthwiseData) -> OptimizedDepthwiseData:
     if 256 * int(np.abs(w_ck).sum(axis=1).max(initial=0)) + int(np.abs(bias).max(initial=0)) >= 1 << 53:
         return _extend(data)                    # float64 could round (impossible for int8 weights in practice)
     n, in_h, in_w, c_in = x.shape
+    folded = epilogue.fold(operand.astype(np.int64)) if c_in == 1 and _FOLD else None
+    if folded is not None:
+        operand = folded
     if c_in == 1:
         plan = _gemm_plan(data, operand, zp_in, (n, in_h, in_w), y.shape, (kh, kw))
     else:
         plan = _taps_plan(data, operand, zp_in, (n, in_h, in_w, c_in), y.shape, (kh, kw))
-    return _extend(data, plan=plan, epilogue=epilogue)
+    return _extend(data, plan=plan, epilogue=epilogue, folded=folded is not None)
 
 
 def _interior(pad: int, phase: int, stride: int, in_size: int, count: int) -> tuple[int, int, slice]:

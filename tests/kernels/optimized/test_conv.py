@@ -152,6 +152,36 @@ def test_channels_off_the_merged_path():
         assert_matches_tflm(model, [x])
 
 
+@pytest.mark.parametrize("act", ["NONE", "RELU"])
+@pytest.mark.parametrize("live", [0, 1, 2])
+def test_constant_channels_skip_the_product(act, live):
+    """Channels whose output is constant (zero filters here) get no GEMM columns (60 input channels: no folded
+    GEMM): the products of the ``live`` others are scattered into an accumulator whose constant columns stay 0,
+    over repeated invokes."""
+    weight = np.random.default_rng(6).choice([-127, 127], (8, 1, 1, 60))
+    weight[live:] = 0
+    model = _extreme_model((1, 1, 60), [300, -70000, 1 << 27, 0, -5, 9, 1 << 20, -(1 << 26)], weight=weight, h=3,
+                           act=act)
+    plan = Interpreter(model)._op_data[0].plan
+    assert plan.epilogue.kinds()["constant"] == 8 - live
+    assert plan.full is not None and list(plan.live) == list(range(live)) and plan.weights.shape[1] == live
+    for x in _inputs(model, 7):
+        assert_matches_tflm(model, [x])
+    optimized_equals_reference_over_invokes(model, _inputs(model, 8))
+
+
+@pytest.mark.parametrize("act,zp_in", [("NONE", -128), ("RELU", 5), ("RELU6", 127)])
+def test_folded_gemm(act, zp_in):
+    """1x1 filters with few input channels: the float64 GEMM returns T itself (requantization scale and offset in
+    the operand) at the accumulator ends, signed rounding (no activation) and clamped (RELU, RELU6)."""
+    model = _extreme_model((1, 1, 20), [500, -500, 0, 99, 1 << 16], zp_in=zp_in, h=4, act=act)
+    plan = Interpreter(model)._op_data[0].plan
+    assert plan.folded and plan.weights.dtype == np.float64
+    for x in _inputs(model, 9):
+        assert_matches_tflm(model, [x])
+    optimized_equals_reference_over_invokes(model, _inputs(model, 10))
+
+
 @pytest.mark.parametrize("act,zp_in", [("NONE", 0), ("RELU", -128), ("RELU6", 127), ("RELU_N1_TO_1", 5)])
 def test_activations_at_the_accumulator_ends(act, zp_in):
     model = _extreme_model((3, 3, 20), [500, -500, 0, 99], padding="SAME", zp_in=zp_in, h=4, act=act)

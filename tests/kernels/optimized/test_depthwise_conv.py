@@ -168,6 +168,7 @@ def test_dead_channel_leaves_the_float32_bound():
 def test_paths(params, plan):
     it = _run({"op": DW, **params}, 5)
     assert type(it._op_data[0].plan).__name__ == (plan or "NoneType")
+    assert it._op_data[0].folded == (plan == "_GemmPlan")      # one input channel: the folded float64 GEMM
 
 
 def test_repeated_invokes_keep_the_padding():

@@ -281,3 +281,27 @@ def test_accumulator_range_and_gemm_weights():
     big = np.full((1, 1 << 10), 127)
     assert gemm_weights(big, np.array([0])).dtype == np.float32          # 128 * 127 * 1024 < 2^24
     assert gemm_weights(np.full((1, 1 << 11), 127), np.array([0])).dtype == np.float64
+
+
+@pytest.mark.parametrize("zp,lo", [(0, -128), (-128, -128), (5, 5)])
+def test_fold(zp, lo):
+    """:meth:`Epilogue.fold`: the folded operand's product is ``T`` (``finish`` gives what the epilogue gives on the
+    raw accumulators, over the whole range of 20 taps); refused when ``M' 128 sum |w|`` reaches 2^53 (600 taps of
+    127 with ``M' = 2^30``) though the layer itself is merged."""
+    rng = np.random.default_rng(12)
+    w = rng.choice([-127, 127], (20, 3)).astype(np.int64)
+    operand = np.concatenate([w, [[7, -9000, 0]]])
+    m, s = np.array([1 << 30, 1 << 30, (1 << 31) - 1]), np.array([-10, -3, 2])
+    ep = Epilogue(m, s, zp, lo, 127, accumulator_range(w.T, 0, operand[-1]))
+    folded = ep.fold(operand)
+    assert folded is not None
+    x = np.concatenate([rng.integers(-128, 128, (200, 20)), np.full((1, 20), -128), np.full((1, 20), 127),
+                        np.where(w.T > 0, 127, -128), np.where(w.T > 0, -128, 127)])
+    cols = np.concatenate([x, np.ones((len(x), 1), np.int64)], axis=1)
+    want, got = np.empty((len(x), 3), np.int8), np.empty((len(x), 3), np.int8)
+    ep((cols @ operand).astype(np.float64), want)
+    ep.finish(cols.astype(np.float64) @ folded, got)
+    np.testing.assert_array_equal(got, want)
+    big = np.full((601, 1), 127, np.int64)
+    ep_big = Epilogue(np.array([1 << 30]), np.array([-10]), zp, lo, 127, accumulator_range(big[:-1].T, 0, big[-1]))
+    assert ep_big.kinds()["merged"] == 1 and ep_big.fold(big) is None
