@@ -200,6 +200,12 @@ class Epilogue:
         merged, const = int(self.merged.sum()), int(self.constant.sum())
         return {"merged": merged, "constant": const, "int64": self.channels - merged - const}
 
+    @property
+    def signed(self) -> bool:
+        """True when the rounding needs the accumulator's sign (``act_min < zp``): a folded GEMM saves fewer
+        passes then."""
+        return self._signed
+
     def fold(self, operand: np.ndarray) -> np.ndarray | None:
         """The float64 GEMM operand that yields ``T`` itself instead of the accumulator: ``operand`` (integer ``[K +
         1, C]``, the folded bias ``bias'`` last, multiplying raw int8 inputs and a 1.0 column) with column ``c``

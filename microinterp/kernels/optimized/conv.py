@@ -24,7 +24,7 @@ anything else runs the reference invoke):
 * Constant channels skip the GEMM: when they are at least a quarter of the layer, the weight operand keeps only
   the other columns and the product is scattered into an accumulator buffer whose constant columns stay 0 (pruned
   late layers of small CNNs: most of their channels).
-* Folded GEMM (1x1 filters, ``C_in < 48``): :meth:`._epilogue.Epilogue.fold` scales the float64 operand by each
+* Folded GEMM (1x1 filters, ``C_in < 48``, clamping activation: no signed rounding): :meth:`._epilogue.Epilogue.fold` scales the float64 operand by each
   channel's requantization scale and adds the rounding offset to the bias row when every partial sum stays an
   exact float64 (checked at prepare); the product is then ``T`` itself and :meth:`._epilogue.Epilogue.finish`
   only clamps and stores (three NumPy passes fewer than the float32 accumulator's epilogue, for a float64 GEMM that
@@ -76,7 +76,7 @@ class ConvPlan:
         self.epilogue = Epilogue(data.multipliers, data.shifts, data.output_offset, int(data.act_min),
                                  int(data.act_max), accumulator_range(w2, zp_in, bias64))
         self.weights = gemm_weights(w2, bias64 - zp_in * w2.sum(axis=1), self.epilogue.constant)
-        folded = self.epilogue.fold(self.weights.astype(np.int64)) if kh == kw == 1 and k < _FOLD_BELOW else None
+        folded = self.epilogue.fold(self.weights.astype(np.int64)) if kh == kw == 1 and k < _FOLD_BELOW and not self.epilogue.signed else None
         self.folded = folded is not None
         if self.folded:
             self.weights = folded

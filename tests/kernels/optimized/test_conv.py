@@ -172,11 +172,12 @@ def test_constant_channels_skip_the_product(act, live):
 
 @pytest.mark.parametrize("act,zp_in", [("NONE", -128), ("RELU", 5), ("RELU6", 127)])
 def test_folded_gemm(act, zp_in):
-    """1x1 filters with few input channels: the float64 GEMM returns T itself (requantization scale and offset in
-    the operand) at the accumulator ends, signed rounding (no activation) and clamped (RELU, RELU6)."""
+    """1x1 filters with few input channels and a clamping activation (RELU, RELU6): the float64 GEMM returns T
+    itself (requantization scale and offset in the operand), checked at the accumulator ends; signed rounding (no
+    activation) keeps the float32 GEMM."""
     model = _extreme_model((1, 1, 20), [500, -500, 0, 99, 1 << 16], zp_in=zp_in, h=4, act=act)
     plan = Interpreter(model)._op_data[0].plan
-    assert plan.folded and plan.weights.dtype == np.float64
+    assert plan.folded == (act != "NONE") and plan.weights.dtype == (np.float32 if act == "NONE" else np.float64)
     for x in _inputs(model, 9):
         assert_matches_tflm(model, [x])
     optimized_equals_reference_over_invokes(model, _inputs(model, 10))
