@@ -130,8 +130,9 @@ class IntegerStep:
     def input_fc(self, x: np.ndarray) -> np.ndarray:
         """sat16(MBQM(FC(x_t, W_x) + bias)) for all time steps plus the activation table's offsets: ``[N, I] ->
         [N, 4S]`` (int64, step gate order)."""
-        acc = ((x.astype(np.float64) - self.d.input_zp) @ self.w_in).astype(np.int64)
-        gates = self._requant16(acc + self.bias, self.input_mult, self.in_requant, self.in_wraps)
+        acc = np.dot(x - np.float64(self.d.input_zp), self.w_in).astype(np.int64)    # exact in float64
+        acc += self.bias
+        gates = self._requant16(acc, self.input_mult, self.in_requant, self.in_wraps)
         gates += self.activation_offset
         return gates
 

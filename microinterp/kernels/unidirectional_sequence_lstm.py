@@ -191,20 +191,33 @@ class UnidirectionalSequenceLstm:
 
     # -- invoke ---------------------------------------------------------------------------------------------
     def invoke(self, ctx, op, data: LstmData) -> None:
+        step = data.step or _make_step(data, _gate_weights(lambda k: ctx.input(op, k), data))
+        self._call(ctx, op, data, step)()
+
+    def bind(self, ctx, op, data: LstmData):
+        """The invoke as a call on this build's views (the interpreter's bound-call protocol): the tensor look-ups
+        and reshapes happen once. Weights that are not constant (no prepared step): None, i.e. ``invoke``."""
+        return None if data.step is None else self._call(ctx, op, data, data.step)
+
+    @staticmethod
+    def _call(ctx, op, data: LstmData, step):
+        """One invoke on ``ctx``'s views as a call without arguments."""
         x, out = ctx.input(op, INPUT), ctx.output(op, 0)
         hidden = ctx.views[op.inputs[HIDDEN]].reshape(data.batch, data.state)
         cell = ctx.views[op.inputs[CELL]].reshape(data.batch, data.state)
-        step = data.step or _make_step(data, _gate_weights(lambda k: ctx.input(op, k), data))
         xs = x if data.time_major else np.swapaxes(x, 0, 1)                             # [T, B, I]
-        gates_in = step.input_fc(xs.reshape(-1, xs.shape[-1])).reshape(data.steps, data.batch, -1)
-        if data.time_major:
-            hs, hidden[...], cell[...] = step.sequence(gates_in, hidden, cell)
-            out[...] = hs
-            return
-        for b in range(data.batch):           # batch-major: each batch row runs all its steps in turn
-            rows = slice(b, b + 1)
-            hs, hidden[rows], cell[rows] = step.sequence(gates_in[:, rows], hidden[rows], cell[rows])
-            out[b] = hs[:, 0]
+        n_in, gates_shape = xs.shape[-1], (data.steps, data.batch, -1)
+        if data.time_major:           # all batch rows run each step together
+            runs = [(slice(None), hidden, cell, out)]
+        else:                         # batch-major: each batch row runs all its steps in turn
+            runs = [(slice(b, b + 1), hidden[b:b + 1], cell[b:b + 1], out[b][:, None]) for b in range(data.batch)]
+        input_fc, sequence = step.input_fc, step.sequence
+
+        def call() -> None:
+            gates_in = input_fc(xs.reshape(-1, n_in)).reshape(gates_shape)    # the input FCs of all steps at once
+            for rows, h, c, o in runs:
+                o[...], h[...], c[...] = sequence(gates_in[:, rows], h, c)
+        return call
 
 
 def _gate_weights(get, data: LstmData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -185,6 +185,26 @@ def test_reset_restores_both_states():
         np.testing.assert_array_equal(mi.get_output(), want)
 
 
+@pytest.mark.parametrize("kind", ["INT8", "INT16", "FLOAT32"])
+@pytest.mark.parametrize("time_major", [False, True])
+def test_invoke_without_the_bound_call_matches(monkeypatch, kind, time_major):
+    """The out-of-core pager calls ``invoke`` (not the bound call): the same results, over several invokes (batch 2:
+    a batch-major input is not contiguous as [T, B, I], so the bound call must read it anew every time)."""
+    from microinterp.kernels import unidirectional_sequence_lstm as lstm
+    rng = np.random.default_rng(11)
+    model, in_shape = build(rng, kind=kind, batch=2, steps=3, time_major=time_major)
+    xs = [random_tensor(rng, in_shape, kind) for _ in range(3)]
+    bound = Interpreter(model, optimized=False)
+    monkeypatch.setattr(lstm.UnidirectionalSequenceLstm, "bind", lambda self, ctx, op, data: None)
+    unbound = Interpreter(model, optimized=False)
+    for x in xs:
+        for mi in (bound, unbound):
+            mi.set_input(x)
+            mi.invoke()
+        np.testing.assert_array_equal(bound.get_output(), unbound.get_output())
+    assert_sequence_matches(model, xs)
+
+
 def _wheel_refuses(model: bytes) -> bool:
     try:
         TflmRunner(model)
