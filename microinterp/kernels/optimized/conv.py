@@ -21,14 +21,14 @@ anything else runs the reference invoke):
 * Requantization: :class:`._epilogue.Epilogue` with each channel's exact accumulator range (weights, int8 input
   range, bias): merged float64 rounding for the channels whose exactness condition holds, a constant for channels
   whose output cannot change, the int64 MBQM for the rest (``plan.epilogue.kinds()``).
-* Constant channels skip the GEMM: when they are at least a quarter of the layer, the weight operand keeps only
-  the other columns and the product is scattered into an accumulator buffer whose constant columns stay 0 (pruned
-  late layers of small CNNs: most of their channels).
-* Folded GEMM (1x1 filters, ``C_in < 48``, clamping activation: no signed rounding): :meth:`._epilogue.Epilogue.fold` scales the float64 operand by each
-  channel's requantization scale and adds the rounding offset to the bias row when every partial sum stays an
-  exact float64 (checked at prepare); the product is then ``T`` itself and :meth:`._epilogue.Epilogue.finish`
-  only clamps and stores (three NumPy passes fewer than the float32 accumulator's epilogue, for a float64 GEMM that
-  costs less than them at these sizes).
+* Constant channels skip the GEMM: when the products saved outweigh a scatter (``K (C_out - live) >= 128
+  live``), the weight operand keeps only the other columns and the product is scattered into an accumulator
+  buffer whose constant columns stay 0 (pruned late layers of small CNNs: most of their channels).
+* Folded GEMM (1x1 filters, ``C_in < 48``, clamping activation: no signed rounding):
+  :meth:`._epilogue.Epilogue.fold` scales the float64 operand by each channel's requantization scale and adds the
+  rounding offset to the bias row when every partial sum stays an exact float64 (checked at prepare); the
+  product is then ``T`` itself and :meth:`._epilogue.Epilogue.finish` only clamps and stores (three NumPy passes
+  fewer than the float32 accumulator's epilogue, for a float64 GEMM that costs less than them at these sizes).
 * The int4 unpack scratch the reference requests stays in the arena plan; the fast path unpacks the (constant)
   filter once at prepare instead of on every invoke.
 
@@ -50,6 +50,8 @@ from ._epilogue import Epilogue, accumulator_range, gemm, gemm_weights
 _FOLD_BELOW = 48     # folded GEMM (float64, requantization scale inside) for 1x1 filters with C_in below this: the
                      # float64 product costs less than the epilogue passes it saves (measured; an im2col in float64
                      # costs more than that)
+
+_SCATTER_COST = 128  # constant channels skip the GEMM when K (C_out - live) >= this times the live channels
 
 
 @dataclass(frozen=True)
@@ -81,10 +83,11 @@ class ConvPlan:
         if self.folded:
             self.weights = folded
         # channels with a constant output need no products: the GEMM runs on the others' columns, scattered into
-        # an accumulator buffer whose constant columns stay 0 (what their zero weight columns would give)
+        # an accumulator buffer whose constant columns stay 0 (what their zero weight columns would give), when
+        # the products saved outweigh the scatter (about 70 multiply-adds per scattered value, measured)
         live = np.flatnonzero(~self.epilogue.constant)
         self.full = None
-        if not self.folded and 4 * len(live) <= 3 * c_out:
+        if not self.folded and (k + 1) * (c_out - len(live)) >= _SCATTER_COST * len(live):
             self.full = np.zeros((n * oh * ow, c_out), self.weights.dtype)
             self.weights = np.ascontiguousarray(self.weights[:, live])
         self.live = live
