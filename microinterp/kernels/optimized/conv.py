@@ -78,7 +78,8 @@ class ConvPlan:
         self.epilogue = Epilogue(data.multipliers, data.shifts, data.output_offset, int(data.act_min),
                                  int(data.act_max), accumulator_range(w2, zp_in, bias64))
         self.weights = gemm_weights(w2, bias64 - zp_in * w2.sum(axis=1), self.epilogue.constant)
-        folded = self.epilogue.fold(self.weights.astype(np.int64)) if kh == kw == 1 and k < _FOLD_BELOW and not self.epilogue.signed else None
+        fold = kh == kw == 1 and k < _FOLD_BELOW and not self.epilogue.signed
+        folded = self.epilogue.fold(self.weights.astype(np.int64)) if fold else None
         self.folded = folded is not None
         if self.folded:
             self.weights = folded
