@@ -24,7 +24,7 @@ anything else runs the reference invoke):
 * Constant channels skip the GEMM: when the products saved outweigh a scatter (``K (C_out - live) >= 128
   live``), the weight operand keeps only the other columns and the product is scattered into an accumulator
   buffer whose constant columns stay 0 (pruned late layers of small CNNs: most of their channels).
-* Folded GEMM (1x1 filters, ``C_in < 48``, clamping activation: no signed rounding):
+* Folded GEMM (1x1 filters, ``C_in < 48``, at most 2^17 outputs, clamping activation: no signed rounding):
   :meth:`._epilogue.Epilogue.fold` scales the float64 operand by each channel's requantization scale and adds the
   rounding offset to the bias row when every partial sum stays an exact float64 (checked at prepare); the
   product is then ``T`` itself and :meth:`._epilogue.Epilogue.finish` only clamps and stores (three NumPy passes
@@ -51,6 +51,8 @@ _FOLD_BELOW = 48     # folded GEMM (float64, requantization scale inside) for 1x
                      # float64 product costs less than the epilogue passes it saves (measured; an im2col in float64
                      # costs more than that)
 
+_FOLD_OUTPUTS = 1 << 17     # ... and at most this many outputs: on larger layers (mobilenet_v2's 1x1 expansions)
+                             # the float64 product's memory traffic ate the gain in whole invokes (measured)
 _SCATTER_COST = 128  # constant channels skip the GEMM when K (C_out - live) >= this times the live channels
 
 
@@ -78,7 +80,7 @@ class ConvPlan:
         self.epilogue = Epilogue(data.multipliers, data.shifts, data.output_offset, int(data.act_min),
                                  int(data.act_max), accumulator_range(w2, zp_in, bias64))
         self.weights = gemm_weights(w2, bias64 - zp_in * w2.sum(axis=1), self.epilogue.constant)
-        fold = kh == kw == 1 and k < _FOLD_BELOW and not self.epilogue.signed
+        fold = kh == kw == 1 and k < _FOLD_BELOW and n * oh * ow * c_out <= _FOLD_OUTPUTS and not self.epilogue.signed
         folded = self.epilogue.fold(self.weights.astype(np.int64)) if fold else None
         self.folded = folded is not None
         if self.folded:
