@@ -34,7 +34,8 @@ class IntegerStep:
 
         i, f, o = SIGMOID[pre]; g = CELL_GATE[pre]   SIGMOID[v] = sigmoid(sat16(v)) (Q0.15), CELL_GATE[v] =
                                                      tanh(sat16(v)), or sat16(v) for a non-TANH cell gate
-        sum = sat16(MBQM(i*g)) + sat16(MBQM(f*c))    both products and requantizations in one call each
+        sum = sat16(MBQM(i*g)) + sat16(MBQM(f*c))    both products and requantizations at once; the MBQMs are
+                                                     folded into the g and c tables (fold_product_requantization)
         c   = CELL[sum]                              clip(sat16(v)): the saturating add and the cell clip
         h   = clamp(MBQM(CELL_TANH[sum] * o) + zp_h) CELL_TANH[v] = tanh(CELL[v])
 
@@ -49,8 +50,10 @@ class IntegerStep:
     int16 saturation of a sum is folded into a table indexed by the unsaturated sum; the int8 hidden state's
     requantization is a step function (:mod:`._step_requant`, 255 thresholds); the cell products use the one-pass
     :class:`~microinterp.quant.Requantizer` (a step function with 65535 thresholds would miss the cache on every
-    search) and skip the int16 clamp where the ranges show it cannot act. Constants have the exact shapes they meet:
-    a broadcasting operation costs more than the arithmetic. (:mod:`.optimized.unidirectional_sequence_lstm` goes
+    search), folded into the tables of their second factors (:func:`fold_product_requantization`: g and c are looked
+    up as rows ``(b M, R)``, so each MBQM is one multiply, one add and one shift; the Requantizer where the fold is not
+    proved exact), and skip the int16 clamp where the ranges show it cannot act. Constants have the exact shapes they
+    meet: a broadcasting operation costs more than the arithmetic. (:mod:`.optimized.unidirectional_sequence_lstm` goes
     further: 13 calls per step.)
     """
 
@@ -99,6 +102,14 @@ class IntegerStep:
                                         np.broadcast_to(np.repeat([si, sf], s), halves))
         ends = self.cell_requant(np.broadcast_to(np.array(_PRODUCTS).reshape(2, *[1] * len(halves)), (2, *halves)))
         self.cell_saturates = bool(ends.min() < -32768 or ends.max() > 32767)    # MBQM is monotone here
+        # The same MBQMs folded into the g and c tables (exact for these multipliers, or None: the Requantizer).
+        sigmoid = lc.sum_table("sigmoid")
+        folds = [fold_product_requantization(np.zeros(0), *mul) for mul in (d.input_mul, d.forget_cell_mul)]
+        exact = None not in folds and sigmoid.min() >= 0          # the proof needs a = i, f >= 0
+        self.cell_fold, self.cell_shift = (d.input_mul, d.forget_cell_mul) if exact else None, None
+        if self.cell_fold is not None:                 # 31 + e per product: i*g | f*c
+            shifts = [f[2] for f in folds]
+            self.cell_shift = np.array(shifts[0]) if shifts[0] == shifts[1] else _full(np.repeat(shifts, s), halves)
         self.hidden_requant = Requantizer(*d.output_mul)
         self.hidden_steps = None if d.kind != "INT8" else requantization_steps(
             *d.output_mul, d.hidden_zp, h_lo, h_hi, *_PRODUCTS, dtype=np.int64, values_dtype=np.float64)
@@ -109,12 +120,23 @@ class IntegerStep:
         # pre + 65536 (+ 131072 for the cell gate); those offsets are added to the input FC once per invoke.
         cell_gate = lc.sum_table("tanh", lc.tanh_params(-12)) if d.cell_gate_tanh else lc.sum_table()
         # int64 tables and state: products and indices then need no conversions
-        self.activation = np.concatenate([np.roll(lc.sum_table("sigmoid"), 65536),
-                                          np.roll(cell_gate, 65536)]).astype(np.int64)
+        # Rows (value, rounding term): the sigmoid's with R = 0, the cell gate's and the cell's as (b M, R) when the
+        # cell products are folded, else (b, 0).
+        self.activation = np.concatenate([_rows(np.roll(sigmoid, 65536)),
+                                          self._factor_rows(np.roll(cell_gate, 65536), 0)])
         self.activation_offset = _full(np.repeat([65536, 65536, 65536, 3 * 65536], s), fc_shape)
         clip = d.quantized_cell_clip if d.cell_clip > 0 else None
         self.cell_of_sum = lc.sum_table(clip=clip).astype(np.int64)
+        self.cell_rows_of_sum = self._factor_rows(self.cell_of_sum, 1)
         self.cell_tanh_of_sum = lc.sum_table("tanh", d.tanh_params, clip).astype(np.int64)
+
+    def _factor_rows(self, values: np.ndarray, product: int) -> np.ndarray:
+        """``[N, 2]`` int64 rows for the factors ``values`` of the cell product ``product`` (0: i*g, 1: f*c): ``(b M,
+        R)`` of :func:`fold_product_requantization` when the products are folded, else ``(b, 0)``."""
+        if self.cell_fold is None:
+            return _rows(values)
+        scaled, rounding, _ = fold_product_requantization(values, *self.cell_fold[product])
+        return np.stack([scaled, rounding], axis=-1)
 
     def _requant16(self, acc: np.ndarray, mult, requantizer, wraps: bool = True, saturates: bool = True):
         """sat16(MBQM(acc)): the int64 MBQM for 16x8, else the int32 one (wrapping the accumulator if it can)."""
@@ -157,28 +179,80 @@ class IntegerStep:
         steps, rows = gates_in.shape[:2]
         if rows == 1:                                    # 1-D buffers, as the constants
             gates_in, h0, c0 = gates_in[:, 0], h0[0], c0[0]
-        state = np.empty((*h0.shape[:-1], 5 * s), np.int64)
-        gates, i_f, g_c, o, c = (state[..., :4 * s], state[..., :2 * s], state[..., 3 * s:], state[..., 2 * s:3 * s],
-                                 state[..., 4 * s:])                # views of the row [i | f | o | g | c]
-        c[...] = c0
+        # the row [i | f | o | g | c] of table rows (value, rounding term): g and c as (b M, R) when folded
+        state = np.empty((*h0.shape[:-1], 5 * s, 2), np.int64)
+        gates, i_f, o, g_c, rounding, c = (state[..., :4 * s, :], state[..., :2 * s, 0], state[..., 2 * s:3 * s, 0],
+                                           state[..., 3 * s:, 0], state[..., 3 * s:, 1], state[..., 4 * s:, :])
+        c[...] = self._factor_rows(c0, 1)
         hs = np.empty((steps + 1, *h0.shape[:-1], s + 1), np.float64)   # [h - zp_h | 1] per step, hs[0] from h0
         hs[0, ..., :s] = h0
         hs[0, ..., :s] -= d.hidden_zp
         hs[..., s] = 1.0
         recurrent, hidden, cell_requant, saturates = self._recurrent, self._hidden, self.cell_requant, \
             self.cell_saturates
-        activation, cell_of_sum, cell_tanh_of_sum = self.activation, self.cell_of_sum, self.cell_tanh_of_sum
+        folded, shift = self.cell_fold is not None, self.cell_shift
+        activation, cell_rows_of_sum, cell_tanh_of_sum = self.activation, self.cell_rows_of_sum, self.cell_tanh_of_sum
+        total = None
         for h, gin, h_next in zip(hs[:-1], gates_in, hs[1:, ..., :s]):
             index = recurrent(h) + gin                 # + sat16(input FC) + offsets: not saturated, the tables do it
             activation.take(index, 0, gates, "wrap")   # gates = activation[index] ("wrap": no buffered bounds check)
-            both = cell_requant(i_f * g_c)             # MBQM(i*g) | MBQM(f*c)
+            if folded:                                 # MBQM(i*g) | MBQM(f*c) = (a (b M) + R) >> (31 + e)
+                both = i_f * g_c
+                both += rounding
+                both >>= shift
+            else:
+                both = cell_requant(i_f * g_c)
             if saturates:
                 both = np.minimum(np.maximum(both, _INT16_MIN), _INT16_MAX)
             total = both[..., :s] + both[..., s:]
-            cell_of_sum.take(total, 0, c, "wrap")      # c = cell_of_sum[total] (a negative sum counts from the end)
+            cell_rows_of_sum.take(total, 0, c, "wrap")  # c = CELL[total] (a negative sum counts from the end)
             hidden(cell_tanh_of_sum[total] * o, h_next)
+        cell = c0 if total is None else self.cell_of_sum[total]
         hs = hs[..., :s] + d.hidden_zp
-        return hs[1:].reshape(steps, rows, s), hs[-1].reshape(rows, s), c.reshape(rows, s)
+        return hs[1:].reshape(steps, rows, s), hs[-1].reshape(rows, s), cell.reshape(rows, s)
+
+
+def fold_product_requantization(values, multiplier: int, shift: int):
+    """TFLM's requantization of a cell product, precomputed per table entry: for the factors ``b`` (``values``,
+    int16) of products ``a*b`` with ``a`` in ``[0, 32767]`` (a sigmoid output), returns ``(b M, R, 31 + e)`` with::
+
+        MBQM(a*b, M, shift) == (a * (b M) + R) >> (31 + e)       e = -shift,  R = 2^30 + 2^31 (h - [b < 0]) (e > 0)
+                                                                 h = 2^(e-1), R = 2^30                      (e = 0)
+
+    or None where this is not proved exact (a left shift, ``e > 31``, ``M`` outside ``[0, 2^31)``).
+
+    TFLM computes ``MBQM(a*b, M, shift) = RDBPOT(SRDHM(a*b, M), e)``; because ``b`` takes only a table's values, the
+    product's rounding is precomputed per entry. Identity proof (``x = a b``, ``|x| < 2^31``: no int32 wrap; ``M >=
+    0``: SRDHM never saturates):
+
+    1. ``SRDHM(x, M) = trunc((x M + n) / 2^31)`` with ``n = 2^30`` for ``x M >= 0``, else ``1 - 2^30``. For ``x M >= 0``
+       the truncation is the floor; for ``p = x M < 0``, ``-floor((2^30 - 1 - p) / 2^31) = floor((p + 2^30) / 2^31)``.
+       So ``SRDHM(x, M) = floor((x M + 2^30) / 2^31)``.
+    2. ``RDBPOT(y, e)`` adds 1 to ``y >> e`` when the remainder exceeds ``h - 1`` (``y >= 0``) or ``h`` (``y < 0``):
+       it is ``(y + h - [y < 0]) >> e`` (for ``e = 0``: ``y``).
+    3. ``[SRDHM < 0] = [b < 0]`` up to one case that does not matter: ``a >= 0`` and ``M >= 0`` give ``x M <= 0``
+       (so SRDHM <= 0) when ``b < 0`` and SRDHM >= 0 when ``b >= 0``; with ``b < 0`` and SRDHM = 0, subtracting 1
+       gives ``(h - 1) >> e = 0 = h >> e``.
+    4. Subtracting a multiple of ``2^31`` commutes with the floor shift by 31, and ``(z >> 31) >> e = z >> (31 + e)``:
+       ``MBQM = (a (b M) + 2^30 + 2^31 (h - [b < 0])) >> (31 + e)``.
+
+    No int64 overflow: ``|a b M| < 2^15 2^15 2^31 = 2^61`` and ``|R| <= 2^30 + 2^61``. The int16 saturation that
+    follows is not part of it. Used by :class:`IntegerStep` and :mod:`.optimized.unidirectional_sequence_lstm`.
+    """
+    m, e = int(multiplier), -int(shift)
+    if e < 0 or e > 31 or not 0 <= m < 1 << 31:
+        return None
+    values = np.asarray(values, dtype=np.int64)
+    rounding = np.full(values.shape, 1 << 30, np.int64)
+    if e > 0:
+        rounding += ((1 << (e - 1)) - (values < 0)) << 31
+    return values * m, rounding, 31 + e
+
+
+def _rows(values: np.ndarray) -> np.ndarray:
+    """``[N, 2]`` int64 table rows ``(value, 0)``."""
+    values = np.asarray(values, np.int64)
+    return np.stack([values, np.zeros_like(values)], axis=-1)
 
 
 def _full(row: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from microinterp import Interpreter
 from microinterp.errors import PrepareError
 from microinterp.kernels import lstm_eval
+from microinterp.quant import mbqm, quantize_multiplier
 from microinterp.testing.builder import ModelBuilder
 from microinterp.testing.single_op import random_tensor
 from microinterp.testing.tflm import TflmRunner, compare_with_tflm, tflm_arena_head
@@ -130,22 +131,46 @@ def test_matches_tflm_over_several_invokes(case):
 @example(({"kind": "INT8", "zp_h": -128, "act": "RELU"}, 2))
 def test_literal_requantization_paths_match_tflm(case):
     """The integer step's other forms: the recurrent FC's MBQM computed instead of looked up (accumulator ranges
-    too wide for the table) and the int8 hidden state's MBQM instead of its step function (as when it could wrap)."""
+    too wide for the table), the int8 hidden state's MBQM instead of its step function (as when it could wrap) and
+    the cell products' Requantizer instead of their fold (as for a left shift)."""
     params, seed = case
     rng = np.random.default_rng(seed)
     model, in_shape = build(rng, **params)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lstm_eval, "_MAX_REC_TABLE", 0)
         mp.setattr(lstm_eval, "requantization_steps", lambda *args, **kwargs: None)
+        mp.setattr(lstm_eval, "fold_product_requantization", lambda *args, **kwargs: None)
         step = Interpreter(model, optimized=False)._op_data[0].step
-        assert step.rec_table is None and step.hidden_steps is None
+        assert step.rec_table is None and step.hidden_steps is None and step.cell_fold is None
         assert_sequence_matches(model, [random_tensor(rng, in_shape, "INT8") for _ in range(3)])
 
 
 def test_default_integer_step_uses_its_tables():
-    model, _ = build(np.random.default_rng(5), kind="INT8", n_state=7)
-    step = Interpreter(model, optimized=False)._op_data[0].step
-    assert step.rec_table is not None and step.hidden_steps is not None
+    for kind in ("INT8", "INT16"):
+        model, _ = build(np.random.default_rng(5), kind=kind, n_state=7)
+        step = Interpreter(model, optimized=False)._op_data[0].step
+        assert step.cell_fold is not None
+        assert (step.rec_table is not None and step.hidden_steps is not None) == (kind == "INT8")
+
+
+@pytest.mark.parametrize("real", [2.0 ** -15, 2.0 ** -18, 0.3 * 2.0 ** -20, 0.77, 0.999, 2.0 ** -31 * 1.3, 0.0])
+def test_folded_product_requantization_equals_mbqm(real):
+    """Every sigmoid output a in [0, 32767] times factors b over the int16 range (all of them near 0 and the ends):
+    ``(a (b M) + R) >> (31 + e)`` equals quant's MBQM of ``a*b`` (exponent 0 and multiplier 0 included)."""
+    m, shift = quantize_multiplier(real)
+    b = np.unique(np.concatenate([np.arange(-200, 201), np.arange(-32768, -32700), np.arange(32700, 32768),
+                                  np.random.default_rng(1).integers(-32768, 32768, 100)]))
+    scaled, rounding, total_shift = lstm_eval.fold_product_requantization(b, m, shift)
+    a = np.arange(32768, dtype=np.int64)[:, None]
+    for part in np.array_split(np.arange(len(b)), 16):         # ~1M products at a time
+        want = mbqm(a * b[part], m, shift)
+        np.testing.assert_array_equal((a * scaled[part] + rounding[part]) >> total_shift, want)
+
+
+def test_fold_refuses_what_its_proof_does_not_cover():
+    assert lstm_eval.fold_product_requantization(np.arange(3), 1 << 30, 1) is None      # left shift
+    assert lstm_eval.fold_product_requantization(np.arange(3), 1 << 30, -32) is None    # exponent above 31
+    assert lstm_eval.fold_product_requantization(np.arange(3), 1 << 30, -31) is not None
 
 
 @pytest.mark.parametrize("kind", ["INT8", "INT16", "FLOAT32"])

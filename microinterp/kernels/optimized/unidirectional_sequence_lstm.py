@@ -21,13 +21,9 @@ Why each line equals the reference (which the differential tests compare it with
   (sat16 and clip of ``total``; its non-negative half at the start and its negative half at the end, so that
   ``total`` indexes it directly, NumPy counting negative indices from the end) and an identity region for the first
   step's cell state (whatever int16 value the variable holds).
-* Cell products (:func:`fold_product_requantization`): the reference's MBQM (``quant.Requantizer``, one-pass form)
-  of ``x = a*b`` with ``a`` a sigmoid output (``>= 0``) is ``y = (x M + K) >> 31`` (``K = 2^30 + 2^31 h``, ``h =
-  2^(E-1)``), then ``(y - [y < h]) >> E``. ``y < h`` means SRDHM(x, M) < 0, which needs ``x < 0``, i.e. ``b < 0``;
-  conversely ``b < 0`` with SRDHM >= 0 forces SRDHM = 0, where subtracting 1 from ``y = h`` changes nothing after
-  the shift (``E >= 1``). So the correction is ``[b < 0]``, a function of the table entry, and since subtracting a
-  multiple of ``2^31`` commutes with the floor shift the whole is ``(a (b M) + K - 2^31 [b < 0]) >> (31 + E)``: the
-  table stores ``b M`` and ``R = K - 2^31 [b < 0]``. ``|a b M| < 2^61`` and ``|R| < 2^62``: no int64 overflow.
+* Cell products: the reference's own fold (:func:`..lstm_eval.fold_product_requantization`, proof there): ``BIG``
+  stores the rows ``(b M, R)`` of every factor ``b`` (cell gate, cell state), so ``MBQM(a*b) = (a (b M) + R) >>
+  (31 + e)``, the same table rows the reference loop takes.
 * The reference's step function of the hidden state returns index ``k`` into ``values = [lo, lo, lo+1, ..., hi]``;
   the products ``tanh(c) * o`` lie in ``[-32767*32768, 32767^2]`` (the range its thresholds were built for), so an
   extra threshold ``32767^2 + 1`` is reached only by the constant key of the last column.
@@ -37,8 +33,8 @@ Why each line equals the reference (which the differential tests compare it with
   reach it.
 
 Reference invoke: int16 activations (their hidden step function would have 65535 thresholds), float32, weights that
-are not constant, a recurrent FC too wide for its table, a cell-product MBQM with a left shift or an exponent above
-31, zero time steps.
+are not constant, a recurrent FC too wide for its table, cell products whose MBQM the fold does not cover (a left
+shift or an exponent above 31), zero time steps.
 """
 
 from __future__ import annotations
@@ -48,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import lstm_common as lc
-from ..lstm_eval import _PRODUCTS, IntegerStep, _accumulator_range
+from ..lstm_eval import _PRODUCTS, IntegerStep, _accumulator_range, fold_product_requantization
 from ..unidirectional_sequence_lstm import CELL, HIDDEN, INPUT, LstmData
 from ..unidirectional_sequence_lstm import KERNEL as REFERENCE
 
@@ -73,7 +69,7 @@ class FastUnidirectionalSequenceLstm:
         ref = REFERENCE.prepare(ctx, op)
         step = ref.step
         if (ref.kind != "INT8" or ref.steps == 0 or not isinstance(step, IntegerStep) or step.rec_table is None
-                or step.hidden_steps is None or step.cell_requant.fused is None or step.cell_requant.shift_left):
+                or step.hidden_steps is None or step.cell_fold is None):
             return FastLstmData(ref)
         return FastLstmData(ref, FastLoop(ref, step))
 
@@ -107,16 +103,6 @@ class FastUnidirectionalSequenceLstm:
         return call
 
 
-def fold_product_requantization(values: np.ndarray, fused: tuple) -> tuple[np.ndarray, np.ndarray, int]:
-    """For factors ``b`` (``values``) of products ``a*b`` with ``a >= 0``, requantized by a Requantizer whose one-pass
-    constants are ``fused`` (``(M, K, h, E)``, scalars): ``(b M, R, 31 + E)`` with ``MBQM(a*b) == (a (b M) + R) >>
-    (31 + E)`` (see the module docstring)."""
-    multiplier, offset, _, exponent = (None if c is None else int(c) for c in fused)
-    values = np.asarray(values, dtype=np.int64)
-    negative = (values < 0) if exponent else np.zeros(values.shape, bool)
-    return values * multiplier, offset - (negative.astype(np.int64) << 31), 31 + (exponent or 0)
-
-
 class FastLoop:
     """The prepared time loop for ``rows`` batch rows at once (all of them when time major, else one)."""
 
@@ -126,9 +112,6 @@ class FastLoop:
         sigmoid = lc.sum_table("sigmoid")
         if sigmoid.min() < 0:
             raise AssertionError("the cell products' rounding needs non-negative sigmoid outputs")
-        rq = step.cell_requant                  # MBQM of [i*g | f*c]: constants [(rows,) 2S], one pair per half
-        fused = [tuple(None if c is None else np.broadcast_to(c, rq.multiplier.shape)[..., k].flat[0]
-                       for c in rq.fused) for k in (0, -1)]
         clip = d.quantized_cell_clip if d.cell_clip > 0 else None
         cell_of_sum = lc.sum_table(clip=clip)
         cell_gate = lc.sum_table("tanh", lc.tanh_params(-12)) if d.cell_gate_tanh else lc.sum_table()
@@ -141,7 +124,7 @@ class FastLoop:
                 values.append(v.astype(np.int64))
                 rounding.append(np.zeros(len(v), np.int64))
                 continue
-            scaled, r, shift = fold_product_requantization(v, fused[half])
+            scaled, r, shift = fold_product_requantization(v, *step.cell_fold[half])   # (M, shift)
             values.append(scaled)
             rounding.append(r)
             shifts[half] = shift

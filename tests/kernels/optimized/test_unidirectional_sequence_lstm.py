@@ -1,6 +1,6 @@
 """Optimized int8 UNIDIRECTIONAL_SEQUENCE_LSTM (one table look-up for the gates and the cell state, the cell products'
 MBQM folded into the tables, the hidden state's step function feeding the recurrent FC) against the wheel and the
-reference kernel over several invokes without reset, plus its arithmetic pieces against quant's Requantizer."""
+reference kernel over several invokes without reset (the fold itself is tested with the reference, which shares it)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from hypothesis import example, given
 
 from microinterp import Interpreter
 from microinterp.kernels.optimized import unidirectional_sequence_lstm as fast
-from microinterp.quant import Requantizer, quantize_multiplier
 from microinterp.testing.single_op import random_tensor
 
 from ...conftest import zoo_model
@@ -59,22 +58,6 @@ def test_input_fc_fallback_equals_the_folded_product():
     folded = loop.input_fc(xs).copy()
     loop.fc_weights = None                      # as when the folded product would not be exact in float64
     np.testing.assert_array_equal(loop.input_fc(xs), folded)
-
-
-@pytest.mark.parametrize("real", [2.0 ** -15, 2.0 ** -18, 0.3 * 2.0 ** -20, 0.77, 0.999, 2.0 ** -31 * 1.3])
-def test_folded_product_requantization_equals_requantizer(real):
-    """Every sigmoid output a in [0, 32767] times factors b over the int16 range (all of them near 0 and the ends):
-    ``(a (b M) + R) >> (31 + E)`` equals the Requantizer's MBQM of ``a*b``, exponent 0 included."""
-    m, shift = quantize_multiplier(real)
-    rq = Requantizer(np.array([m]), np.array([shift]))
-    fused = tuple(None if c is None else np.ravel(c)[0] for c in rq.fused)
-    b = np.unique(np.concatenate([np.arange(-200, 201), np.arange(-32768, -32700), np.arange(32700, 32768),
-                                  np.random.default_rng(1).integers(-32768, 32768, 100)]))
-    scaled, rounding, total_shift = fast.fold_product_requantization(b, fused)
-    a = np.arange(32768, dtype=np.int64)[:, None]
-    for part in np.array_split(np.arange(len(b)), 16):         # ~1M products at a time
-        want = rq((a * b[part]).reshape(-1, 1)).reshape(len(a), len(part))
-        np.testing.assert_array_equal((a * scaled[part] + rounding[part]) >> total_shift, want)
 
 
 @pytest.mark.parametrize("time_major", [False, True])
