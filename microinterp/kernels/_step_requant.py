@@ -99,6 +99,10 @@ def requantization_steps(multiplier, shift, zero_point: int, lo: int, hi: int, a
     """
     m = np.asarray(multiplier, dtype=np.int64)
     s = np.asarray(shift, dtype=np.int64)
+    if hi < lo or acc_max < acc_min:
+        # an empty clamp range (an output zero point far outside the type: TFLM's max-then-min gives act_max
+        # everywhere) is no step function; the caller's plain MBQM + clamp handles it
+        return None
     if (m < 0).any() or not exact_keys(acc_min, acc_max, channels, dtype):
         return None
     if int64_acc:

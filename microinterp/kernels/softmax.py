@@ -93,6 +93,9 @@ class Softmax:
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)
         if len(x.shape) < 1:
             raise ctx.fail(op, "input must have at least one dimension")
+        if x.num_elements != y.num_elements or (x.shape and y.shape and x.shape[-1] != y.shape[-1]):
+            # TFLM only DCHECKs MatchingFlatSize: a smaller output would be written out of bounds
+            raise ctx.fail(op, f"input shape {x.shape} and output shape {y.shape} differ")
         beta = float(np.float32(op.options.get("beta", 1.0)))
         if y.type_name == "INT16":
             if x.type_name not in ("INT8", "INT16"):
