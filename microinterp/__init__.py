@@ -7,6 +7,7 @@ first-fit-decreasing planner). Sub-packages live inside this one import package:
 
 from .errors import (
     ArenaOverflowError,
+    HostMemoryError,
     InputError,
     IntegrityError,
     MicroInterpError,
@@ -23,6 +24,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArenaOverflowError",
+    "HostMemoryError",
     "InputError",
     "IntegrityError",
     "Interpreter",

@@ -52,6 +52,11 @@ class ArenaOverflowError(MicroInterpError, MemoryError):
         super().__init__(msg)
 
 
+class HostMemoryError(MicroInterpError, MemoryError):
+    """The host (the machine running microinterp) cannot or will not hold what a model needs in memory: a plan
+    above ``Interpreter(max_arena=)``, or a kernel's host buffer that could not be allocated."""
+
+
 class ConfigError(MicroInterpError, ValueError):
     """A bad configuration value: unknown MCU profile name, a profile field out of range, an unknown option."""
 

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 import numpy as np
 
 from .arena import Arena, SizingArena
-from .errors import ArenaOverflowError, InputError, UnsupportedOpError
-from .kernels.base import InvokeContext, PrepareContext
+from .errors import ArenaOverflowError, HostMemoryError, InputError, UnsupportedOpError
+from .kernels.base import InvokeContext, PrepareContext, prepare_ops
 from .mcu import McuProfile, get_profile, kernel_set, op_class
 from .model import Model, Operator, load_model
 from .pager import OpRecord, Pager, profile_json
@@ -42,6 +42,10 @@ from .planner.greedy import plan_size
 from .resolver import OpResolver, default_resolver
 
 CONTROL_FLOW = ("IF", "WHILE", "CALL_ONCE")
+#: Default ``max_arena``: the largest planned arena run in host memory (real MCU models need a few MB; the optimized
+#: kernels keep host buffers several times the activations' size, so a mutated model asking for gigabytes would take
+#: the machine's memory). Out of core (``backing=``) has no such limit.
+MAX_ARENA = 256 << 20
 
 
 class Interpreter:
@@ -57,7 +61,8 @@ class Interpreter:
                  backing: str | os.PathLike | None = None, *, resolver: OpResolver | None = None,
                  optimized: bool = True, preserve_all_tensors: bool = False, pools: Any = None,
                  flash: int | None = None, mcu: str | McuProfile = "stm32f746", tile: int | None = None,
-                 checksum: str = "crc32", recover: bool = False, cost_kernels: str = "optimized", **kwargs: Any):
+                 checksum: str = "crc32", recover: bool = False, cost_kernels: str = "optimized",
+                 max_arena: int = MAX_ARENA, **kwargs: Any):
         if kwargs:
             raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
         self.model = load_model(model)
@@ -83,6 +88,10 @@ class Interpreter:
                                 checksum=checksum, recover=recover, cost_kernels=self.cost_kernels)
             self.arena = self._pager.arena
             return
+        if needed is not None and needed > max_arena:
+            raise HostMemoryError(f"the plan needs an arena of {needed} bytes, more than max_arena={max_arena} "
+                                  "bytes held in host memory; pass backing='sd.img' and an MCU-sized arena= to run "
+                                  "it out of core, or a larger max_arena=")
         try:
             self._build(Arena(arena))
         except ArenaOverflowError as e:
@@ -90,6 +99,10 @@ class Interpreter:
                 e.args = (e.args[0] + "; or pass backing='sd.img' to run it out of core, paging tensors and "
                           "weights to a file-backed SD image",)
             raise
+        except MemoryError as e:
+            raise HostMemoryError(f"the host could not allocate a kernel's buffers for this model ({e}); pass "
+                                  "optimized=False (fewer host buffers) or backing='sd.img' to run it out of "
+                                  "core") from e
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, arena_size: int | None = None, **kwargs: Any) -> Interpreter:
@@ -120,7 +133,7 @@ class Interpreter:
         # their host-side buffers (im2col, converted weights) have no business in a sizing pass
         kernels = self._kernels if not isinstance(arena, SizingArena) else \
             [self.resolver.find(op.key, False) for op in self._subgraph.operators]
-        op_data = [kernel.prepare(ctx, op) for kernel, op in zip(kernels, self._subgraph.operators)]
+        op_data = prepare_ops(ctx, kernels, self._subgraph.operators)
         infos = allocation_infos(self.model, ctx.scratch_requests)
         requests, owners = buffer_requests(infos)
         offsets = plan_linear(requests) if self.preserve_all_tensors else plan_greedy(requests)
@@ -206,9 +219,13 @@ class Interpreter:
         clock = time.perf_counter
         stamps = self._stamps
         stamps[0] = clock()
-        for call, i in self._calls:
-            call()
-            stamps[i] = clock()
+        try:
+            for call, i in self._calls:
+                call()
+                stamps[i] = clock()
+        except MemoryError as e:
+            raise HostMemoryError(f"the host ran out of memory in a kernel ({e}); pass optimized=False or "
+                                  "backing='sd.img' to run it out of core") from e
 
     def reset(self) -> None:
         """Variable tensors back to their zero point (int8) or 0, as TFLM's MicroInterpreter::Reset."""

@@ -285,13 +285,21 @@ def saturating_left_shift(x, k):
 
 
 # -- activations ---------------------------------------------------------------------------------------------------
+class QuantizationOverflow(ValueError):
+    """A quantity TFLM's Prepare refuses because it overflows int32 (e.g. an activation bound / a tiny output scale);
+    :func:`microinterp.kernels.base.prepare_ops` turns it into the op's PrepareError."""
+
+
 def activation_range(activation: str, scale: float, zero_point: int, type_name: str = "INT8") -> tuple[int, int]:
-    """CalculateActivationRangeQuantized: clamp bounds from a fused activation, quantized with float32 roundf."""
+    """CalculateActivationRangeQuantized: clamp bounds from a fused activation, quantized with float32 roundf;
+    like TFLM's Quantize it refuses (QuantizationOverflow) a bound whose ``round(f / scale)`` leaves int32."""
     qmin, qmax = QMIN[type_name], QMAX[type_name]
 
     def q(f: float) -> int:
-        v = np.float32(f) / np.float32(scale)
-        return int(zero_point) + _round_half_away(float(v))
+        v = _round_half_away(float(np.float32(f) / np.float32(scale)))
+        if not -(1 << 31) <= v <= 1 << 31:      # TFLM's Quantize: TF_LITE_ENSURE(no_integer_overflow...)
+            raise QuantizationOverflow(f"{activation} bound {f} / output scale {scale} overflows int32")
+        return int(zero_point) + v
 
     if activation == "RELU":
         return max(qmin, q(0.0)), qmax

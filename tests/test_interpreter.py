@@ -222,3 +222,30 @@ def test_from_file_and_from_bytes(tmp_path):
 def test_malformed_model_is_model_error():
     with pytest.raises(mi.ModelError):
         mi.Interpreter(b"not a model at all")
+
+
+def test_a_plan_above_max_arena_is_refused_with_a_typed_error(tmp_path):
+    """A (mutated or absurd) model whose plan needs gigabytes is refused before any host buffer is made, and says
+    how to run it: out of core, or a larger max_arena."""
+    from microinterp.testing.models import demo_cnn
+
+    need = mi.Interpreter(demo_cnn()).arena_used_bytes
+    with pytest.raises(mi.HostMemoryError, match="max_arena") as e:
+        mi.Interpreter(demo_cnn(), max_arena=need - 1)
+    assert isinstance(e.value, MemoryError) and "backing=" in str(e.value)
+    assert mi.Interpreter(demo_cnn(), max_arena=need).arena_used_bytes == need
+    it = mi.Interpreter(demo_cnn(), arena=need // 2, backing=tmp_path / "sd.img", max_arena=need - 1)
+    assert it.out_of_core                       # out of core has no host-arena limit
+    it.close()
+
+
+def test_a_kernel_buffer_the_host_cannot_allocate_is_a_typed_error(monkeypatch):
+    from microinterp.kernels.optimized import conv
+    from microinterp.testing.models import demo_cnn
+
+    def refuse(*args, **kwargs):
+        raise MemoryError("Unable to allocate 13.1 GiB")
+
+    monkeypatch.setattr(conv, "ConvPlan", refuse)
+    with pytest.raises(mi.HostMemoryError, match="13.1 GiB"):
+        mi.Interpreter(demo_cnn())

@@ -98,6 +98,20 @@ class PrepareContext:
         return PrepareError(op.index, op.key, rule)
 
 
+def prepare_ops(ctx: PrepareContext, kernels: list[Any], ops: list[Operator]) -> list[Any]:
+    """``kernel.prepare(ctx, op)`` for every op in order; a shared primitive's QuantizationOverflow (TFLM's
+    ``TF_LITE_ENSURE`` in a helper such as CalculateActivationRangeQuantized) becomes that op's PrepareError."""
+    from ..quant import QuantizationOverflow
+
+    data = []
+    for kernel, op in zip(kernels, ops):
+        try:
+            data.append(kernel.prepare(ctx, op))
+        except QuantizationOverflow as e:
+            raise ctx.fail(op, str(e)) from None
+    return data
+
+
 class InvokeContext:
     """The views a kernel computes on: ``views[t]`` is tensor ``t`` (arena view, or read-only constant data)."""
 

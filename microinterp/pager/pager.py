@@ -30,7 +30,7 @@ import numpy as np
 from ..arena import Arena, SizingArena, align_up
 from ..errors import ArenaOverflowError, InputError
 from ..kernels import REFERENCE_KERNELS
-from ..kernels.base import InvokeContext, PrepareContext
+from ..kernels.base import InvokeContext, PrepareContext, prepare_ops
 from ..mcu import McuProfile, get_profile
 from ..storage.sd import SdImage
 from .engine import Engine, _Buffers
@@ -136,7 +136,7 @@ class Pager:
     def _prepare(self, kernels: list[Any], arena: Any) -> tuple[list[Any], PrepareContext]:
         ctx = PrepareContext(self.model, self.subgraph, arena)
         ctx.weights_resident = False
-        return [k.prepare(ctx, op) for k, op in zip(kernels, self.subgraph.operators)], ctx
+        return prepare_ops(ctx, kernels, self.subgraph.operators), ctx
 
     @staticmethod
     def _is_reference(op: Any, kernel: Any) -> bool:

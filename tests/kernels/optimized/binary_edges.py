@@ -15,7 +15,7 @@ from microinterp.errors import PrepareError
 from microinterp.kernels.optimized import OPTIMIZED_KERNELS
 from microinterp.testing.builder import ModelBuilder
 from microinterp.testing.single_op import assert_matches_tflm, random_tensor
-from microinterp.testing.tflm import compare_optimized
+from microinterp.testing.tflm import TflmRunner, compare_optimized
 
 ACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
 ZPS = [-128, 127, 0, -1, 1]
@@ -84,8 +84,12 @@ def check(op: str, c: dict[str, Any]) -> None:
     model = build(op, c["s1"], c["s2"], c["out"], q, act=c["act"], const=const)
     try:
         Interpreter(model)
-    except PrepareError as e:       # a multiplier >= 1 (ADD/SUB output scale too small) is refused by both
-        assert "not in (0, 1)" in str(e), e
+    except PrepareError as e:
+        # refused by both: a multiplier >= 1 (ADD/SUB output scale too small), or an activation bound that
+        # overflows int32 at a tiny output scale (TFLM's Quantize in CalculateActivationRangeQuantized)
+        assert "not in (0, 1)" in str(e) or "overflows int32" in str(e), e
+        with pytest.raises(RuntimeError, match="failed to allocate"):
+            TflmRunner(model)
         return
     assert_matches_tflm(model, [v for i, v in enumerate(x) if i not in const])
 
@@ -138,6 +142,7 @@ def edge_tests(op: str) -> tuple:
     @example(case((), (), (), (0.1, 1.0, 1.0), (-128, 127, -128)))                             # rank 0
     @example(case((1, 1, 1), (2, 3), (1, 2, 3), (0.02, 25.0, 0.5), (127, -128, 0), const=(0,)))
     @example(case((2, 1, 3), (4, 1), (2, 4, 3), (0.02, 2.5, 1e-3), (5, -9, 127), act="RELU6"))  # saturates
+    @example(case((), (), (), (0.001, 1.0, 0.001), (-128, -128, -128), act="RELU6"))  # 6 / scale > int32: refused
     def test_int8_edges(c):
         check(op, c)
 
