@@ -53,6 +53,10 @@ _FOLD_BELOW = 48     # folded GEMM (float64, requantization scale inside) for 1x
 
 _FOLD_OUTPUTS = 1 << 17     # ... and at most this many outputs: on larger layers (mobilenet_v2's 1x1 expansions)
                              # the float64 product's memory traffic ate the gain in whole invokes (measured)
+#: Most bytes of host buffers (the zp-filled image and the im2col block, float64 at worst) one layer's plan may take;
+#: a layer above it (a mutated stride or dilation asking for gigabytes of padding) runs the reference invoke instead.
+#: VGG16's largest layer (224x224 rows of 577 columns) takes ~230 MB.
+_MAX_PLAN_BYTES = 512 << 20
 _SCATTER_COST = 128  # constant channels skip the GEMM when K (C_out - live) >= this times the live channels
 
 
@@ -157,6 +161,13 @@ def _plan(ctx, op, data: ConvData) -> ConvPlan | None:
     else:
         return None
     if bias is not None and bias.data is None:
+        return None
+    n, _, _, c_in = x.shape
+    c_out, kh, kw, _ = data.filter_shape
+    _, oh, ow, _ = y.shape
+    image = n * ((oh - 1) * data.stride_h + (kh - 1) * data.dilation_h + 1) * \
+        ((ow - 1) * data.stride_w + (kw - 1) * data.dilation_w + 1) * c_in
+    if 8 * (image + n * oh * ow * (kh * kw * c_in + 1 + c_out)) > _MAX_PLAN_BYTES:
         return None
     return ConvPlan(data, x.shape, weights, None if bias is None else bias.data, y.shape)
 

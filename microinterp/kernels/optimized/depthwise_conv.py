@@ -146,6 +146,10 @@ def _filter(ctx, op, data: DepthwiseData) -> np.ndarray:
     return np.asarray(ctx.input(op, 1).data[0], np.int64)
 
 
+#: Most bytes of host buffers (padded image, accumulators, float64 at worst) one layer's plan may take.
+_MAX_PLAN_BYTES = 512 << 20
+
+
 def _plan(ctx, op, data: DepthwiseData) -> OptimizedDepthwiseData:
     x, y = ctx.input(op, 0), ctx.output(op, 0)
     w = _filter(ctx, op, data)
@@ -159,6 +163,11 @@ def _plan(ctx, op, data: DepthwiseData) -> OptimizedDepthwiseData:
     if 256 * int(np.abs(w_ck).sum(axis=1).max(initial=0)) + int(np.abs(bias).max(initial=0)) >= 1 << 53:
         return _extend(data)                    # float64 could round (impossible for int8 weights in practice)
     n, in_h, in_w, c_in = x.shape
+    _, oh, ow, _ = y.shape
+    padded = n * ((oh - 1) * data.stride_h + (kh - 1) * data.dilation_h + 1) * \
+        ((ow - 1) * data.stride_w + (kw - 1) * data.dilation_w + 1) * c_out
+    if 8 * (padded + n * oh * ow * c_out * (kh * kw + 3)) > _MAX_PLAN_BYTES:
+        return _extend(data)    # a mutated stride/dilation asking for gigabytes of padding: the reference runs
     folded = epilogue.fold(operand.astype(np.int64)) if c_in == 1 and _FOLD else None
     if folded is not None:
         operand = folded

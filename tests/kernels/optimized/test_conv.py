@@ -258,3 +258,25 @@ def test_opdata_is_the_reference_opdata():
     reference.conv_rows(data, x, tensors[it.operators[0].inputs[1]].data, tensors[it.operators[0].inputs[2]].data,
                         out, 0)
     np.testing.assert_array_equal(out, it.get_output())
+
+
+def test_a_plan_above_the_host_buffer_cap_falls_back_to_the_reference(monkeypatch):
+    """A layer whose image + im2col would exceed _MAX_PLAN_BYTES (a mutated stride or dilation asking for gigabytes)
+    gets no plan and runs the reference invoke: same output, no giant buffer at build."""
+    import microinterp as mi
+    from microinterp.kernels.optimized import conv as fast_conv
+    from microinterp.kernels.optimized import depthwise_conv as fast_dw
+    from microinterp.testing.models import mobilenet_v1
+
+    model = mobilenet_v1(input_size=32, classes=10)
+    ref = mi.Interpreter(model, optimized=False)
+    x = np.random.default_rng(1).integers(-128, 128, size=ref.get_input_details(0)["shape"]).astype(np.int8)
+    ref.set_input(x, 0)
+    ref.invoke()
+    monkeypatch.setattr(fast_conv, "_MAX_PLAN_BYTES", 0)
+    monkeypatch.setattr(fast_dw, "_MAX_PLAN_BYTES", 0)
+    it = mi.Interpreter(model)
+    assert all(getattr(d, "plan", None) is None for d in it._op_data)
+    it.set_input(x, 0)
+    it.invoke()
+    np.testing.assert_array_equal(it.get_output(0), ref.get_output(0))
