@@ -119,6 +119,7 @@ class IntegerStep:
         # Activations of the unsaturated sums: sigmoid table then cell-gate table, non-negative indices
         # pre + 65536 (+ 131072 for the cell gate); those offsets are added to the input FC once per invoke.
         cell_gate = lc.sum_table("tanh", lc.tanh_params(-12)) if d.cell_gate_tanh else lc.sum_table()
+        self.sigmoid_of_sum, self.cell_gate_of_sum = sigmoid, cell_gate     # kept for the optimized loop's tables
         # int64 tables and state: products and indices then need no conversions
         # Rows (value, rounding term): the sigmoid's with R = 0, the cell gate's and the cell's as (b M, R) when the
         # cell products are folded, else (b, 0).

@@ -43,7 +43,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import lstm_common as lc
 from ..lstm_eval import _PRODUCTS, IntegerStep, _accumulator_range, fold_product_requantization
 from ..unidirectional_sequence_lstm import CELL, HIDDEN, INPUT, LstmData
 from ..unidirectional_sequence_lstm import KERNEL as REFERENCE
@@ -109,12 +108,10 @@ class FastLoop:
     def __init__(self, d: LstmData, step: IntegerStep):
         s = d.state
         self.step, self.d, self.s = step, d, s
-        sigmoid = lc.sum_table("sigmoid")
+        # the reference step's tables (int16 functions of an unsaturated sum); its fold needs sigmoid >= 0
+        sigmoid, cell_of_sum, cell_gate = step.sigmoid_of_sum, step.cell_of_sum, step.cell_gate_of_sum
         if sigmoid.min() < 0:
             raise AssertionError("the cell products' rounding needs non-negative sigmoid outputs")
-        clip = d.quantized_cell_clip if d.cell_clip > 0 else None
-        cell_of_sum = lc.sum_table(clip=clip)
-        cell_gate = lc.sum_table("tanh", lc.tanh_params(-12)) if d.cell_gate_tanh else lc.sum_table()
         regions = [(cell_of_sum[:_SUMS // 2], 1), (np.roll(sigmoid, _SUMS // 2), None),    # (values, their product:
                    (np.roll(cell_gate, _SUMS // 2), 0), (np.arange(-32768, 32768), 1),     # 0 i*g, 1 f*c, None:
                    (cell_of_sum[_SUMS // 2:], 1)]                                          # not a factor)
