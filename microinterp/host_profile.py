@@ -3,8 +3,8 @@
 :func:`measure` runs ``rounds`` invokes of an in-memory interpreter through a timing copy of its invoke loop: the same
 prebuilt calls in the same order, with a clock reading right before and right after each kernel call and around the
 whole loop, every round starting from the inputs the interpreter held when ``measure`` was called (an invoke may
-overwrite its inputs: planned tensors share memory). An op's *kernel time* is the time between those two readings; the *interpreter overhead* is
-``1 - sum(kernel times) / total`` per invoke — everything the interpreter does besides running kernels (the loop, the
+overwrite its inputs: planned tensors share memory). An op's *kernel time* is the time between those two readings;
+the *interpreter overhead* is ``1 - sum(kernel times) / total`` per invoke — everything the interpreter does besides running kernels (the loop, the
 dispatch, and the profiler's own clock readings, so the figure errs on the high side). Medians over the rounds are
 reported. The default ``invoke`` reads the clock once per op (its per-op host time includes the op's dispatch); this
 measurement is separate so that ordinary invokes do not pay for the second reading.
@@ -90,19 +90,17 @@ def measure(interp: Any, rounds: int = 20, warmup: int = 2) -> HostProfile:
 
 def _measure_paged(interp: Any, rounds: int, restore: Any) -> HostProfile:
     clock = time.perf_counter
-    totals, inside, overheads, per_op = [], [], [], None
+    totals, inside, overheads, per_op = [], [], [], []
     for _ in range(rounds):
         restore()
         start = clock()
         interp.invoke()
         total = clock() - start
         ops = [r.host_seconds for r in interp.profile]
-        per_op = [[] for _ in ops] if per_op is None else per_op
-        for j, s in enumerate(ops):
-            per_op[j].append(s)
+        per_op.append(ops)
         k = sum(ops)
         totals.append(total)
         inside.append(k)
         overheads.append(1.0 - k / total if total > 0 else 0.0)
     return HostProfile(rounds, statistics.median(totals), statistics.median(inside), statistics.median(overheads),
-                       [statistics.median(v) for v in per_op or []], out_of_core=True)
+                       [statistics.median(v) for v in zip(*per_op)], out_of_core=True)

@@ -473,7 +473,8 @@ def get_reciprocal(x, x_integer_bits: int):
     return one_over_one_plus_x_for_x_in_0_1(shifted_minus_one), x_integer_bits - h
 
 
-#: :func:`get_reciprocal` evaluates up to this many values one by one with Python ints (about 10 us each).
+#: :func:`get_reciprocal` evaluates up to this many values one by one with Python ints (a few us each, against
+#: ~60 NumPy calls for the vectorized chain).
 _SCALAR_RECIPROCALS = 16
 
 

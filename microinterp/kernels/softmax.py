@@ -52,6 +52,7 @@ from ._qutil import qparams
 
 _SCALED_DIFF_INTEGER_BITS = 5
 _ACCUMULATION_INTEGER_BITS = 12
+EXPONENT_ERROR = "softmax: reciprocal exponent out of [0, 31] (TFLITE_CHECK in TFLM)"
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,7 @@ def _softmax_int8(rows: np.ndarray, data: SoftmaxData) -> np.ndarray:
         valid = exponent.min() >= 0 and exponent.max() <= 31
         recip, exponent = recip[:, None], exponent[:, None]
     if not valid:
-        raise RuntimeError("softmax: reciprocal exponent out of [0, 31] (TFLITE_CHECK in TFLM)")
+        raise RuntimeError(EXPONENT_ERROR)
     type_name = "INT16" if data.output_bits == 16 else "INT8"
     value = mbqm(e, recip, -exponent)                                  # RDBPOT(SRDHM(recip, e), exponent)
     value += QMIN[type_name]

@@ -37,15 +37,13 @@ from array import array
 import numpy as np
 
 from ...quant import INT32_MAX, QMAX, QMIN, get_reciprocal
+from ..softmax import _ACCUMULATION_INTEGER_BITS, EXPONENT_ERROR, SoftmaxData
 from ..softmax import KERNEL as REFERENCE
-from ..softmax import SoftmaxData
 
 #: The bound Python-int path takes tensors of at most this many rows and :data:`BOUND_SIZE` values (about 3 us a
 #: row plus 0.15 us a value; the vectorized invoke costs about 15 us for one row, 30 us and more for several).
 BOUND_ROWS = 16
 BOUND_SIZE = 64
-_ACCUMULATION_INTEGER_BITS = 12
-EXPONENT_ERROR = "softmax: reciprocal exponent out of [0, 31] (TFLITE_CHECK in TFLM)"
 
 #: ``raw byte of an int8 x  ->  x + 128`` (the sign bit flipped): bytes then order like the int8 values.
 _FLIP = bytes(b ^ 0x80 for b in range(256))
