@@ -34,7 +34,8 @@ import ctypes.util
 
 import numpy as np
 
-__all__ = ["BACKEND", "expf", "tanhf"]
+__all__ = ["BACKEND", "NAMES", "ceilf", "cosf", "expf", "expm1f", "floorf", "logf", "roundf", "sinf", "sqrtf",
+           "tanhf"]
 
 _NPY_FLOAT = 11             # NPY_FLOAT type number (stable)
 _PYUFUNC_NONE = -1          # identity: PyUFunc_None
@@ -99,39 +100,93 @@ class _UfuncFactory:
         return ufunc
 
 
+#: The C ``float f(float)`` functions exported here: what TFLM's float kernels call (``std::exp`` on a float is
+#: ``expf``, and so on). sqrtf, floorf and ceilf are correctly rounded by IEEE 754, but going through libm keeps
+#: one rule for all of them.
+NAMES = ("expf", "tanhf", "logf", "sinf", "cosf", "expm1f", "sqrtf", "roundf", "floorf", "ceilf")
+
+_NUMPY_FALLBACK = {"expf": np.exp, "tanhf": np.tanh, "logf": np.log, "sinf": np.sin, "cosf": np.cos,
+                   "expm1f": np.expm1, "sqrtf": np.sqrt, "floorf": np.floor, "ceilf": np.ceil,
+                   "roundf": lambda a: np.copysign(np.floor(np.abs(a) + 0.5), a)}
+
+
 def _build():
-    """(backend name, expf, tanhf, what must stay alive): the functions map a float32 array to float32."""
+    """(backend name, {name: float32 array -> float32 array}, what must stay alive)."""
     lib = _load_libm()
     if lib is None:
-        return ("numpy-float64 (not bit-exact)", lambda a: np.exp(a.astype(np.float64)).astype(np.float32),
-                lambda a: np.tanh(a.astype(np.float64)).astype(np.float32), None)
+        return ("numpy-float64 (not bit-exact)",
+                {n: (lambda a, f=f: f(a.astype(np.float64)).astype(np.float32)) for n, f in _NUMPY_FALLBACK.items()},
+                None)
     try:
         factory = _UfuncFactory()
-        ufuncs = factory.make(lib, "expf"), factory.make(lib, "tanhf")
-        probe = ufuncs[0](np.array([1.0], np.float32))[0] == _c_function(lib, "expf")(1.0)
+        ufuncs = {n: factory.make(lib, n) for n in NAMES}
+        probe = ufuncs["expf"](np.array([1.0], np.float32))[0] == _c_function(lib, "expf")(1.0)
         if not probe:
             raise RuntimeError("libm ufunc disagrees with the scalar call")
-        return ("libm-ufunc", *ufuncs, factory)
+        return ("libm-ufunc", ufuncs, factory)
     except (AttributeError, ImportError, OSError, RuntimeError, TypeError, ValueError, ctypes.ArgumentError):
         # no CPython C API / unexpected NumPy internals: call libm element by element
-        slow = [np.frompyfunc(_c_function(lib, n), 1, 1) for n in ("expf", "tanhf")]
-        return ("libm-ctypes", *(lambda a, f=f: np.asarray(f(a), dtype=np.float32).reshape(a.shape) for f in slow),
+        slow = {n: np.frompyfunc(_c_function(lib, n), 1, 1) for n in NAMES}
+        return ("libm-ctypes",
+                {n: (lambda a, f=f: np.asarray(f(a), dtype=np.float32).reshape(a.shape)) for n, f in slow.items()},
                 None)
 
 
 #: "libm-ufunc" (C loop over libm), "libm-ctypes" (libm per element, slow) or "numpy-float64 (not bit-exact)".
-BACKEND, _EXPF, _TANHF, _KEEP_ALIVE = _build()
+BACKEND, _FUNCS, _KEEP_ALIVE = _build()
+
+
+def _call(name: str, x) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(all="ignore"):
+        return np.asarray(_FUNCS[name](x), dtype=np.float32)
 
 
 def expf(x) -> np.ndarray:
     """C ``expf`` of every element (float32 in -- other inputs are converted first --, float32 array out)."""
-    x = np.asarray(x, dtype=np.float32)
-    with np.errstate(all="ignore"):
-        return np.asarray(_EXPF(x), dtype=np.float32)
+    return _call("expf", x)
 
 
 def tanhf(x) -> np.ndarray:
-    """C ``tanhf`` of every element (float32 in -- other inputs are converted first --, float32 array out)."""
-    x = np.asarray(x, dtype=np.float32)
-    with np.errstate(all="ignore"):
-        return np.asarray(_TANHF(x), dtype=np.float32)
+    """C ``tanhf`` of every element."""
+    return _call("tanhf", x)
+
+
+def logf(x) -> np.ndarray:
+    """C ``logf`` of every element."""
+    return _call("logf", x)
+
+
+def sinf(x) -> np.ndarray:
+    """C ``sinf`` of every element."""
+    return _call("sinf", x)
+
+
+def cosf(x) -> np.ndarray:
+    """C ``cosf`` of every element."""
+    return _call("cosf", x)
+
+
+def expm1f(x) -> np.ndarray:
+    """C ``expm1f`` of every element."""
+    return _call("expm1f", x)
+
+
+def sqrtf(x) -> np.ndarray:
+    """C ``sqrtf`` of every element (correctly rounded)."""
+    return _call("sqrtf", x)
+
+
+def roundf(x) -> np.ndarray:
+    """C ``roundf`` of every element: halves away from zero (TFLM's ``TfLiteRound`` on floats)."""
+    return _call("roundf", x)
+
+
+def floorf(x) -> np.ndarray:
+    """C ``floorf`` of every element."""
+    return _call("floorf", x)
+
+
+def ceilf(x) -> np.ndarray:
+    """C ``ceilf`` of every element."""
+    return _call("ceilf", x)

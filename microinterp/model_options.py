@@ -61,6 +61,14 @@ OPTION_FIELDS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "WhileOptions": (("cond_subgraph_index", "CondSubgraphIndex", "int"),
                      ("body_subgraph_index", "BodySubgraphIndex", "int")),
     "CallOnceOptions": (("init_subgraph_index", "InitSubgraphIndex", "int"),),
+    "DepthToSpaceOptions": (("block_size", "BlockSize", "int"),),
+    "SpaceToDepthOptions": (("block_size", "BlockSize", "int"),),
+    "L2NormOptions": (_ACT,),
+    "MirrorPadOptions": (("mode", "Mode", "int"),),
+    "BatchMatMulOptions": (("adj_x", "AdjX", "bool"), ("adj_y", "AdjY", "bool"),
+                           ("asymmetric_quantize_inputs", "AsymmetricQuantizeInputs", "bool")),
+    "CumsumOptions": (("exclusive", "Exclusive", "bool"), ("reverse", "Reverse", "bool")),
+    "CastOptions": (("in_data_type", "InDataType", "type"), ("out_data_type", "OutDataType", "type")),
 }
 
 #: Builtin op -> the options table its Parse function reads (for every op whose table is listed above). The loader
@@ -73,6 +81,7 @@ OP_OPTIONS: dict[str, str] = {
     "SOFTMAX": "SoftmaxOptions", "LEAKY_RELU": "LeakyReluOptions",
     "MEAN": "ReducerOptions", "SUM": "ReducerOptions", "REDUCE_MAX": "ReducerOptions",
     "REDUCE_MIN": "ReducerOptions", "REDUCE_PROD": "ReducerOptions", "REDUCE_ANY": "ReducerOptions",
+    "REDUCE_ALL": "ReducerOptions",
     "RESHAPE": "ReshapeOptions", "SQUEEZE": "SqueezeOptions", "SHAPE": "ShapeOptions",
     "PACK": "PackOptions", "UNPACK": "UnpackOptions", "SPLIT": "SplitOptions", "SPLIT_V": "SplitVOptions",
     "CONCATENATION": "ConcatenationOptions", "STRIDED_SLICE": "StridedSliceOptions",
@@ -80,6 +89,9 @@ OP_OPTIONS: dict[str, str] = {
     "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions", "RESIZE_BILINEAR": "ResizeBilinearOptions",
     "SVDF": "SVDFOptions", "UNIDIRECTIONAL_SEQUENCE_LSTM": "UnidirectionalSequenceLSTMOptions",
     "IF": "IfOptions", "WHILE": "WhileOptions", "CALL_ONCE": "CallOnceOptions",
+    "DEPTH_TO_SPACE": "DepthToSpaceOptions", "SPACE_TO_DEPTH": "SpaceToDepthOptions",
+    "L2_NORMALIZATION": "L2NormOptions", "MIRROR_PAD": "MirrorPadOptions", "BATCH_MATMUL": "BatchMatMulOptions",
+    "CUMSUM": "CumsumOptions", "CAST": "CastOptions",
 }
 
 #: Options naming the subgraphs a control-flow op runs, in the order TFLM marks them.

@@ -1,4 +1,4 @@
-"""microinterp.libm: NumPy ufuncs over the C library's expf / tanhf against scalar ctypes calls of the same functions.
+"""microinterp.libm: NumPy ufuncs over the C library's float functions (expf, tanhf, logf, sinf, ...) against scalar ctypes calls of the same functions.
 
 The scalar calls are an independent route to libm (one Python call per element), so these tests check the ufunc
 plumbing: every element, every stride, shape and dtype conversion, special values. That the C library is what TFLM
@@ -14,7 +14,7 @@ from microinterp import libm
 
 LIB = libm._load_libm()
 pytestmark = pytest.mark.skipif(LIB is None, reason="no loadable C math library")
-NAMES = ["expf", "tanhf"]
+NAMES = list(libm.NAMES)
 
 
 def _c_values(name: str, x: np.ndarray) -> np.ndarray:
