@@ -33,6 +33,17 @@ class PrepareError(MicroInterpError, ValueError):
         super().__init__(f"op {op_index} ({op_name}): {rule}")
 
 
+class InvokeError(MicroInterpError, RuntimeError):
+    """An operator failed while running, where TFLM's Eval returns an error (a resource variable read before it was
+    assigned, an index out of range that only the data reveals, ...). Names the op and the rule."""
+
+    def __init__(self, op_index: int, op_name: str, rule: str):
+        self.op_index = op_index
+        self.op_name = op_name
+        self.rule = rule
+        super().__init__(f"op {op_index} ({op_name}) failed at invoke: {rule}")
+
+
 class ArenaOverflowError(MicroInterpError, MemoryError):
     """The arena is too small. Carries the request, what was available and the smallest arena that works."""
 

@@ -33,6 +33,7 @@ from .arena import Arena, SizingArena
 from .errors import ArenaOverflowError, HostMemoryError, InputError, UnsupportedOpError
 from .kernels.base import InvokeContext, PrepareContext, prepare_ops
 from .mcu import McuProfile, get_profile, kernel_set, op_class
+from .graph import MicroGraph
 from .model import Model, Operator, load_model
 from .pager import OpRecord, Pager, profile_json
 from .pager.profile import TileRecord
@@ -41,11 +42,18 @@ from .planner import allocation_infos, buffer_requests, plan_greedy, plan_linear
 from .planner.greedy import plan_size
 from .resolver import OpResolver, default_resolver
 
-CONTROL_FLOW = ("IF", "WHILE", "CALL_ONCE")
 #: Default ``max_arena``: the largest planned arena run in host memory (real MCU models need a few MB; the optimized
 #: kernels keep host buffers several times the activations' size, so a mutated model asking for gigabytes would take
 #: the machine's memory). Out of core (``backing=``) has no such limit.
 MAX_ARENA = 256 << 20
+
+
+def _reset_variable(t: Any, view: np.ndarray | None) -> None:
+    """TFLM's ResetTensorData: memset a variable tensor with its zero point (INT8 tensors; only the low byte
+    counts) or 0."""
+    if t.is_variable and view is not None:
+        zp = t.quantization.zero_point if (t.quantization and t.type_name == "INT8") else 0
+        view.view(np.uint8)[...] = zp & 0xFF
 
 
 class Interpreter:
@@ -72,7 +80,8 @@ class Interpreter:
         self.mcu = mcu if isinstance(mcu, McuProfile) else get_profile(mcu)
         self.cost_kernels = kernel_set(cost_kernels)
         self._subgraph = self.model.main
-        self._kernels = self._resolve()
+        self._sg_kernels = self._resolve()
+        self._kernels = self._sg_kernels[0]
         self._pager: Pager | None = None
         self._records: list[OpRecord] = []
         self._input_slots: list[tuple] = []         # in memory: (view, dtype, shape) per input, for set_input
@@ -113,28 +122,35 @@ class Interpreter:
         return cls(bytes(data), arena=arena_size, **kwargs)
 
     # -- building --------------------------------------------------------------------------------------------------
-    def _resolve(self) -> list[Any]:
+    def _resolve(self) -> list[list[Any]]:
+        """The kernel of every op of every subgraph; all ops without one are reported at once."""
         missing = []
         for sg in self.model.subgraphs:
             for op in sg.operators:
-                if op.key in CONTROL_FLOW or self.resolver.find(op.key, self.optimized) is None:
+                if self.resolver.find(op.key, self.optimized) is None:
                     missing.append((op.index if sg.index == 0 else f"{sg.index}:{op.index}", op.key))
         if missing:
             raise UnsupportedOpError(missing)
-        return [self.resolver.find(op.key, self.optimized) for op in self._subgraph.operators]
+        return [[self.resolver.find(op.key, self.optimized) for op in sg.operators] for sg in self.model.subgraphs]
 
-    def _allocate(self, arena: Any) -> tuple[list[Any], PrepareContext, list, list[int], list, list[int], dict]:
-        """Prepare every op against ``arena`` (tail allocations happen here), plan and size the head, then put the
-        variable tensors in the tail. Works the same on a real :class:`Arena` and on a :class:`SizingArena`."""
-        ctx = PrepareContext(self.model, self._subgraph, arena)
-        # sizing needs only the arena figures: no kernel should derive host copies of the weights for it
-        ctx.weights_resident = not isinstance(arena, SizingArena)
-        # sizing prepares with the reference layer: optimized kernels share its prepare and arena requests, and
-        # their host-side buffers (im2col, converted weights) have no business in a sizing pass
-        kernels = self._kernels if not isinstance(arena, SizingArena) else \
-            [self.resolver.find(op.key, False) for op in self._subgraph.operators]
-        op_data = prepare_ops(ctx, kernels, self._subgraph.operators)
-        infos = allocation_infos(self.model, ctx.scratch_requests)
+    def _allocate(self, arena: Any) -> tuple[list[list[Any]], MicroGraph, list, list[int], list, list[int], dict]:
+        """Prepare every op of every subgraph against ``arena`` (subgraph 0 first, then in index order, as TFLM's
+        PrepareSubgraphs; tail allocations happen here), plan and size the head, then put the variable tensors in
+        the tail. Works the same on a real :class:`Arena` and on a :class:`SizingArena`."""
+        sizing = isinstance(arena, SizingArena)
+        graph = MicroGraph(self.model)
+        scratch: list = []
+        op_data = []
+        for sg, kernels in zip(self.model.subgraphs, self._sg_kernels):
+            ctx = PrepareContext(self.model, sg, arena, scratch_requests=scratch, graph=graph)
+            # sizing needs only the arena figures: no kernel should derive host copies of the weights for it
+            ctx.weights_resident = not sizing
+            # sizing prepares with the reference layer: optimized kernels share its prepare and arena requests, and
+            # their host-side buffers (im2col, converted weights) have no business in a sizing pass
+            if sizing:
+                kernels = [self.resolver.find(op.key, False) for op in sg.operators]
+            op_data.append(prepare_ops(ctx, kernels, sg.operators))
+        infos = allocation_infos(self.model, scratch, unplanned=set(graph.resources.handles))
         requests, owners = buffer_requests(infos)
         offsets = plan_linear(requests) if self.preserve_all_tensors else plan_greedy(requests)
         arena.set_head(plan_size(requests, offsets))
@@ -142,8 +158,8 @@ class Interpreter:
         for info in infos:
             t = self._variable_tensor(info)
             if t is not None:
-                variables[t.index] = arena.allocate_persistent(t.nbytes)
-        return op_data, ctx, infos, owners, requests, offsets, variables
+                variables[(info.subgraph, t.index)] = arena.allocate_persistent(t.nbytes)
+        return op_data, graph, infos, owners, requests, offsets, variables
 
     def _measure(self) -> int:
         """Smallest arena for this model: head + tail + variables, measured without a real arena."""
@@ -152,59 +168,72 @@ class Interpreter:
         return sizing.used_bytes
 
     def _variable_tensor(self, info: Any):
-        if info.kind != "tensor" or info.subgraph != 0 or info.needs_allocating:
+        if info.kind != "tensor" or info.needs_allocating:
             return None
-        t = self._subgraph.tensors[info.index]
+        t = self.model.subgraphs[info.subgraph].tensors[info.index]
         return t if t.is_variable and t.data is None and t.nbytes else None
 
     def _build(self, arena: Arena) -> None:
         try:
-            op_data, ctx, infos, owners, requests, offsets, variables = self._allocate(arena)
+            op_data, graph, infos, owners, requests, offsets, variables = self._allocate(arena)
         except ArenaOverflowError as e:
             needed = self._measure()
             raise ArenaOverflowError(e.what, e.requested, e.available, needed_arena=needed + arena.start,
                                      hint="or pass backing='sd.img' to run it out of core, paging tensors and "
                                           "weights to a file-backed SD image") from None
         self.arena = arena
-        self._op_data = op_data
+        self._graph = graph
+        self._op_data = op_data[0]
         self._plan = {"infos": infos, "owners": owners, "offsets": offsets, "requests": requests}
 
-        tensors = self._subgraph.tensors
-        # views[-1] is None so that an optional input (index -1) reads as None.
-        views: list[np.ndarray | None] = [None] * (len(tensors) + 1)
-        scratch_views: list[np.ndarray] = [np.empty(0, np.uint8)] * len(ctx.scratch_requests)
+        # views[s][-1] is None so that an optional input (index -1) reads as None.
+        all_views: list[list[np.ndarray | None]] = [[None] * (len(sg.tensors) + 1) for sg in self.model.subgraphs]
+        n_scratch = sum(1 for info in infos if info.kind == "scratch")
+        scratch_views: list[np.ndarray] = [np.empty(0, np.uint8)] * n_scratch
         for owner, offset in zip(owners, offsets):
             info = infos[owner]
             if info.kind == "scratch":
                 scratch_views[info.index] = arena.head_view(offset, info.nbytes)
-            elif info.subgraph == 0:
-                t = tensors[info.index]
-                views[t.index] = arena.head_view(offset, t.nbytes).view(t.dtype).reshape(t.shape)
-        for ti, raw in variables.items():
-            t = tensors[ti]
-            views[ti] = raw.view(t.dtype).reshape(t.shape)
-        for t in tensors:
-            if t.data is not None and t.dtype is not None and t.type_name != "INT4":
-                views[t.index] = t.data
-            elif views[t.index] is None and t.dtype is not None and t.nbytes == 0:
-                views[t.index] = np.zeros(t.shape, t.dtype)
+            else:
+                t = self.model.subgraphs[info.subgraph].tensors[info.index]
+                all_views[info.subgraph][t.index] = arena.head_view(offset, t.nbytes).view(t.dtype).reshape(t.shape)
+        for (si, ti), raw in variables.items():
+            t = self.model.subgraphs[si].tensors[ti]
+            all_views[si][ti] = raw.view(t.dtype).reshape(t.shape)
+        for sg, views in zip(self.model.subgraphs, all_views):
+            for t in sg.tensors:
+                if t.data is not None and t.dtype is not None and t.type_name != "INT4":
+                    views[t.index] = t.data
+                elif views[t.index] is None and t.dtype is not None and \
+                        (t.nbytes == 0 or (sg.index, t.index) in graph.resources.handles):
+                    # empty tensors, and VAR_HANDLE outputs (TFLM points them at the id in the op's data)
+                    views[t.index] = np.zeros(t.shape, t.dtype)
+        self._all_steps = []
+        for sg, views, kernels, data in zip(self.model.subgraphs, all_views, self._sg_kernels, op_data):
+            ctx = InvokeContext(views, scratch_views)
+            steps = list(zip(kernels, sg.operators, data))
+            self._all_steps.append((ctx, steps))
+            graph.views[sg.index] = views
+            graph.calls[sg.index] = [self._bind(ctx, *step) for step in steps]
+        views = all_views[0]
         self._views = views
-        self._ctx = InvokeContext(views, scratch_views)
-        self._steps = list(zip(self._kernels, self._subgraph.operators, op_data))
-        self._calls = [(self._bind(kernel, op, data), i + 1) for i, (kernel, op, data) in enumerate(self._steps)]
+        self._ctx, self._steps = self._all_steps[0]
+        self._calls = [(call, i + 1) for i, call in enumerate(graph.calls[0])]
         self._stamps = [0.0] * (len(self._calls) + 1)
         sg = self._subgraph
+        tensors = sg.tensors
         self._input_slots = [(views[i], tensors[i].dtype, tensors[i].shape) for i in sg.inputs]
         self._output_views = [views[i] for i in sg.outputs]
         self.reset()
 
-    def _bind(self, kernel: Any, op: Operator, data: Any) -> Callable[[], None]:
+    @staticmethod
+    def _bind(ctx: InvokeContext, kernel: Any, op: Operator, data: Any) -> Callable[[], None]:
         """One op as a call without arguments: the kernel's own ``bind(ctx, op, data)`` when it has one (it may
         capture the tensor views, which never change after the build, and preallocated buffers; None declines),
         else ``kernel.invoke`` with its arguments bound."""
         bind = getattr(kernel, "bind", None)
-        call = bind(self._ctx, op, data) if bind is not None else None
-        return call if call is not None else partial(kernel.invoke, self._ctx, op, data)
+        call = bind(ctx, op, data) if bind is not None else None
+        return call if call is not None else partial(kernel.invoke, ctx, op, data)
 
     # -- running -----------------------------------------------------------------------------------------------------
     def invoke(self, progress: Any = None) -> None:
@@ -228,25 +257,26 @@ class Interpreter:
                                   "backing='sd.img' to run it out of core") from e
 
     def reset(self) -> None:
-        """Variable tensors back to their zero point (int8) or 0, as TFLM's MicroInterpreter::Reset."""
-        views = self._pager.views if self._pager is not None else self._views
-        steps = self._pager.plans if self._pager is not None else None
-        for t in self._subgraph.tensors:
-            view = views[t.index]
-            if t.is_variable and view is not None:
-                zp = t.quantization.zero_point if (t.quantization and t.type_name == "INT8") else 0
-                # TFLM memsets the zero point: only its low byte counts.
-                view.view(np.uint8)[...] = zp & 0xFF
-        if steps is not None:
-            for p in steps:
+        """Variable tensors back to their zero point (int8) or 0, resource variables back to their default values
+        and every kernel's ``reset``, as TFLM's MicroInterpreter::Reset (all subgraphs)."""
+        if self._pager is not None:
+            views = self._pager.views
+            for t in self._subgraph.tensors:
+                _reset_variable(t, views[t.index])
+            for p in self._pager.plans:
                 reset = getattr(p.kernel, "reset", None)
                 if reset is not None:
                     reset(self._pager.ctx, p.op, p.data)
             return
-        for kernel, op, data in self._steps:
-            reset = getattr(kernel, "reset", None)
-            if reset is not None:
-                reset(self._ctx, op, data)
+        for sg, (ctx, steps) in zip(self.model.subgraphs, self._all_steps):
+            for t in sg.tensors:
+                _reset_variable(t, ctx.views[t.index])
+        self._graph.resources.reset()
+        for ctx, steps in self._all_steps:
+            for kernel, op, data in steps:
+                reset = getattr(kernel, "reset", None)
+                if reset is not None:
+                    reset(ctx, op, data)
 
     # -- inputs and outputs -------------------------------------------------------------------------------------------
     def _io_tensor(self, kind: str, index: int):

@@ -39,7 +39,7 @@ TENSOR_TYPES: dict[int, tuple[str, np.dtype | None]] = {
     3: ("UINT8", np.dtype("u1")), 4: ("INT64", np.dtype("<i8")), 5: ("STRING", None),
     6: ("BOOL", np.dtype("?")), 7: ("INT16", np.dtype("<i2")), 8: ("COMPLEX64", np.dtype("<c8")),
     9: ("INT8", np.dtype("i1")), 10: ("FLOAT64", np.dtype("<f8")), 11: ("COMPLEX128", np.dtype("<c16")),
-    12: ("UINT64", np.dtype("<u8")), 13: ("RESOURCE", None), 14: ("VARIANT", None),
+    12: ("UINT64", np.dtype("<u8")), 13: ("RESOURCE", np.dtype("<i4")), 14: ("VARIANT", None),
     15: ("UINT32", np.dtype("<u4")), 16: ("UINT16", np.dtype("<u2")), 17: ("INT4", np.dtype("i1")),
     18: ("BFLOAT16", None),
 }
@@ -485,7 +485,9 @@ class _Parser:
                 out[key] = tuple(int(v) for v in getattr(obj, getter + "AsNumpy")()) if n else ()
                 continue
             value = getattr(obj, getter)()
-            if kind == "activation":
+            if kind == "string":
+                value = value.decode("utf-8", "replace") if value is not None else None
+            elif kind == "activation":
                 value = ACTIVATIONS.get(value, f"UNKNOWN_{value}")
             elif kind == "padding":
                 value = PADDINGS.get(value, f"UNKNOWN_{value}")

@@ -2,7 +2,8 @@
 
 Each entry is ``(key, accessor, kind)``: ``key`` is the snake_case name kernels read from ``op.options``; ``kind``
 says how the raw value is converted (``activation`` and ``padding`` become names like ``"RELU6"``/``"SAME"``,
-``type`` becomes a tensor-type name, ``vector`` a tuple of ints). Option tables not listed here load as ``{}``.
+``type`` becomes a tensor-type name, ``vector`` a tuple of ints, ``string`` a str, None when absent). Option tables
+not listed here load as ``{}``.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ OPTION_FIELDS: dict[str, tuple[tuple[str, str, str], ...]] = {
                            ("asymmetric_quantize_inputs", "AsymmetricQuantizeInputs", "bool")),
     "CumsumOptions": (("exclusive", "Exclusive", "bool"), ("reverse", "Reverse", "bool")),
     "CastOptions": (("in_data_type", "InDataType", "type"), ("out_data_type", "OutDataType", "type")),
+    "VarHandleOptions": (("container", "Container", "string"), ("shared_name", "SharedName", "string")),
 }
 
 #: Builtin op -> the options table its Parse function reads (for every op whose table is listed above). The loader
@@ -91,7 +93,7 @@ OP_OPTIONS: dict[str, str] = {
     "IF": "IfOptions", "WHILE": "WhileOptions", "CALL_ONCE": "CallOnceOptions",
     "DEPTH_TO_SPACE": "DepthToSpaceOptions", "SPACE_TO_DEPTH": "SpaceToDepthOptions",
     "L2_NORMALIZATION": "L2NormOptions", "MIRROR_PAD": "MirrorPadOptions", "BATCH_MATMUL": "BatchMatMulOptions",
-    "CUMSUM": "CumsumOptions", "CAST": "CastOptions",
+    "CUMSUM": "CumsumOptions", "CAST": "CastOptions", "VAR_HANDLE": "VarHandleOptions",
 }
 
 #: Options naming the subgraphs a control-flow op runs, in the order TFLM marks them.

@@ -9,7 +9,9 @@ from . import (
     add,
     arg_max,
     arg_min,
+    assign_variable,
     average_pool,
+    call_once,
     concatenation,
     conv,
     depthwise_conv,
@@ -18,6 +20,7 @@ from . import (
     fully_connected,
     gather,
     hard_swish,
+    if_op,
     leaky_relu,
     logistic,
     max_pool,
@@ -30,6 +33,7 @@ from . import (
     padv2,
     prelu,
     quantize,
+    read_variable,
     reduce_max,
     relu,
     relu6,
@@ -51,6 +55,8 @@ from . import (
     transpose_conv,
     unidirectional_sequence_lstm,
     unpack,
+    var_handle,
+    while_op,
 )
 
 REFERENCE_KERNELS: dict[str, object] = {
@@ -99,4 +105,10 @@ REFERENCE_KERNELS: dict[str, object] = {
     "ARG_MIN": arg_min.KERNEL,
     "RESIZE_NEAREST_NEIGHBOR": resize_nearest_neighbor.KERNEL,
     "RESIZE_BILINEAR": resize_bilinear.KERNEL,
+    "IF": if_op.KERNEL,
+    "WHILE": while_op.KERNEL,
+    "CALL_ONCE": call_once.KERNEL,
+    "VAR_HANDLE": var_handle.KERNEL,
+    "ASSIGN_VARIABLE": assign_variable.KERNEL,
+    "READ_VARIABLE": read_variable.KERNEL,
 }

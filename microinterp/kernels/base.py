@@ -32,11 +32,16 @@ class Kernel(Protocol):
 class PrepareContext:
     """What a kernel may look at and ask for while preparing (shapes, quantization, constants, memory)."""
 
-    def __init__(self, model: Model, subgraph: Subgraph, arena: Any):
+    def __init__(self, model: Model, subgraph: Subgraph, arena: Any,
+                 scratch_requests: list[ScratchRequest] | None = None, graph: Any = None):
         self.model = model
         self.subgraph = subgraph
         self.arena = arena
-        self.scratch_requests: list[ScratchRequest] = []
+        #: shared by the contexts of all subgraphs of one build (TFLM numbers scratch buffers model-wide)
+        self.scratch_requests: list[ScratchRequest] = [] if scratch_requests is None else scratch_requests
+        #: the :class:`~microinterp.graph.MicroGraph` (other subgraphs, resource variables); None where a caller
+        #: prepares ops outside an interpreter
+        self.graph = graph
         #: False when the interpreter runs out of core: constant tensors may live on the SD card, so a kernel must
         #: not derive weight-sized host arrays from them at prepare (it gets weight tiles at invoke instead).
         self.weights_resident = True

@@ -12,7 +12,8 @@ scratch-buffer request in request order. A global counter ``scope`` walks the op
   is therefore born at the end; a tensor nothing touches keeps ``[-1, -1]`` and is still planned.
 
 Only subgraph 0 is marked directly. A tensor needs allocating iff it has no constant data, is not a variable (unless
-an offline offset places it: then the planner, not the tail, holds it) and has a non-zero size. Offline offsets are
+an offline offset places it: then the planner, not the tail, holds it), has a non-zero size and no kernel pointed it
+elsewhere at prepare (VAR_HANDLE outputs). Offline offsets are
 indexed by the tensor's position among all subgraphs' tensors. Sizes handed to the planner are rounded up to 16 bytes.
 
 Some published TFLM sources overwrite ``first_created`` on every creation and mark subgraph outputs at the start of
@@ -66,8 +67,14 @@ def align_up(n: int, alignment: int = ALIGNMENT) -> int:
     return (n + alignment - 1) // alignment * alignment
 
 
-def allocation_infos(model: Model, scratch: list[ScratchRequest]) -> list[AllocationInfo]:
-    """Build TFLM's AllocationInfo array (tensors of all subgraphs, then scratch requests) with lifetimes."""
+def allocation_infos(model: Model, scratch: list[ScratchRequest],
+                     unplanned: frozenset[tuple[int, int]] | set[tuple[int, int]] = frozenset()
+                     ) -> list[AllocationInfo]:
+    """Build TFLM's AllocationInfo array (tensors of all subgraphs, then scratch requests) with lifetimes.
+
+    ``unplanned`` holds ``(subgraph, tensor)`` pairs whose data a kernel's Prepare pointed elsewhere (VAR_HANDLE
+    points its output at the resource id in its OpData): TFLM builds this array after Prepare and plans only
+    tensors whose data pointer is still null."""
     infos: list[AllocationInfo] = []
     base: list[int] = []
     offline = model.offline_offsets
@@ -75,7 +82,8 @@ def allocation_infos(model: Model, scratch: list[ScratchRequest]) -> list[Alloca
         base.append(len(infos))
         for t in sg.tensors:
             off = offline[len(infos)] if offline is not None else -1
-            needs = t.data is None and (not t.is_variable or off != -1) and t.nbytes != 0
+            needs = t.data is None and (not t.is_variable or off != -1) and t.nbytes != 0 \
+                and (sg.index, t.index) not in unplanned
             infos.append(AllocationInfo("tensor", sg.index, t.index, t.nbytes, offline_offset=off,
                                         needs_allocating=needs))
     scratch_infos = [AllocationInfo("scratch", r.subgraph, i, r.nbytes, needs_allocating=True)

@@ -296,6 +296,8 @@ def _options(b: flatbuffers.Builder, op: _OpSpec) -> tuple[int, int | None]:
     for key, getter, kind in fields:
         if kind == "vector" and key in op.options:
             vectors[key] = _int_vector(b, op.options[key])
+        elif kind == "string" and op.options.get(key) is not None:
+            vectors[key] = b.CreateString(op.options[key])
     getattr(tflite, table + "Start")(b)
     for key, getter, kind in fields:
         if key in vectors:

@@ -242,3 +242,57 @@ def _capture_fd2(fn) -> str:
             os.close(saved)
         tmp.seek(0)
         return tmp.read().decode("utf-8", "replace")
+
+
+#: Builtin codes that are not operators a kernel can implement (placeholders of the schema).
+_NOT_OPERATORS = frozenset({"CUSTOM", "DELEGATE", "PLACEHOLDER_FOR_GREATER_OP_CODES"})
+
+_PROBE = """
+import sys
+from microinterp.testing.tflm import TflmRunner
+from microinterp.testing.builder import ModelBuilder
+for name in sys.argv[1:]:
+    print("probing", name, flush=True)
+    b = ModelBuilder()
+    x, y = b.add_tensor("x", (1, 4), "FLOAT32"), b.add_tensor("y", (1, 4), "FLOAT32")
+    b.add_op(name, [x], [y])
+    b.inputs, b.outputs = [x], [y]
+    try:
+        TflmRunner(b.build(), arena_size=1 << 16, preserve_all=False)
+    except Exception:
+        pass
+    sys.stdout.flush()
+"""
+
+
+def wheel_builtin_ops() -> frozenset[str]:
+    """The builtin operators for which the pinned wheel finds a kernel, derived mechanically.
+
+    For every code of the schema's ``BuiltinOperator`` enum a one-op model (one float32 input and output, the op's
+    options table when it has one) is handed to the wheel in a child process. TFLM looks every op's registration up
+    before it prepares any op, and logs "Didn't find op for builtin opcode 'NAME'" when it has none; any other
+    outcome (prepared, refused by the kernel's own Prepare for the made-up tensors, or the child crashing inside that
+    Prepare -- some kernels read inputs the made-up model lacks) means the wheel registers the op. A crashed child is
+    restarted with the codes it had not reached.
+    """
+    import subprocess
+    import sys
+
+    import tflite
+
+    pending = sorted(n for n in vars(tflite.BuiltinOperator) if not n.startswith("_") and n not in _NOT_OPERATORS)
+    probed: set[str] = set()
+    missing: set[str] = set()
+    while pending:
+        run = subprocess.run([sys.executable, "-c", _PROBE, *pending], capture_output=True, text=True,
+                             errors="replace", timeout=600)
+        log = run.stdout + run.stderr
+        probed.update(re.findall(r"^probing (\w+)$", run.stdout, re.M))
+        missing.update(re.findall(r"Didn't find op for builtin opcode '(\w+)'", log))
+        left = [n for n in pending if n not in probed]
+        if run.returncode == 0 or len(left) == len(pending):
+            if left:
+                raise RuntimeError(f"the wheel probe stopped before {left[0]}: {log[-300:]!r}")
+            break
+        pending = left
+    return frozenset(probed - missing)
