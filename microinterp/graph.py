@@ -20,8 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvokeError
-
 
 class ResourceVariables:
     """TFLM's MicroResourceVariables: ids by ``(container, shared_name)``, buffers in the arena tail."""

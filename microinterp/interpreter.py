@@ -31,9 +31,9 @@ import numpy as np
 
 from .arena import Arena, SizingArena
 from .errors import ArenaOverflowError, HostMemoryError, InputError, UnsupportedOpError
+from .graph import MicroGraph
 from .kernels.base import InvokeContext, PrepareContext, prepare_ops
 from .mcu import McuProfile, get_profile, kernel_set, op_class
-from .graph import MicroGraph
 from .model import Model, Operator, load_model
 from .pager import OpRecord, Pager, profile_json
 from .pager.profile import TileRecord

@@ -692,3 +692,40 @@ _SIGMOID_TABLE_UINT16 = np.array([
     65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535,
 ], dtype=np.uint16)
 _SIGMOID_TABLE_UINT16.flags.writeable = False
+
+
+def inv_sqrt_quantized_multiplier_exp(value, reverse_shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """TFLM's ``GetInvSqrtQuantizedMultiplierExp`` (``internal/common.h``), vectorized over int32 ``value >= 0``:
+    ``(multiplier, shift)`` arrays with ``1/sqrt(value) ~ multiplier * 2^(-31) * 2^(-shift * reverse_shift)``.
+
+    Values <= 1 give ``(INT32_MAX, 0)``. Otherwise ``value`` is normalised into [2^27, 2^29) by steps of 4
+    (``shift`` starts at 11 and counts them), then five Newton-Raphson steps ``x = 3/2 x - (v/2) x^3`` in gemmlowp
+    Q3.28 from x = 1 (``x*x*x`` through Q6/Q9 with SRDHM, ``Rescale<3>`` = saturating left shifts), times
+    sqrt(2)/2 in Q0.31; a negative shift is folded into the multiplier; ``shift *= reverse_shift``.
+    """
+    v = np.asarray(value, dtype=np.int64)
+    small = v <= 1
+    v = np.where(small, 2, v)
+    bits = bit_length(v)
+    steps = np.maximum(0, (bits - 28) // 2)          # while value >= 2^29: value /= 4
+    v = v >> (2 * steps)
+    shift = 11 + steps
+    pairs = (31 - bit_length(v)) // 2 - 1            # (CountLeadingZeros(v) - 1) / 2 - 1
+    shift = shift - pairs
+    v = v << (2 * pairs)
+    half_input = rdbpot(v >> 1, 1)
+    half_three = (1 << 28) + (1 << 27)
+    x = np.full(v.shape, 1 << 28, dtype=np.int64)
+    for _ in range(5):
+        x3 = saturating_left_shift(srdhm(srdhm(x, x), x), 6)
+        x = saturating_left_shift(wrap_int32(srdhm(half_three, x) - srdhm(half_input, x3)), 3)
+    x = srdhm(x, 1518500250)
+    neg = shift < 0
+    x = np.where(neg, wrap_int32(x << np.where(neg, -shift, 0)), x)
+    shift = np.where(neg, 0, shift)
+    return np.where(small, INT32_MAX, x), np.where(small, 0, shift * reverse_shift)
+
+
+def bit_length(x) -> np.ndarray:
+    """``int.bit_length`` of non-negative int64 values below 2^53 (exact through ``frexp``)."""
+    return np.frexp(np.asarray(x, dtype=np.int64).astype(np.float64))[1].astype(np.int64)

@@ -284,10 +284,10 @@ def wheel_builtin_ops() -> frozenset[str]:
     probed: set[str] = set()
     missing: set[str] = set()
     while pending:
-        run = subprocess.run([sys.executable, "-c", _PROBE, *pending], capture_output=True, text=True,
+        run = subprocess.run([sys.executable, "-c", _PROBE, *pending], check=False, capture_output=True, text=True,
                              errors="replace", timeout=600)
         log = run.stdout + run.stderr
-        probed.update(re.findall(r"^probing (\w+)$", run.stdout, re.M))
+        probed.update(re.findall(r"^probing (\w+)$", run.stdout, re.MULTILINE))
         missing.update(re.findall(r"Didn't find op for builtin opcode '(\w+)'", log))
         left = [n for n in pending if n not in probed]
         if run.returncode == 0 or len(left) == len(pending):

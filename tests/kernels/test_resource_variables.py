@@ -22,7 +22,7 @@ def accumulator_model(init: bool = True, dtype: str = "INT8", zp: int = 3, shape
                       init_values=None) -> bytes:
     """y = read(acc) + x; assign(acc, y). With ``init``, CALL_ONCE assigns ``init_values`` (or 1, 2, 3, ...) first."""
     b = ModelBuilder()
-    q = dict(scale=0.5, zero_point=zp) if dtype in ("INT8", "INT16") else {}
+    q = {"scale": 0.5, "zero_point": zp} if dtype in ("INT8", "INT16") else {}
     x = b.add_tensor("x", shape, dtype, **q)
     h = b.add_tensor("h", (), "RESOURCE")
     v = b.add_tensor("v", shape, dtype, **q)

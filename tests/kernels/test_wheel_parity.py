@@ -13,7 +13,7 @@ from microinterp.kernels import REFERENCE_KERNELS
 
 pytest.importorskip("tflite_micro")
 
-from microinterp.testing.tflm import wheel_builtin_ops  # noqa: E402
+from microinterp.testing.tflm import wheel_builtin_ops
 
 #: Ops the wheel has that need graph-level work rather than a kernel (control flow, resource variables).
 GRAPH_LEVEL: frozenset[str] = frozenset()
