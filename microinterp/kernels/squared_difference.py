@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, quantize_multiplier_smaller_than_one_exp, wrap_int32
+from ..quant import (
+    QMAX,
+    QMIN,
+    mbqm,
+    quantize_multiplier,
+    quantize_multiplier_smaller_than_one_exp,
+    wrap_int32,
+)
 from ._qutil import all_codes, broadcast_shape, check_scales, lookup, qparams
 
 SUPPORTED_TYPES = ("FLOAT32", "INT32", "INT8", "INT16")
