@@ -1,0 +1,45 @@
+"""Shared by SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND (``micro/kernels/space_to_batch_nd.cc``,
+``batch_to_space_nd.cc``; ``reference/space_to_batch_nd.h``, ``batch_to_space_nd.h``).
+
+Both take an input of rank 3 or 4 (3-D ``NHC`` is treated as ``NH1C``: block width 1, no left padding or crop), an
+INT32 ``block_shape`` and an INT32 ``paddings`` / ``crops`` matrix, and an output of the same rank and type; Eval
+handles FLOAT32 and INT8. TFLM reads the block and the paddings at Eval and trusts the output shape the model
+declares (a mismatch would read or write out of bounds): here the geometry is checked against the output shape --
+at prepare when both are constants (the converter's case), else at every invoke (an
+:class:`~microinterp.errors.InvokeError`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SUPPORTED_TYPES = ("FLOAT32", "INT8")
+
+
+def check_tensors(ctx, op):
+    """The Prepare checks both ops share; returns (input, block, pads, output) tensors."""
+    ctx.check_io_count(op, 3, 1)
+    x, block, pads, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.require_input(op, 2), \
+        ctx.output(op, 0)
+    if not (3 <= len(x.shape) <= 4 and 3 <= len(y.shape) <= 4 and len(x.shape) == len(y.shape)):
+        raise ctx.fail(op, f"input and output must both be 3-D or 4-D, got {x.shape} and {y.shape}")
+    if x.type_name != y.type_name or x.type_name not in SUPPORTED_TYPES:
+        raise ctx.fail(op, f"FLOAT32 or INT8 in and out, got {x.type_name} -> {y.type_name}")
+    spatial = len(x.shape) - 2
+    if block.type_name != "INT32" or block.num_elements < spatial:
+        raise ctx.fail(op, f"block_shape must be INT32 with {spatial} values, got {block.type_name} {block.shape}")
+    if pads.type_name != "INT32" or pads.num_elements < 2 * spatial:
+        raise ctx.fail(op, f"the paddings/crops must be INT32 [{spatial}, 2], got {pads.type_name} {pads.shape}")
+    return x, block, pads, y
+
+
+def geometry(x_shape, y_shape, block: np.ndarray, pads: np.ndarray) -> tuple[int, int, int, int]:
+    """(block_h, block_w, pad_or_crop_top, pad_or_crop_left) with TFLM's 3-D rule."""
+    block, pads = np.asarray(block).reshape(-1), np.asarray(pads).reshape(-1)
+    four = len(x_shape) == 4
+    return int(block[0]), int(block[1]) if four else 1, int(pads[0]), int(pads[2]) if four else 0
+
+
+def nhwc(shape) -> tuple[int, ...]:
+    """``ExtendShapeSpaceToBatch``: NHC -> NH1C."""
+    return tuple(shape) if len(shape) == 4 else (shape[0], shape[1], 1, shape[2])

@@ -1,0 +1,67 @@
+"""SPACE_TO_BATCH_ND: pad H and W, then move each ``block_h x block_w`` phase of the padded image into its own batch
+(``reference/space_to_batch_nd.h``; see :mod:`._batch_space` for the shared checks).
+
+``out[(sh * bw + sw) * B + b, oh, ow, :] = in[b, oh * bh + sh - top, ow * bw + sw - left, :]`` where that lies
+inside the input, else the pad value. TFLM's pad value is ``params.output_offset`` from a persistent
+``SpaceToBatchParams`` that its Prepare never fills, memset byte-wise: whatever byte the arena held there (the
+wheel's output changes from run to run). Here the padding is 0 bytes -- 0.0 for float, 0 (not the zero point) for
+int8 -- what a zero-initialised arena gives; only padded positions can differ from TFLM. Output ``B_out = B * bh * bw`` and
+``H_out * bh >= top + H``, ``W_out * bw >= left + W`` are required (the rest is padding).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InvokeError
+from ._batch_space import check_tensors, geometry, nhwc
+
+
+@dataclass(frozen=True)
+class SpaceToBatchData:
+    geometry: tuple[int, int, int, int] | None   # None: read block and paddings at invoke
+
+
+def problem(x_shape, y_shape, geo) -> str | None:
+    bh, bw, top, left = geo
+    b, h, w, _ = nhwc(x_shape)
+    bo, ho, wo, _ = nhwc(y_shape)
+    if bh <= 0 or bw <= 0 or top < 0 or left < 0:
+        return f"block {bh}x{bw} must be positive and paddings {top}, {left} non-negative"
+    if bo != b * bh * bw or ho * bh < top + h or wo * bw < left + w:
+        return f"output shape {tuple(y_shape)} does not hold input {tuple(x_shape)} with block {bh}x{bw}, " \
+               f"padding top {top}, left {left}"
+    return None
+
+
+class SpaceToBatchND:
+    def prepare(self, ctx, op) -> SpaceToBatchData:
+        x, block, pads, y = check_tensors(ctx, op)
+        if block.data is None or pads.data is None:
+            return SpaceToBatchData(None)
+        geo = geometry(x.shape, y.shape, block.data, pads.data)
+        bad = problem(x.shape, y.shape, geo)
+        if bad:
+            raise ctx.fail(op, bad)
+        return SpaceToBatchData(geo)
+
+    def invoke(self, ctx, op, data: SpaceToBatchData) -> None:
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        geo = data.geometry
+        if geo is None:
+            geo = geometry(x.shape, out.shape, ctx.input(op, 1), ctx.input(op, 2))
+            bad = problem(x.shape, out.shape, geo)
+            if bad:
+                raise InvokeError(op.index, op.key, bad)
+        bh, bw, top, left = geo
+        b, h, w, c = nhwc(x.shape)
+        _, ho, wo, _ = nhwc(out.shape)
+        padded = np.zeros((b, ho * bh, wo * bw, c), x.dtype)
+        padded[:, top:top + h, left:left + w, :] = x.reshape(b, h, w, c)
+        phases = padded.reshape(b, ho, bh, wo, bw, c).transpose(2, 4, 0, 1, 3, 5)
+        out[...] = phases.reshape(out.shape)
+
+
+KERNEL = SpaceToBatchND()

@@ -1,0 +1,48 @@
+"""SPACE_TO_DEPTH: move spatial blocks into channels, NHWC (``micro/kernels/space_to_depth.cc``,
+``reference/space_to_depth.h``): ``out[b, h, w, (dh * bs + dw) * C_in + d] = in[b, h * bs + dh, w * bs + dw, d]``.
+
+Prepare (TFLM): one input and output, 4-D, FLOAT32 or INT8, same type, H and W divisible by ``block_size``; it
+overwrites the output dims with the computed ones (here the model's output shape must equal them). TFLM does not
+check ``block_size > 0`` (it would divide by zero); refused here. Raw values are moved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SUPPORTED_TYPES = ("FLOAT32", "INT8")
+
+
+@dataclass(frozen=True)
+class SpaceToDepthData:
+    block: int
+
+
+class SpaceToDepth:
+    def prepare(self, ctx, op) -> SpaceToDepthData:
+        ctx.check_io_count(op, 1, 1)
+        x, y = ctx.require_input(op, 0), ctx.output(op, 0)
+        if len(x.shape) != 4:
+            raise ctx.fail(op, f"the input must be 4-D, got {x.shape}")
+        if y.type_name not in SUPPORTED_TYPES or x.type_name != y.type_name:
+            raise ctx.fail(op, f"FLOAT32 or INT8 in and out, got {x.type_name} -> {y.type_name}")
+        bs = op.options["block_size"]
+        if bs <= 0:
+            raise ctx.fail(op, f"block_size must be positive, got {bs}")
+        n, h, w, c = x.shape
+        if h % bs or w % bs:
+            raise ctx.fail(op, f"height {h} and width {w} must be divisible by block_size {bs}")
+        want = (n, h // bs, w // bs, c * bs * bs)
+        if tuple(y.shape) != want:
+            raise ctx.fail(op, f"output shape {tuple(y.shape)} is not the computed {want}")
+        return SpaceToDepthData(bs)
+
+    def invoke(self, ctx, op, data: SpaceToDepthData) -> None:
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        n, h, w, c = x.shape
+        bs = data.block
+        blocks = x.reshape(n, h // bs, bs, w // bs, bs, c).transpose(0, 1, 3, 2, 4, 5)
+        out[...] = blocks.reshape(out.shape)
+
+
+KERNEL = SpaceToDepth()
