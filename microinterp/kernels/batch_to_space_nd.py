@@ -53,7 +53,7 @@ class BatchToSpaceND:
             if bad:
                 raise InvokeError(op.index, op.key, bad)
         bh, bw, top, left = geo
-        b, h, w, c = nhwc(x.shape)
+        _b, h, w, c = nhwc(x.shape)
         bo, ho, wo, _ = nhwc(out.shape)
         full = x.reshape(bh, bw, bo, h, w, c).transpose(2, 3, 0, 4, 1, 5).reshape(bo, h * bh, w * bw, c)
         out[...] = full[:, top:top + ho, left:left + wo, :].reshape(out.shape)

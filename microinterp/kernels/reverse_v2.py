@@ -10,6 +10,7 @@ constant, else at every invoke (:class:`~microinterp.errors.InvokeError`).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +33,7 @@ def resolve_axes(values, rank: int) -> tuple[tuple[int, ...] | None, str]:
     if any(not 0 <= a < rank for a in axes):
         return None, f"axes {axes} out of range for rank {rank}"
     axes.sort()
-    if any(a + 1 != b for a, b in zip(axes, axes[1:])):
+    if any(a + 1 != b for a, b in itertools.pairwise(axes)):
         return None, "Non-contiguous `axes` not supported"
     return tuple(axes), ""
 

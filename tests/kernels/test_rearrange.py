@@ -83,7 +83,7 @@ def test_space_to_batch_then_back_match_tflm(case, type_name, const, seed):
     """SPACE_TO_BATCH_ND pads with ``params.output_offset``, a field the wheel never initialises (its value changes
     from run to run): padded positions are compared with TFLM's own loop (this kernel writes 0 there), every other
     position with the wheel, bit for bit."""
-    rank, block, pads, b, c, sizes = case
+    _rank, block, pads, b, c, sizes = case
     # SPACE_TO_BATCH_ND: padded sizes must divide by the block, so extend the bottom/right padding
     pads = [(lo, hi + (-(s + lo + hi)) % k) for (lo, hi), s, k in zip(pads, sizes, block)]
     out_sizes = [(s + lo + hi) // k for s, (lo, hi), k in zip(sizes, pads, block)]
