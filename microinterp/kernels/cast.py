@@ -1,0 +1,58 @@
+"""CAST: ``static_cast`` of every element to the output type (``micro/kernels/cast.cc``).
+
+TFLM checks only the input and output counts; Eval takes INT8, INT16, INT32, UINT32, FLOAT32 and BOOL inputs and
+INT8, INT16, INT32, UINT32, FLOAT32 and BOOL outputs (other types fail there, here at prepare), over
+``MatchingFlatSize`` elements. Quantization parameters are not looked at: codes are cast as plain integers.
+
+* integer -> narrower integer: the low bits (two's complement wrap, ``static_cast``); BOOL -> number: 0 or 1;
+  number -> BOOL: ``!= 0`` (NaN is true);
+* integer -> float: round to nearest even;
+* float -> integer: *saturating* in the wheel (its CAST is newer than the mirror's plain ``static_cast``, whose
+  out-of-range results would be undefined): truncation toward zero, clamped to the target's range, NaN -> 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+INPUT_TYPES = ("INT8", "INT16", "INT32", "UINT32", "FLOAT32", "BOOL")
+OUTPUT_TYPES = ("INT8", "INT16", "INT32", "UINT32", "FLOAT32", "BOOL")
+
+
+@dataclass(frozen=True)
+class CastData:
+    source: str
+    target: np.dtype
+
+
+def cast_values(x: np.ndarray, source: str, target: np.dtype) -> np.ndarray:
+    if target == np.bool_:
+        return x != 0
+    if source != "FLOAT32" or target == np.float32:
+        return x.astype(target)
+    info = np.iinfo(target)
+    v = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0, posinf=np.inf, neginf=-np.inf))
+    return np.clip(v, info.min, info.max).astype(target)
+
+
+class Cast:
+    def prepare(self, ctx, op) -> CastData:
+        ctx.check_io_count(op, 1, 1)
+        x, y = ctx.require_input(op, 0), ctx.output(op, 0)
+        if x.type_name not in INPUT_TYPES:
+            raise ctx.fail(op, f"Input type {x.type_name} not supported.")
+        if y.type_name not in OUTPUT_TYPES:
+            raise ctx.fail(op, f"Output type {y.type_name} not supported.")
+        if x.num_elements != y.num_elements:
+            raise ctx.fail(op, f"input shape {x.shape} and output shape {y.shape} differ in size")
+        return CastData(x.type_name, y.dtype)
+
+    def invoke(self, ctx, op, data: CastData) -> None:
+        out = ctx.output(op, 0)
+        with np.errstate(all="ignore"):
+            out[...] = cast_values(ctx.input(op, 0), data.source, data.target).reshape(out.shape)
+
+
+KERNEL = Cast()
