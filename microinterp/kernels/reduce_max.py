@@ -26,10 +26,10 @@ class ReduceMaxData:
     io: rc.ReduceIO
 
 
-def float_max(r: np.ndarray) -> np.ndarray:
-    """Row maxima with TFLM's semantics (``fmax`` ignores NaN; a zero maximum takes the first zero's sign)."""
-    lowest = np.finfo(np.float32).min
-    m = np.fmax.reduce(r, axis=1, initial=lowest).astype(np.float32)
+def float_max(r: np.ndarray, fn: np.ufunc = np.fmax, start: float = float(np.finfo(np.float32).min)) -> np.ndarray:
+    """Row maxima with TFLM's semantics (``fmax`` ignores NaN; a zero maximum takes the first zero's sign); with
+    ``fn=np.fmin, start=FLT_MAX`` the minima of REDUCE_MIN (the same two rules hold)."""
+    m = fn.reduce(r, axis=1, initial=start).astype(np.float32)
     zero = m == 0
     if np.any(zero):
         first = np.argmax(r[zero] == 0, axis=1)
@@ -38,12 +38,19 @@ def float_max(r: np.ndarray) -> np.ndarray:
 
 
 class ReduceMax:
+    """REDUCE_MAX; :mod:`.reduce_min` reuses it with the opposite fold."""
+
+    name = "REDUCE_MAX"
+
+    def fold(self, r: np.ndarray, type_name: str) -> np.ndarray:
+        return float_max(r) if type_name == "FLOAT32" else np.max(r, axis=1, initial=-128)
+
     def prepare(self, ctx, op) -> ReduceMaxData:
         io = rc.prepare_reduce(ctx, op, SUPPORTED)
         if io.input_type == "INT8":
             x, y = ctx.require_input(op, 0), ctx.output(op, 0)
             if x.quantization is None or y.quantization is None:
-                raise ctx.fail(op, "INT8 REDUCE_MAX needs quantized input and output tensors")
+                raise ctx.fail(op, f"INT8 {self.name} needs quantized input and output tensors")
             if x.quantization.scale != y.quantization.scale:
                 raise ctx.fail(op, f"input scale {x.quantization.scale} differs from output scale "
                                    f"{y.quantization.scale}")
@@ -55,11 +62,7 @@ class ReduceMax:
 
     def invoke(self, ctx, op, data: ReduceMaxData) -> None:
         r = rc.rows(ctx.input(op, 0), rc.runtime_axes(ctx, op, data.io))
-        if data.io.input_type == "FLOAT32":
-            result = float_max(r)
-        else:
-            result = np.max(r, axis=1, initial=-128)
-        ctx.output(op, 0).reshape(-1)[...] = result
+        ctx.output(op, 0).reshape(-1)[...] = self.fold(r, data.io.input_type)
 
 
 KERNEL = ReduceMax()

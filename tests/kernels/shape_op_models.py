@@ -112,8 +112,9 @@ scales = st.floats(1e-3, 2.0, allow_nan=False, allow_infinity=False).map(lambda 
 
 @st.composite
 def reduce_cases(draw, op: str, types: Sequence[str], max_rank: int = 5):
-    """(model bytes, seed) of one MEAN/SUM/REDUCE_MAX op: random shape, axes (negative forms, duplicates, any
-    order), keep_dims, type, scales and zero points (REDUCE_MAX int8: output quantization = input's)."""
+    """(model bytes, seed) of one MEAN/SUM/REDUCE_MAX/REDUCE_MIN/REDUCE_ALL op: random shape, axes (negative
+    forms, duplicates, any order), keep_dims, type, scales and zero points (REDUCE_MAX/MIN int8: output
+    quantization = input's)."""
     type_name = draw(st.sampled_from(list(types)))
     shape = draw(shapes(1, max_rank, 6))
     rank = len(shape)
@@ -124,7 +125,7 @@ def reduce_cases(draw, op: str, types: Sequence[str], max_rank: int = 5):
     out_shape = tuple((1 if i in red else d) for i, d in enumerate(shape) if keep or i not in red)
     s_in, zp_in = draw(scales), draw(zero_points)
     n = int(np.prod([shape[a] for a in red]))
-    if op == "REDUCE_MAX":
+    if op in ("REDUCE_MAX", "REDUCE_MIN", "REDUCE_ALL"):
         s_out, zp_out = s_in, zp_in
     else:
         hi = 20.0 if op == "MEAN" else 4.0 * n
