@@ -729,3 +729,51 @@ def inv_sqrt_quantized_multiplier_exp(value, reverse_shift: int) -> tuple[np.nda
 def bit_length(x) -> np.ndarray:
     """``int.bit_length`` of non-negative int64 values below 2^53 (exact through ``frexp``)."""
     return np.frexp(np.asarray(x, dtype=np.int64).astype(np.float64))[1].astype(np.int64)
+
+
+def log_x_for_x_greater_than_or_equal_to_1(x, input_integer_bits: int, output_integer_bits: int) -> np.ndarray:
+    """TFLM's ``log_x_for_x_greater_than_or_equal_to_1_impl`` (``internal/common.h``), vectorized: ln(x) of a
+    Q``input_integer_bits`` value ``x >= 1`` as Q``output_integer_bits``.
+
+    The input is read as Q0.31 ``z``; two candidate normalisations -- ``z`` shifted by its headroom, times
+    sqrt(1/2) (``r_a``), and ``z`` shifted by the headroom of ``z * sqrt(1/2)`` (``r_b``) -- give ``r = min(r_a,
+    r_b)`` in [sqrt(1/2), 1) and the power of two ``max(IIB - h_a + 1/4, IIB - h_b - 1/4)`` (saturating, Q6 for a
+    Q5 result). ln(r) comes from a rational approximation in ``q = 2 (r - 2^-1/4)``: ``num = q r + q^3 a_n``,
+    ``denom - 1 = p (a_i + q + a_d q^2) + a_f q`` with ``p = RoundingHalfSum(r, 2^-1/4)``, and
+    ``one_over_one_plus_x_for_x_in_0_1``. Result: ``Rescale<OIB>(pow2 * ln 2 + Rescale<OIB+1>(num) / denom)``.
+    gemmlowp ``*`` is SRDHM, ``+``/``-`` wrap, ``Rescale`` / ``SaturatingRoundingMultiplyByPOTParam`` are
+    saturating shifts.
+    """
+    acc_bits = output_integer_bits + 1
+    log_2, sqrt_sqrt_half, sqrt_half = 1488522236, 1805811301, 1518500250
+    alpha_n, alpha_d, alpha_i, alpha_f = 117049297, 127690142, 1057819769, 638450708
+    shifted_quarter = int(rdbpot(536870912, acc_bits))
+    z_a = np.asarray(x, dtype=np.int64)
+    h_a = clz32(z_a)
+    r_a_tmp = np.clip(z_a << (h_a - 1), INT32_MIN, INT32_MAX)
+    r_a = saturating_left_shift(srdhm(r_a_tmp, sqrt_half), 1)
+    pow_a = np.clip(saturating_left_shift_array(input_integer_bits - h_a, 31 - acc_bits) + shifted_quarter,
+                    INT32_MIN, INT32_MAX)
+    z_b = srdhm(z_a, sqrt_half)
+    h_b = clz32(z_b) - 1
+    r_b = np.clip(z_a << h_b, INT32_MIN, INT32_MAX)
+    pow_b = np.clip(saturating_left_shift_array(input_integer_bits - h_b, 31 - acc_bits) - shifted_quarter,
+                    INT32_MIN, INT32_MAX)
+    r = np.minimum(r_a, r_b)
+    pow2 = np.maximum(pow_a, pow_b)
+    p = rounding_half_sum(r, sqrt_sqrt_half)
+    q = wrap_int32(r - sqrt_sqrt_half)
+    q = wrap_int32(q + q)
+    common_sq = srdhm(q, q)
+    num = wrap_int32(srdhm(q, r) + srdhm(srdhm(q, common_sq), alpha_n))
+    denom_minus_one = wrap_int32(srdhm(p, wrap_int32(wrap_int32(alpha_i + q) + srdhm(alpha_d, common_sq)))
+                                 + srdhm(alpha_f, q))
+    recip = one_over_one_plus_x_for_x_in_0_1(denom_minus_one)
+    num_scaled = rdbpot(num, acc_bits)
+    total = wrap_int32(srdhm(pow2, log_2) + srdhm(num_scaled, recip))
+    return saturating_left_shift(total, acc_bits - output_integer_bits)
+
+
+def saturating_left_shift_array(x, k: int) -> np.ndarray:
+    """``SaturatingRoundingMultiplyByPOTParam(x, k)`` for ``k >= 0`` on int32 values (clamped ``x << k``)."""
+    return np.clip(np.asarray(x, dtype=np.int64) << k, INT32_MIN, INT32_MAX)
