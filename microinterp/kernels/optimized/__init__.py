@@ -8,6 +8,7 @@ from __future__ import annotations
 from . import (
     add,
     average_pool,
+    batch_matmul,
     conv,
     depthwise_conv,
     fully_connected,
@@ -35,4 +36,5 @@ OPTIMIZED_KERNELS: dict[str, object] = {
     "SOFTMAX": softmax.KERNEL,
     "TRANSPOSE": transpose.KERNEL,
     "UNIDIRECTIONAL_SEQUENCE_LSTM": unidirectional_sequence_lstm.KERNEL,
+    "BATCH_MATMUL": batch_matmul.KERNEL,
 }
