@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..arena import Arena, SizingArena, align_up
-from ..errors import ArenaOverflowError, InputError
+from ..errors import ArenaOverflowError, ConfigError, InputError
 from ..kernels import REFERENCE_KERNELS
 from ..kernels.base import InvokeContext, PrepareContext, prepare_ops
 from ..mcu import McuProfile, get_profile
@@ -40,6 +40,8 @@ from .profile import OpRecord, TileRecord
 from .tiling import tiler_for
 
 DEFAULT_POOLS = (1.0, 2.0, 1.0)
+#: Ops that reach beyond their own tensors (other subgraphs, resource variables): not paged yet.
+GRAPH_OPS = frozenset({"IF", "WHILE", "CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"})
 
 
 def _fingerprint(model: Any, flash: int, homes: list[Home | None]) -> str:
@@ -60,6 +62,10 @@ class Pager:
         self.model = interp.model
         self.subgraph = interp.model.main
         self.tensors = self.subgraph.tensors
+        graph_ops = sorted({op.key for sg in self.model.subgraphs for op in sg.operators if op.key in GRAPH_OPS})
+        if graph_ops:
+            raise ConfigError(f"out of core runs one subgraph without resource variables; this model uses "
+                              f"{', '.join(graph_ops)}: run it in memory (a larger arena=, or none)")
         self.mcu = mcu if isinstance(mcu, McuProfile) else get_profile(mcu)
         self.cost_kernels = cost_kernels
         self.flash = int(self.mcu.flash_bytes if flash is None else flash)

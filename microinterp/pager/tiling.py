@@ -34,7 +34,8 @@ from ..kernels.pooling_common import input_rows as pool_input_rows
 #: Elementwise ops whose int8/int16 kernels compute each output position from the same position of their inputs
 #: (so running ``invoke`` on a row band of every tensor gives that band of the result).
 ELEMENTWISE = frozenset({"ADD", "SUB", "MUL", "RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH", "LOGISTIC", "TANH",
-                         "QUANTIZE", "DEQUANTIZE", "MAXIMUM", "MINIMUM"})
+                         "QUANTIZE", "DEQUANTIZE", "MAXIMUM", "MINIMUM",
+                         "ABS", "RSQRT", "ELU", "DIV", "SQUARED_DIFFERENCE", "ADD_N", "SELECT_V2"})
 
 
 @dataclass

@@ -143,6 +143,20 @@ class QuantNet:
         self.x, self.shape = y, (n, units)
         return y
 
+    def op(self, name: str, extra_inputs: Sequence[int] = (), shape: Sequence[int] | None = None,
+           quant: tuple[float, int] | None = None, **options) -> int:
+        """Any one-output op on the current tensor (first input) and ``extra_inputs`` (tensor indices, e.g.
+        constants made with ``self.b.add_tensor``); the output keeps the current shape and quantization unless
+        ``shape`` / ``quant`` say otherwise."""
+        if quant is not None:
+            self.scale, self.zp = quant
+        self.shape = tuple(shape) if shape is not None else self.shape
+        self.n += 1
+        y = self._tensor(f"{name.lower()}{self.n}", self.shape)
+        self.b.add_op(name, [self.x, *extra_inputs], [y], **options)
+        self.x = y
+        return y
+
     def softmax(self) -> int:
         self.scale, self.zp = 1.0 / 256, -128
         self.n += 1

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from microinterp import Interpreter
+from microinterp import Interpreter, UnsupportedOpError
 from microinterp.kernels._qutil import unpack_int4
 from microinterp.kernels.optimized._epilogue import Epilogue, accumulator_range, gemm_weights
 from microinterp.quant import mbqm, quantize_multiplier, wrap_int32
@@ -136,7 +136,10 @@ def layer_parameters(interp: Interpreter, op, data):
 
 
 def zoo_layers(path, cap: int | None) -> None:
-    interp = Interpreter(path, optimized=False)
+    try:
+        interp = Interpreter(path, optimized=False)
+    except UnsupportedOpError as e:      # the audio front end's signal-library ops (issue 12)
+        pytest.skip(f"{path.stem}: {e}")
     layers = points = tested = total = 0
     for op, data in zip(interp.operators, interp._op_data):
         if op.key not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
