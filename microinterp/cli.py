@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -234,6 +235,41 @@ def cmd_demo(args: argparse.Namespace) -> int:
                     mcu=args.mcu)
 
 
+# -- listen ------------------------------------------------------------------------------------------------------------
+def cmd_listen(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from .audio import default_models, listen
+
+    models = Path(args.models) if args.models else None
+    if models is None:
+        for guess in (os.environ.get("MICROINTERP_MODELS"), "models", "../shared/models"):
+            if guess and (Path(guess) / "micro_speech_quantized.tflite").exists():
+                models = Path(guess)
+                break
+    pre, clf = default_models(models) if models is not None else (None, None)
+    pre = Path(args.preprocessor) if args.preprocessor else pre
+    clf = Path(args.classifier) if args.classifier else clf
+    if pre is None or clf is None or not pre.exists() or not clf.exists():
+        print("microinterp listen: the audio preprocessor and micro_speech models are needed: pass --models DIR "
+              "(holding audio_preprocessor_int8.tflite and micro_speech_quantized.tflite), or --preprocessor and "
+              "--classifier, or set MICROINTERP_MODELS", file=sys.stderr)
+        return 2
+    heard = listen(args.wav, pre, clf, mcu=args.mcu)
+    if args.json:
+        print(json.dumps({"label": heard.label, "scores": dict(zip(("silence", "unknown", "yes", "no"),
+                                                                    heard.scores.tolist())),
+                          "cycles": heard.cycles}, indent=2))
+        return 0
+    print(f"{args.wav}: {heard.label}")
+    print("scores  " + "  ".join(f"{k} {v:4d}" for k, v in zip(("silence", "unknown", "yes", "no"),
+                                                                 heard.scores.tolist())))
+    for stage, cycles in heard.cycles.items():
+        print(f"{stage:28s} {cycles:>12,d} cycles ({args.mcu})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="microinterp", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"microinterp {__version__}")
@@ -298,6 +334,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--mcu", default="stm32f746", help="MCU profile for the cycle estimates")
     s.add_argument("--workdir", default=None, help="where to write the demo model (default: a temporary folder)")
     s.set_defaults(fn=cmd_demo)
+
+    s = sub.add_parser("listen", help="a 1 s 16 kHz WAV through TFLM's audio front end and micro_speech: the label, "
+                                      "the scores and the cycles of each stage")
+    s.add_argument("wav")
+    s.add_argument("--models", default=None, help="folder with audio_preprocessor_int8.tflite and "
+                                                  "micro_speech_quantized.tflite")
+    s.add_argument("--preprocessor", default=None)
+    s.add_argument("--classifier", default=None)
+    s.add_argument("--mcu", default="stm32f746", help="MCU profile for the cycle estimates")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_listen)
 
     from .schedule.cli import add_parsers as add_schedule_parsers  # schedule, sweep
 

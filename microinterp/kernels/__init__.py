@@ -94,6 +94,7 @@ from . import (
     while_op,
     zeros_like,
 )
+from .signal import SIGNAL_KERNELS
 
 REFERENCE_KERNELS: dict[str, object] = {
     "RESHAPE": reshape.KERNEL,
@@ -197,3 +198,4 @@ REFERENCE_KERNELS: dict[str, object] = {
     "ASSIGN_VARIABLE": assign_variable.KERNEL,
     "READ_VARIABLE": read_variable.KERNEL,
 }
+REFERENCE_KERNELS.update(SIGNAL_KERNELS)

@@ -1,0 +1,91 @@
+"""The micro_speech pipeline, as TFLM's example runs it (``micro/examples/micro_speech``, its ``evaluate.py``).
+
+A 16 kHz, 16-bit mono clip is cut into 30 ms windows (480 samples) with a 20 ms stride (320 samples); each window
+goes through the audio preprocessor model (TFLM's signal library: window, FFT, energy, mel filter bank, noise
+reduction, PCAN, log) **in order on one interpreter**, whose noise estimate carries over between windows; the
+49 x 40 int8 features of a 1 s clip go through the micro_speech classifier, whose 4 scores name the label.
+
+:func:`listen` returns the features, the scores, the label and the MCU cycle estimate of each stage; ``microinterp
+listen FILE.wav`` prints them.
+"""
+
+from __future__ import annotations
+
+import os
+import wave
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+from .interpreter import Interpreter
+
+SAMPLE_RATE = 16000
+WINDOW = 480
+STRIDE = 320
+FRAMES = 49
+LABELS = ("silence", "unknown", "yes", "no")
+
+
+@dataclass
+class Heard:
+    """What :func:`listen` found: features (49 x 40 int8), scores (4 int8), the label and per-stage figures."""
+
+    features: np.ndarray
+    scores: np.ndarray
+    label: str
+    cycles: dict[str, int]
+
+
+def read_wav(path: str | os.PathLike) -> np.ndarray:
+    """The samples of a 16 kHz, 16-bit mono WAV file (``InputError`` for anything else)."""
+    try:
+        with wave.open(os.fspath(path), "rb") as w:
+            if w.getnchannels() != 1 or w.getsampwidth() != 2 or w.getframerate() != SAMPLE_RATE:
+                raise InputError(f"{path}: need 16 kHz 16-bit mono, got {w.getframerate()} Hz, "
+                                 f"{8 * w.getsampwidth()}-bit, {w.getnchannels()} channel(s)")
+            return np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.int16)
+    except (wave.Error, EOFError) as e:
+        raise InputError(f"{path}: not a readable WAV file ({e})") from None
+
+
+def windows(samples: np.ndarray, frames: int = FRAMES) -> np.ndarray:
+    """``frames`` windows of 480 samples, 320 apart (a short clip is zero-padded at the end)."""
+    need = (frames - 1) * STRIDE + WINDOW
+    padded = np.zeros(max(need, samples.size), np.int16)
+    padded[:samples.size] = samples
+    return np.stack([padded[k * STRIDE:k * STRIDE + WINDOW] for k in range(frames)])
+
+
+def features(preprocessor: Interpreter, samples: np.ndarray) -> np.ndarray:
+    """The 49 x 40 int8 feature map: every window through ``preprocessor`` in order (state carries over)."""
+    rows = []
+    for w in windows(samples):
+        preprocessor.set_input(w.reshape(preprocessor.get_input_details(0)["shape"]), 0)
+        preprocessor.invoke()
+        rows.append(preprocessor.get_output(0).reshape(-1))
+    return np.stack(rows)
+
+
+def listen(path_or_samples: Any, preprocessor: str | os.PathLike | bytes, classifier: str | os.PathLike | bytes,
+           mcu: str = "stm32f746") -> Heard:
+    """Run a clip through the audio preprocessor and the micro_speech classifier, as TFLM's example does."""
+    samples = path_or_samples if isinstance(path_or_samples, np.ndarray) else read_wav(path_or_samples)
+    pre = Interpreter(preprocessor, mcu=mcu)
+    feats = features(pre, samples)
+    clf = Interpreter(classifier, mcu=mcu)
+    x = feats.reshape(clf.get_input_details(0)["shape"]).astype(clf.get_input_details(0)["dtype"])
+    clf.set_input(x, 0)
+    clf.invoke()
+    scores = clf.get_output(0).reshape(-1)
+    per_window = int(sum(r.total_cycles for r in pre.profile))
+    cycles = {"preprocessor per window": per_window, "preprocessor, 49 windows": FRAMES * per_window,
+              "classifier": int(sum(r.total_cycles for r in clf.profile))}
+    return Heard(feats, scores, LABELS[int(np.argmax(scores))], cycles)
+
+
+def default_models(models_dir: str | os.PathLike) -> tuple[Path, Path]:
+    d = Path(models_dir)
+    return d / "audio_preprocessor_int8.tflite", d / "micro_speech_quantized.tflite"

@@ -1,0 +1,32 @@
+"""TFLM's signal library (``signal/micro/kernels``): the audio front end's custom ops, keyed by custom code.
+
+``SIGNAL_KERNELS`` is merged into :data:`microinterp.kernels.REFERENCE_KERNELS`. Custom options are FlexBuffers
+maps (:func:`._common.options`); kernels with state (FilterBankSpectralSubtraction) keep it in the arena's tail
+and clear it in ``reset``.
+"""
+
+from __future__ import annotations
+
+from . import (
+    energy,
+    fft_auto_scale,
+    filter_bank,
+    filter_bank_log,
+    filter_bank_spectral_subtraction,
+    filter_bank_square_root,
+    pcan,
+    rfft,
+    window,
+)
+
+SIGNAL_KERNELS: dict[str, object] = {
+    "SignalWindow": window.KERNEL,
+    "SignalFftAutoScale": fft_auto_scale.KERNEL,
+    "SignalRfft": rfft.KERNEL,
+    "SignalEnergy": energy.KERNEL,
+    "SignalFilterBank": filter_bank.KERNEL,
+    "SignalFilterBankSquareRoot": filter_bank_square_root.KERNEL,
+    "SignalFilterBankSpectralSubtraction": filter_bank_spectral_subtraction.KERNEL,
+    "SignalPCAN": pcan.KERNEL,
+    "SignalFilterBankLog": filter_bank_log.KERNEL,
+}

@@ -1,0 +1,46 @@
+"""SignalFftAutoScale: shift the frame left as far as its largest magnitude allows (``signal/src/fft_auto_scale.cc``).
+
+Prepare (TFLM): one 1-D INT16 input, two outputs: the 1-D INT16 frame and a 0-D INT32 shift. Eval: ``max`` =
+``MaxAbs16``, a running int16 maximum: ``value > max ? value : -value > max ? -value : max``, where ``-value`` is
+computed in int and stored back to int16 -- so a -32768 sample sets the maximum to -32768 and the next sample above
+it replaces it (the result depends on where -32768 occurs; kept literally); ``bits = 16 -
+MostSignificantBit32(max) - 1`` floored at 0 (``max`` read as uint32; MostSignificantBit32(0) is 32); every sample
+times ``2^bits`` (int arithmetic stored to int16). No options.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import msb32, options
+
+
+class FftAutoScale:
+    def prepare(self, ctx, op) -> None:
+        if op.custom_options is not None:
+            options(ctx, op, ())
+        ctx.check_io_count(op, 1, 2)
+        x, y, s = ctx.require_input(op, 0), ctx.output(op, 0), ctx.output(op, 1)
+        if len(x.shape) != 1 or len(y.shape) != 1 or len(s.shape) != 0:
+            raise ctx.fail(op, f"input {x.shape} and output {y.shape} must be 1-D, the scale {s.shape} 0-D")
+        if x.type_name != "INT16" or y.type_name != "INT16" or s.type_name != "INT32":
+            raise ctx.fail(op, "INT16 in and out, an INT32 scale")
+        if y.num_elements > x.num_elements:
+            raise ctx.fail(op, f"output {y.shape} longer than input {x.shape}")
+
+    def invoke(self, ctx, op, data: None) -> None:
+        x, y, s = ctx.input(op, 0), ctx.output(op, 0), ctx.output(op, 1)
+        n = y.shape[0]
+        v = x[:n].astype(np.int32)
+        peak = 0
+        for value in v.tolist():
+            if value > peak:
+                peak = value
+            elif -value > peak:
+                peak = -value if value != -32768 else -32768     # int16(32768)
+        bits = max(16 - msb32(peak & 0xFFFFFFFF) - 1, 0)
+        y[...] = (v << bits).astype(np.int16)
+        s[...] = bits
+
+
+KERNEL = FftAutoScale()

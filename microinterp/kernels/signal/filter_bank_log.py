@@ -1,0 +1,39 @@
+"""SignalFilterBankLog: ``min(Log32(x << correction_bits, output_scale), 32767)`` per channel, 0 for inputs whose
+shifted value is at most 1 (``signal/src/filter_bank_log.cc``, ``signal/src/log.cc``; see :mod:`._common`).
+
+Options: ``input_correction_bits``, ``output_scale``. Prepare (TFLM): 1-D UINT32 in, 1-D INT16 out. The shift is
+uint32 (bits shifted out are lost).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._common import U32, log32, options
+
+
+@dataclass(frozen=True)
+class FilterBankLogData:
+    correction_bits: int
+    output_scale: int
+
+
+class FilterBankLog:
+    def prepare(self, ctx, op) -> FilterBankLogData:
+        o = options(ctx, op, ("input_correction_bits", "output_scale"))
+        ctx.check_io_count(op, 1, 1)
+        x, y = ctx.require_input(op, 0), ctx.output(op, 0)
+        if len(x.shape) != 1 or len(y.shape) != 1 or x.type_name != "UINT32" or y.type_name != "INT16":
+            raise ctx.fail(op, "1-D UINT32 in, 1-D INT16 out")
+        if y.num_elements < x.num_elements:
+            raise ctx.fail(op, f"output {y.shape} shorter than input {x.shape}")
+        return FilterBankLogData(int(o["input_correction_bits"]) & 31, int(o["output_scale"]) & U32)
+
+    def invoke(self, ctx, op, data: FilterBankLogData) -> None:
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        for i, v in enumerate(x.tolist()):
+            scaled = (int(v) << data.correction_bits) & U32
+            out[i] = min(log32(scaled, data.output_scale), 32767) if scaled > 1 else 0
+
+
+KERNEL = FilterBankLog()

@@ -1,0 +1,77 @@
+"""SignalFilterBankSpectralSubtraction: noise reduction with a running noise estimate per channel
+(``signal/src/filter_bank_spectral_subtraction.cc``, ``signal/micro/kernels/filter_bank_spectral_subtraction.cc``).
+
+Options: ``alternate_one_minus_smoothing``, ``alternate_smoothing``, ``clamping``, ``min_signal_remaining``,
+``num_channels``, ``one_minus_smoothing``, ``smoothing``, ``smoothing_bits``, ``spectral_subtraction_bits``.
+Inputs/outputs (TFLM's Prepare): 1-D UINT32 in; 1-D UINT32 output and a copy of the noise estimate. State: the noise
+estimate, ``num_channels`` uint32 in the tail, zeroed at prepare and by ``reset()``; it carries across invokes.
+Per channel (even channels use ``smoothing``, odd ones the ``alternate_`` pair), in uint32/uint64 arithmetic:
+``s = x << smoothing_bits``; ``noise = (s * smoothing + noise * one_minus) >> spectral_subtraction_bits``;
+``e = min(noise, s)`` (with ``clamping`` the estimate itself is clamped); ``floor = (x * min_signal_remaining) >>
+spectral_subtraction_bits``; ``out = max((s - e) >> smoothing_bits, floor)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._common import U32, options
+
+KEYS = ("alternate_one_minus_smoothing", "alternate_smoothing", "clamping", "min_signal_remaining", "num_channels",
+        "one_minus_smoothing", "smoothing", "smoothing_bits", "spectral_subtraction_bits")
+
+
+@dataclass(frozen=True)
+class SpectralSubtractionData:
+    config: dict
+    noise: np.ndarray = field(repr=False)      # uint32 state in the tail
+
+
+class FilterBankSpectralSubtraction:
+    def prepare(self, ctx, op) -> SpectralSubtractionData:
+        o = options(ctx, op, KEYS)
+        ctx.check_io_count(op, 1, 2)
+        x, y, ne = ctx.require_input(op, 0), ctx.output(op, 0), ctx.output(op, 1)
+        if any(len(t.shape) != 1 or t.type_name != "UINT32" for t in (x, y, ne)):
+            raise ctx.fail(op, "1-D UINT32 input, output and noise estimate")
+        n = int(o["num_channels"])
+        if n < 0 or x.num_elements < n or y.num_elements < n or ne.num_elements < n:
+            raise ctx.fail(op, f"{n} channels do not fit the tensors")
+        cfg = {k: int(v) for k, v in o.items()}
+        if not (0 <= cfg["smoothing_bits"] < 32 and 0 <= cfg["spectral_subtraction_bits"] < 64):
+            raise ctx.fail(op, "shift amounts out of range")
+        noise = ctx.arena.allocate_persistent(4 * n).view(np.uint32) if n else np.zeros(0, np.uint32)
+        noise[...] = 0
+        return SpectralSubtractionData(cfg, noise)
+
+    def reset(self, ctx, op, data: SpectralSubtractionData) -> None:
+        data.noise[...] = 0
+
+    def invoke(self, ctx, op, data: SpectralSubtractionData) -> None:
+        c = data.config
+        x, out, ne = ctx.input(op, 0), ctx.output(op, 0), ctx.output(op, 1)
+        sb, ssb = c["smoothing_bits"], c["spectral_subtraction_bits"]
+        noise = data.noise
+        values = x.tolist()
+        for i in range(c["num_channels"]):
+            if i & 1 == 0:
+                sm, om = c["smoothing"] & U32, c["one_minus_smoothing"] & U32
+            else:
+                sm, om = c["alternate_smoothing"] & U32, c["alternate_one_minus_smoothing"] & U32
+            v = int(values[i])
+            s = (v << sb) & U32
+            est = ((s * sm + int(noise[i]) * om) >> ssb) & U32
+            noise[i] = est
+            if est > s:
+                est = s
+                if c["clamping"]:
+                    noise[i] = est
+            floor = ((v * (c["min_signal_remaining"] & U32)) >> ssb) & U32
+            sub = ((s - est) & U32) >> sb
+            out[i] = max(floor, sub)
+        ne[:c["num_channels"]] = noise
+
+
+KERNEL = FilterBankSpectralSubtraction()

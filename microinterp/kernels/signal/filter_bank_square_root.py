@@ -1,0 +1,33 @@
+"""SignalFilterBankSquareRoot: ``Sqrt64(x) >> scale_bits`` per channel (``signal/src/filter_bank_square_root.cc``).
+
+Prepare (TFLM): a 1-D UINT64 input, a 0-D INT32 shift (FftAutoScale's), a 1-D UINT32 output. ``Sqrt64`` is the
+bit-by-bit integer square root, rounded up when the remainder exceeds the root (:func:`._common.sqrt64`); the shift
+is arithmetic on the uint32 result.
+"""
+
+from __future__ import annotations
+
+from ._common import U32, options, sqrt64
+
+
+class FilterBankSquareRoot:
+    def prepare(self, ctx, op) -> None:
+        if op.custom_options is not None:
+            options(ctx, op, ())
+        ctx.check_io_count(op, 2, 1)
+        x, s, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)
+        if len(x.shape) != 1 or len(s.shape) != 0 or len(y.shape) != 1:
+            raise ctx.fail(op, "1-D input, 0-D shift, 1-D output")
+        if x.type_name != "UINT64" or s.type_name != "INT32" or y.type_name != "UINT32":
+            raise ctx.fail(op, "UINT64 in, INT32 shift, UINT32 out")
+        if y.num_elements < x.num_elements:
+            raise ctx.fail(op, f"output {y.shape} shorter than input {x.shape}")
+
+    def invoke(self, ctx, op, data: None) -> None:
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        shift = int(ctx.input(op, 1).reshape(()))
+        for i, v in enumerate(x.tolist()):
+            out[i] = (sqrt64(int(v)) >> (shift & 31)) & U32
+
+
+KERNEL = FilterBankSquareRoot()

@@ -1,0 +1,45 @@
+"""SignalWindow: ``out = saturate_int16((x * w) >> shift)`` (``signal/micro/kernels/window.cc``,
+``signal/src/window.cc``).
+
+Options: ``shift``. Prepare (TFLM): two inputs (the signal, at least 1-D; the 1-D window), one output of the
+signal's rank, all INT16. Eval applies the window to each consecutive chunk of ``len(window)`` samples of the
+flattened input (here the input size must be a multiple of it: TFLM would read past the window otherwise). The
+product is int32, the shift arithmetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._common import options
+
+
+@dataclass(frozen=True)
+class WindowData:
+    shift: int
+
+
+class Window:
+    def prepare(self, ctx, op) -> WindowData:
+        shift = options(ctx, op, ("shift",))["shift"]
+        ctx.check_io_count(op, 2, 1)
+        x, w, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)
+        if len(x.shape) < 1 or len(w.shape) != 1 or len(y.shape) != len(x.shape):
+            raise ctx.fail(op, f"input {x.shape}, window {w.shape}, output {y.shape}: ranks do not fit")
+        if not (x.type_name == w.type_name == y.type_name == "INT16"):
+            raise ctx.fail(op, "input, window and output must be INT16")
+        if w.shape[0] == 0 or x.num_elements % w.shape[0] or y.num_elements != x.num_elements:
+            raise ctx.fail(op, f"the input size {x.num_elements} must be a multiple of the window {w.shape[0]}")
+        if not 0 <= int(shift) < 32:
+            raise ctx.fail(op, f"shift {shift} out of range")
+        return WindowData(int(shift))
+
+    def invoke(self, ctx, op, data: WindowData) -> None:
+        x, w, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
+        raw = (x.reshape(-1, w.shape[0]).astype(np.int32) * w.astype(np.int32)) >> data.shift
+        out[...] = np.clip(raw, -32768, 32767).astype(np.int16).reshape(out.shape)
+
+
+KERNEL = Window()

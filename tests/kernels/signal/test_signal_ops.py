@@ -1,0 +1,181 @@
+"""TFLM's signal-library custom ops against the wheel, one op per model, random inputs over the types' ranges and
+random options; state across invokes and ``reset()`` for the spectral subtraction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from flatbuffers import flexbuffers
+from hypothesis import given
+from hypothesis import strategies as st
+
+from microinterp import Interpreter, PrepareError
+from microinterp.testing.builder import ModelBuilder
+from microinterp.testing.single_op import assert_matches_tflm
+from microinterp.testing.tflm import TflmRunner, compare_with_tflm
+
+pytest.importorskip("tflite_micro")
+
+
+def custom_model(code: str, inputs, outputs, opts: dict | None) -> bytes:
+    """``inputs``: (shape, type, constant data or None); ``outputs``: (shape, type)."""
+    b = ModelBuilder()
+    ins, graph_inputs = [], []
+    for k, (shape, type_name, data) in enumerate(inputs):
+        t = b.add_tensor(f"in{k}", shape, type_name, data=data)
+        ins.append(t)
+        if data is None:
+            graph_inputs.append(t)
+    outs = [b.add_tensor(f"out{k}", shape, type_name) for k, (shape, type_name) in enumerate(outputs)]
+    raw = flexbuffers.Dumps(opts) if opts is not None else None
+    b.add_op("CUSTOM", ins, outs, custom_code=code, custom_options=raw)
+    b.inputs, b.outputs = graph_inputs, outs
+    return b.build()
+
+
+def i16(rng, n, lo=-32768, hi=32767):
+    return rng.integers(lo, hi, size=n, endpoint=True).astype(np.int16)
+
+
+@given(n=st.integers(1, 4), size=st.integers(1, 40), shift=st.integers(0, 20), seed=st.integers(0, 2**32 - 1))
+def test_window(n, size, shift, seed):
+    rng = np.random.default_rng(seed)
+    w = i16(rng, size)
+    model = custom_model("SignalWindow", [((n, size), "INT16", None), ((size,), "INT16", w)],
+                         [((n, size), "INT16")], {"shift": shift})
+    assert_matches_tflm(model, [i16(rng, (n, size))])
+
+
+@given(size=st.integers(1, 64), magnitude=st.integers(0, 15), seed=st.integers(0, 2**32 - 1))
+def test_fft_auto_scale(size, magnitude, seed):
+    rng = np.random.default_rng(seed)
+    hi = (1 << magnitude) - 1
+    x = i16(rng, size, -hi - 1, hi)
+    if size > 2 and seed % 3 == 0:
+        x[1] = -32768
+    model = custom_model("SignalFftAutoScale", [((size,), "INT16", None)], [((size,), "INT16"), ((), "INT32")], {})
+    assert_matches_tflm(model, [x])
+
+
+@pytest.mark.parametrize("n", [4, 6, 8, 10, 12, 16, 18, 20, 30, 32, 50, 64, 100, 256, 512])
+@pytest.mark.parametrize("type_name", ["INT16", "INT32", "FLOAT32"])
+def test_rfft_every_radix(n, type_name):
+    """Sizes whose halves factor into 4, 2, 3 and 5 (every butterfly TFLM's build can run), every build."""
+    rng = np.random.default_rng(n)
+    frame = n - n // 4
+    if type_name == "FLOAT32":
+        x = rng.uniform(-1000, 1000, size=(2, frame)).astype(np.float32)
+    elif type_name == "INT32":
+        x = rng.integers(-(1 << 30), 1 << 30, size=(2, frame)).astype(np.int32)
+    else:
+        x = i16(rng, (2, frame))
+    code = {"INT16": 7, "INT32": 2, "FLOAT32": 0}[type_name]
+    model = custom_model("SignalRfft", [((2, frame), type_name, None)], [((2, n + 2), type_name)],
+                         {"T": code, "fft_length": n})
+    result = assert_matches_tflm(model, [x])
+    assert result[0].shape == (2, n + 2)
+
+
+@given(size=st.integers(2, 60), data=st.data(), seed=st.integers(0, 2**32 - 1))
+def test_energy(size, data, seed):
+    start = data.draw(st.integers(0, size // 2))
+    end = data.draw(st.integers(start, size // 2))
+    """Only bins [start, end) are written (TFLM leaves the rest of the output as the arena held it)."""
+    rng = np.random.default_rng(seed)
+    model = custom_model("SignalEnergy", [((size,), "INT16", None)], [((size // 2,), "UINT32")],
+                         {"end_index": end, "start_index": start})
+    result = compare_with_tflm(model, [i16(rng, size)], per_op=False)
+    np.testing.assert_array_equal(result.outputs[0][start:end], result.tflm_outputs[0][start:end])
+
+
+@given(channels=st.integers(1, 12), seed=st.integers(0, 2**32 - 1))
+def test_filter_bank(channels, seed):
+    rng = np.random.default_rng(seed)
+    widths = rng.integers(0, 6, size=channels + 1).astype(np.int16)
+    spectrum = int(widths.sum()) + 8
+    starts = np.concatenate([[0], np.cumsum(widths[:-1])]).astype(np.int16) + rng.integers(0, 3)
+    wstarts = np.concatenate([[0], np.cumsum(widths[:-1])]).astype(np.int16)
+    nweights = max(int(widths.sum()), 1)
+    weights, unweights = i16(rng, nweights, -4096, 4096), i16(rng, nweights, -4096, 4096)
+    x = rng.integers(0, 1 << 32, size=spectrum, dtype=np.uint64).astype(np.uint32)
+    model = custom_model("SignalFilterBank",
+                         [((spectrum,), "UINT32", None), ((nweights,), "INT16", weights),
+                          ((nweights,), "INT16", unweights), ((channels + 1,), "INT16", starts.astype(np.int16)),
+                          ((channels + 1,), "INT16", wstarts), ((channels + 1,), "INT16", widths)],
+                         [((channels,), "UINT64")], {"num_channels": channels})
+    assert_matches_tflm(model, [x])
+
+
+@given(channels=st.integers(1, 40), shift=st.integers(0, 12), seed=st.integers(0, 2**32 - 1))
+def test_filter_bank_square_root(channels, shift, seed):
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 64, size=channels)
+    x = (rng.integers(0, 1 << 62, size=channels, dtype=np.uint64) >> (63 - bits).astype(np.uint64)).astype(np.uint64)
+    x[0] = np.uint64(0xFFFFFFFFFFFFFFFF)
+    model = custom_model("SignalFilterBankSquareRoot", [((channels,), "UINT64", None), ((), "INT32", None)],
+                         [((channels,), "UINT32")], {})
+    assert_matches_tflm(model, [x, np.array(shift, np.int32)])
+
+
+@given(channels=st.integers(1, 40), bits=st.integers(0, 8), scale=st.sampled_from([1, 64, 100, 1 << 15]),
+       seed=st.integers(0, 2**32 - 1))
+def test_filter_bank_log(channels, bits, scale, seed):
+    rng = np.random.default_rng(seed)
+    shifts = rng.integers(0, 32, size=channels).astype(np.uint64)
+    x = (rng.integers(0, 1 << 32, size=channels, dtype=np.uint64) >> shifts).astype(np.uint32)
+    x[:3] = [0, 1, 2][:min(3, channels)]
+    model = custom_model("SignalFilterBankLog", [((channels,), "UINT32", None)], [((channels,), "INT16")],
+                         {"input_correction_bits": bits, "output_scale": scale})
+    assert_matches_tflm(model, [x])
+
+
+SPECTRAL = {"alternate_one_minus_smoothing": 15401, "alternate_smoothing": 983, "clamping": False,
+            "min_signal_remaining": 819, "num_channels": 8, "one_minus_smoothing": 15975, "smoothing": 409,
+            "smoothing_bits": 10, "spectral_subtraction_bits": 14}
+
+
+@pytest.mark.parametrize("clamping", [False, True])
+def test_spectral_subtraction_state_across_invokes_and_reset(clamping):
+    opts = dict(SPECTRAL, clamping=clamping)
+    model = custom_model("SignalFilterBankSpectralSubtraction", [((8,), "UINT32", None)],
+                         [((8,), "UINT32"), ((8,), "UINT32")], opts)
+    mine, wheel = Interpreter(model), TflmRunner(model, preserve_all=False)
+    rng = np.random.default_rng(int(clamping))
+    for k in range(12):
+        if k == 7:
+            mine.reset()
+            wheel.interpreter.reset()
+        x = rng.integers(0, 1 << 22, size=8).astype(np.uint32)
+        if k % 4 == 3:
+            x //= 1000                            # quiet frames: the estimate exceeds the signal
+        mine.set_input(x, 0)
+        mine.invoke()
+        wheel.run([x])
+        for i in range(2):
+            np.testing.assert_array_equal(mine.get_output(i), wheel.output(i))
+
+
+@given(channels=st.integers(1, 40), shift=st.integers(0, 12), seed=st.integers(0, 2**32 - 1))
+def test_pcan(channels, shift, seed):
+    rng = np.random.default_rng(seed)
+    lut = i16(rng, 125, 0, 4096)
+    x = rng.integers(0, 1 << 20, size=channels).astype(np.uint32)
+    noise = (rng.integers(0, 1 << 30, size=channels, dtype=np.uint64) >> rng.integers(0, 30, size=channels)
+             .astype(np.uint64)).astype(np.uint32)
+    model = custom_model("SignalPCAN", [((channels,), "UINT32", None), ((channels,), "UINT32", None),
+                                        ((125,), "INT16", lut)], [((channels,), "UINT32")], {"snr_shift": shift})
+    assert_matches_tflm(model, [x, noise])
+
+
+@pytest.mark.parametrize("n", [2, 34, 14])
+def test_rfft_lengths_the_wheel_crashes_on_are_refused(n):
+    model = custom_model("SignalRfft", [((n,), "INT16", None)], [((n + 2,), "INT16")], {"T": 7, "fft_length": n})
+    with pytest.raises(PrepareError, match="null pointer"):
+        Interpreter(model)
+
+
+def test_options_with_other_keys_are_refused():
+    model = custom_model("SignalWindow", [((4,), "INT16", None), ((4,), "INT16", np.ones(4, np.int16))],
+                         [((4,), "INT16")], {"shift": 1, "extra": 2})
+    with pytest.raises(PrepareError, match="exactly the keys"):
+        Interpreter(model)
