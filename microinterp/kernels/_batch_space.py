@@ -11,9 +11,48 @@ at prepare when both are constants (the converter's case), else at every invoke 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from ..errors import InvokeError
+
 SUPPORTED_TYPES = ("FLOAT32", "INT8")
+
+
+@dataclass(frozen=True)
+class BatchSpaceData:
+    geometry: tuple[int, int, int, int] | None   # (block_h, block_w, top, left); None: read at invoke
+
+
+class BatchSpaceOp:
+    """The flow both ops share: validate constant geometry at prepare, else at invoke, then ``compute``."""
+
+    def problem(self, x_shape, y_shape, geo) -> str | None:
+        raise NotImplementedError
+
+    def compute(self, x: np.ndarray, out: np.ndarray, geo: tuple[int, int, int, int]) -> None:
+        raise NotImplementedError
+
+    def prepare(self, ctx, op) -> BatchSpaceData:
+        x, block, pads, y = check_tensors(ctx, op)
+        if block.data is None or pads.data is None:
+            return BatchSpaceData(None)
+        geo = geometry(x.shape, y.shape, block.data, pads.data)
+        bad = self.problem(x.shape, y.shape, geo)
+        if bad:
+            raise ctx.fail(op, bad)
+        return BatchSpaceData(geo)
+
+    def invoke(self, ctx, op, data: BatchSpaceData) -> None:
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        geo = data.geometry
+        if geo is None:
+            geo = geometry(x.shape, out.shape, ctx.input(op, 1), ctx.input(op, 2))
+            bad = self.problem(x.shape, out.shape, geo)
+            if bad:
+                raise InvokeError(op.index, op.key, bad)
+        self.compute(x, out, geo)
 
 
 def check_tensors(ctx, op):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._qutil import broadcast_shape
+from ._qutil import check_flat_or_broadcast
 
 MAX_BROADCAST_RANK = 4
 
@@ -37,13 +37,7 @@ class FloatBinary:
             raise ctx.fail(op, f"types must match, got {a.type_name}, {b.type_name} -> {y.type_name}")
         if a.type_name != "FLOAT32":
             raise ctx.fail(op, f"Type '{a.type_name}' is not supported by {self.name}.")
-        broadcast = a.shape != b.shape
-        if broadcast:
-            problem = broadcast_shape(a.shape, b.shape, y.shape, MAX_BROADCAST_RANK)
-            if problem:
-                raise ctx.fail(op, problem)
-        elif a.num_elements != y.num_elements:
-            raise ctx.fail(op, f"input shape {a.shape} and output shape {y.shape} differ in size")
+        broadcast = check_flat_or_broadcast(ctx, op, a, b, y, MAX_BROADCAST_RANK)
         return FloatBinaryData(broadcast)
 
     def invoke(self, ctx, op, data: FloatBinaryData) -> None:

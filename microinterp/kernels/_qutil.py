@@ -27,6 +27,7 @@ from ..quant import INT32_MIN, QMAX, QMIN, round_half_away
 __all__ = [
     "all_codes",
     "broadcast_shape",
+    "check_flat_or_broadcast",
     "clamp_to_type",
     "extend_shape",
     "lookup",
@@ -128,6 +129,20 @@ def broadcast_shape(a: Sequence[int], b: Sequence[int], out: Sequence[int], max_
         return f"output shape {tuple(out)} is not the broadcast shape {bshape} of {tuple(a)} and {tuple(b)}"
     return None
 
+
+
+def check_flat_or_broadcast(ctx, op, a, b, out, max_rank: int) -> bool:
+    """TFLM's two paths of a binary op: equal input shapes run flat (any rank; the output needs as many elements),
+    otherwise a ``*Slow`` broadcast over at most ``max_rank`` dims (:func:`broadcast_shape`). Returns whether the op
+    broadcasts; raises ``ctx.fail`` for shapes TFLM would read or write out of bounds with."""
+    if tuple(a.shape) != tuple(b.shape):
+        problem = broadcast_shape(a.shape, b.shape, out.shape, max_rank)
+        if problem:
+            raise ctx.fail(op, problem)
+        return True
+    if a.num_elements != out.num_elements:
+        raise ctx.fail(op, f"input shape {a.shape} and output shape {out.shape} differ in size")
+    return False
 
 
 def unpack_int4(packed: np.ndarray, out: np.ndarray) -> np.ndarray:

@@ -10,50 +10,24 @@ element is written, as it is in any converter-made model).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from ..errors import InvokeError
-from ._batch_space import check_tensors, geometry, nhwc
+from ._batch_space import BatchSpaceOp, nhwc
 
 
-@dataclass(frozen=True)
-class BatchToSpaceData:
-    geometry: tuple[int, int, int, int] | None   # None: read block and crops at invoke
-
-
-def problem(x_shape, y_shape, geo) -> str | None:
-    bh, bw, top, left = geo
-    b, h, w, _ = nhwc(x_shape)
-    bo, ho, wo, _ = nhwc(y_shape)
-    if bh <= 0 or bw <= 0 or top < 0 or left < 0:
-        return f"block {bh}x{bw} must be positive and crops {top}, {left} non-negative"
-    if b != bo * bh * bw or top + ho > h * bh or left + wo > w * bw:
-        return f"output shape {tuple(y_shape)} does not fit input {tuple(x_shape)} with block {bh}x{bw}, " \
-               f"crop top {top}, left {left}"
-    return None
-
-
-class BatchToSpaceND:
-    def prepare(self, ctx, op) -> BatchToSpaceData:
-        x, block, crops, y = check_tensors(ctx, op)
-        if block.data is None or crops.data is None:
-            return BatchToSpaceData(None)
-        geo = geometry(x.shape, y.shape, block.data, crops.data)
-        bad = problem(x.shape, y.shape, geo)
-        if bad:
-            raise ctx.fail(op, bad)
-        return BatchToSpaceData(geo)
-
-    def invoke(self, ctx, op, data: BatchToSpaceData) -> None:
-        x, out = ctx.input(op, 0), ctx.output(op, 0)
-        geo = data.geometry
-        if geo is None:
-            geo = geometry(x.shape, out.shape, ctx.input(op, 1), ctx.input(op, 2))
-            bad = problem(x.shape, out.shape, geo)
-            if bad:
-                raise InvokeError(op.index, op.key, bad)
+class BatchToSpaceND(BatchSpaceOp):
+    def problem(self, x_shape, y_shape, geo) -> str | None:
         bh, bw, top, left = geo
-        _b, h, w, c = nhwc(x.shape)
+        b, h, w, _ = nhwc(x_shape)
+        bo, ho, wo, _ = nhwc(y_shape)
+        if bh <= 0 or bw <= 0 or top < 0 or left < 0:
+            return f"block {bh}x{bw} must be positive and crops {top}, {left} non-negative"
+        if b != bo * bh * bw or top + ho > h * bh or left + wo > w * bw:
+            return f"output shape {tuple(y_shape)} does not fit input {tuple(x_shape)} with block {bh}x{bw}, " \
+                   f"crop top {top}, left {left}"
+        return None
+
+    def compute(self, x, out, geo) -> None:
+        bh, bw, top, left = geo
+        _, h, w, c = nhwc(x.shape)
         bo, ho, wo, _ = nhwc(out.shape)
         full = x.reshape(bh, bw, bo, h, w, c).transpose(2, 3, 0, 4, 1, 5).reshape(bo, h * bh, w * bw, c)
         out[...] = full[:, top:top + ho, left:left + wo, :].reshape(out.shape)

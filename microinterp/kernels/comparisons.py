@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..quant import mbqm, quantize_multiplier_smaller_than_one_exp
-from ._qutil import all_codes, broadcast_shape, lookup, qparams
+from ._qutil import all_codes, check_flat_or_broadcast, lookup, qparams
 
 MAX_BROADCAST_RANK = 4
 LEFT_SHIFT = 8
@@ -65,13 +65,7 @@ class Comparison:
             raise ctx.fail(op, f"input types {a.type_name} and {b.type_name} differ")
         if y.type_name != "BOOL":
             raise ctx.fail(op, f"the output must be BOOL, got {y.type_name}")
-        broadcast = a.shape != b.shape
-        if broadcast:
-            problem = broadcast_shape(a.shape, b.shape, y.shape, MAX_BROADCAST_RANK)
-            if problem:
-                raise ctx.fail(op, problem)
-        elif a.num_elements != y.num_elements:
-            raise ctx.fail(op, f"input shape {a.shape} and output shape {y.shape} differ in size")
+        broadcast = check_flat_or_broadcast(ctx, op, a, b, y, MAX_BROADCAST_RANK)
         tables = None
         if a.type_name == "INT8":
             (s1, z1), (s2, z2) = qparams(a), qparams(b)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SUPPORTED_TYPES = ("FLOAT32", "INT8")
+from ._space_depth import check_block_op, check_output_shape
 
 
 @dataclass(frozen=True)
@@ -22,21 +22,12 @@ class DepthToSpaceData:
 
 class DepthToSpace:
     def prepare(self, ctx, op) -> DepthToSpaceData:
-        ctx.check_io_count(op, 1, 1)
-        x, y = ctx.require_input(op, 0), ctx.output(op, 0)
-        if len(x.shape) != 4:
-            raise ctx.fail(op, f"the input must be 4-D, got {x.shape}")
-        if y.type_name not in SUPPORTED_TYPES or x.type_name != y.type_name:
-            raise ctx.fail(op, f"FLOAT32 or INT8 in and out, got {x.type_name} -> {y.type_name}")
-        bs = op.options["block_size"]
-        if bs <= 0:
-            raise ctx.fail(op, f"block_size must be positive, got {bs}")
+        x, y, bs = check_block_op(ctx, op)
         n, h, w, c = x.shape
         if c % (bs * bs):
             raise ctx.fail(op, f"{c} channels are not divisible by block_size^2 = {bs * bs}")
         want = (n, h * bs, w * bs, c // (bs * bs))
-        if tuple(y.shape) != want:
-            raise ctx.fail(op, f"output shape {tuple(y.shape)} is not the computed {want}")
+        check_output_shape(ctx, op, y, want)
         return DepthToSpaceData(bs)
 
     def invoke(self, ctx, op, data: DepthToSpaceData) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._qutil import broadcast_shape
+from ._qutil import check_flat_or_broadcast
 
 MAX_BROADCAST_RANK = 4
 
@@ -34,13 +34,7 @@ class Logical:
         for t in (a, b, y):
             if t.type_name != "BOOL":
                 raise ctx.fail(op, f"{self.name} works on BOOL tensors, {t.name!r} is {t.type_name}")
-        broadcast = a.shape != b.shape
-        if broadcast:
-            problem = broadcast_shape(a.shape, b.shape, y.shape, MAX_BROADCAST_RANK)
-            if problem:
-                raise ctx.fail(op, problem)
-        elif a.num_elements != y.num_elements:
-            raise ctx.fail(op, f"input shape {a.shape} and output shape {y.shape} differ in size")
+        broadcast = check_flat_or_broadcast(ctx, op, a, b, y, MAX_BROADCAST_RANK)
         return LogicalData(broadcast)
 
     def invoke(self, ctx, op, data: LogicalData) -> None:

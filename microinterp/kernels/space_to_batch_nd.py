@@ -11,50 +11,24 @@ int8 -- what a zero-initialised arena gives; only padded positions can differ fr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from ..errors import InvokeError
-from ._batch_space import check_tensors, geometry, nhwc
+from ._batch_space import BatchSpaceOp, nhwc
 
 
-@dataclass(frozen=True)
-class SpaceToBatchData:
-    geometry: tuple[int, int, int, int] | None   # None: read block and paddings at invoke
+class SpaceToBatchND(BatchSpaceOp):
+    def problem(self, x_shape, y_shape, geo) -> str | None:
+        bh, bw, top, left = geo
+        b, h, w, _ = nhwc(x_shape)
+        bo, ho, wo, _ = nhwc(y_shape)
+        if bh <= 0 or bw <= 0 or top < 0 or left < 0:
+            return f"block {bh}x{bw} must be positive and paddings {top}, {left} non-negative"
+        if bo != b * bh * bw or ho * bh < top + h or wo * bw < left + w:
+            return f"output shape {tuple(y_shape)} does not hold input {tuple(x_shape)} with block {bh}x{bw}, " \
+                   f"padding top {top}, left {left}"
+        return None
 
-
-def problem(x_shape, y_shape, geo) -> str | None:
-    bh, bw, top, left = geo
-    b, h, w, _ = nhwc(x_shape)
-    bo, ho, wo, _ = nhwc(y_shape)
-    if bh <= 0 or bw <= 0 or top < 0 or left < 0:
-        return f"block {bh}x{bw} must be positive and paddings {top}, {left} non-negative"
-    if bo != b * bh * bw or ho * bh < top + h or wo * bw < left + w:
-        return f"output shape {tuple(y_shape)} does not hold input {tuple(x_shape)} with block {bh}x{bw}, " \
-               f"padding top {top}, left {left}"
-    return None
-
-
-class SpaceToBatchND:
-    def prepare(self, ctx, op) -> SpaceToBatchData:
-        x, block, pads, y = check_tensors(ctx, op)
-        if block.data is None or pads.data is None:
-            return SpaceToBatchData(None)
-        geo = geometry(x.shape, y.shape, block.data, pads.data)
-        bad = problem(x.shape, y.shape, geo)
-        if bad:
-            raise ctx.fail(op, bad)
-        return SpaceToBatchData(geo)
-
-    def invoke(self, ctx, op, data: SpaceToBatchData) -> None:
-        x, out = ctx.input(op, 0), ctx.output(op, 0)
-        geo = data.geometry
-        if geo is None:
-            geo = geometry(x.shape, out.shape, ctx.input(op, 1), ctx.input(op, 2))
-            bad = problem(x.shape, out.shape, geo)
-            if bad:
-                raise InvokeError(op.index, op.key, bad)
+    def compute(self, x: np.ndarray, out: np.ndarray, geo: tuple[int, int, int, int]) -> None:
         bh, bw, top, left = geo
         b, h, w, c = nhwc(x.shape)
         _, ho, wo, _ = nhwc(out.shape)

@@ -29,7 +29,7 @@ from ..quant import (
     quantize_multiplier_smaller_than_one_exp,
     wrap_int32,
 )
-from ._qutil import all_codes, broadcast_shape, check_scales, lookup, qparams
+from ._qutil import all_codes, check_flat_or_broadcast, check_scales, lookup, qparams
 
 SUPPORTED_TYPES = ("FLOAT32", "INT32", "INT8", "INT16")
 MAX_BROADCAST_RANK = 4
@@ -53,13 +53,7 @@ class SquaredDifference:
             raise ctx.fail(op, f"types must match, got {a.type_name}, {b.type_name} -> {y.type_name}")
         if y.type_name not in SUPPORTED_TYPES:
             raise ctx.fail(op, f"SquaredDifference only supports FLOAT32, INT32, INT16 and INT8, got {y.type_name}")
-        broadcast = a.shape != b.shape
-        if broadcast:
-            problem = broadcast_shape(a.shape, b.shape, y.shape, MAX_BROADCAST_RANK)
-            if problem:
-                raise ctx.fail(op, problem)
-        elif a.num_elements != y.num_elements:
-            raise ctx.fail(op, f"input shape {a.shape} and output shape {y.shape} differ in size")
+        broadcast = check_flat_or_broadcast(ctx, op, a, b, y, MAX_BROADCAST_RANK)
         if y.type_name in ("FLOAT32", "INT32"):
             return SquaredDifferenceData(broadcast)
         check_scales(ctx, op, a, b, y)

@@ -113,46 +113,30 @@ def test_call_once_runs_its_subgraph_on_the_first_invoke_only():
         assert np.array_equal(it.get_output(), wheel.output(0))
 
 
-def test_if_with_wrong_input_count_is_refused_like_the_wheel():
+def bad_if_model(cond_shape=(1,), extra_input: bool = False, branch_size: int = 4) -> bytes:
+    """An IF over one RELU subgraph, with one thing wrong: the condition's shape, an extra input, the branch size."""
     b = ModelBuilder()
-    c, x, y = b.add_tensor("c", (1,), "BOOL"), b.add_tensor("x", (4,), "FLOAT32"), b.add_tensor("y", (4,), "FLOAT32")
-    b.add_op("IF", [c, x, x], [y], then_subgraph_index=1, else_subgraph_index=1)
+    c, x, y = (b.add_tensor("c", cond_shape, "BOOL"), b.add_tensor("x", (4,), "FLOAT32"),
+               b.add_tensor("y", (4,), "FLOAT32"))
+    b.add_op("IF", [c, x, x] if extra_input else [c, x], [y], then_subgraph_index=1, else_subgraph_index=1)
     b.inputs, b.outputs = [c, x], [y]
     sg = b.add_subgraph("then")
-    i, o = sg.add_tensor("i", (4,), "FLOAT32"), sg.add_tensor("o", (4,), "FLOAT32")
+    i, o = sg.add_tensor("i", (branch_size,), "FLOAT32"), sg.add_tensor("o", (branch_size,), "FLOAT32")
     sg.add_op("RELU", [i], [o])
     sg.inputs, sg.outputs = [i], [o]
-    model = b.build()
-    with pytest.raises(PrepareError, match="inputs after the condition"):
-        Interpreter(model)
-    with pytest.raises(RuntimeError):
-        TflmRunner(model)
+    return b.build()
 
 
-def test_if_condition_must_be_one_bool():
-    b = ModelBuilder()
-    c, x, y = b.add_tensor("c", (2,), "BOOL"), b.add_tensor("x", (4,), "FLOAT32"), b.add_tensor("y", (4,), "FLOAT32")
-    b.add_op("IF", [c, x], [y], then_subgraph_index=1, else_subgraph_index=1)
-    b.inputs, b.outputs = [c, x], [y]
-    sg = b.add_subgraph("then")
-    i, o = sg.add_tensor("i", (4,), "FLOAT32"), sg.add_tensor("o", (4,), "FLOAT32")
-    sg.add_op("RELU", [i], [o])
-    sg.inputs, sg.outputs = [i], [o]
-    model = b.build()
-    with pytest.raises(PrepareError, match="one BOOL"):
+@pytest.mark.parametrize("kwargs,match", [({"extra_input": True}, "inputs after the condition"),
+                                          ({"cond_shape": (2,)}, "one BOOL")])
+def test_bad_if_is_refused_like_the_wheel(kwargs, match):
+    model = bad_if_model(**kwargs)
+    with pytest.raises(PrepareError, match=match):
         Interpreter(model)
     with pytest.raises(RuntimeError):
         TflmRunner(model)
 
 
 def test_if_branch_sizes_that_cannot_be_copied_are_refused():
-    b = ModelBuilder()
-    c, x, y = b.add_tensor("c", (1,), "BOOL"), b.add_tensor("x", (4,), "FLOAT32"), b.add_tensor("y", (4,), "FLOAT32")
-    b.add_op("IF", [c, x], [y], then_subgraph_index=1, else_subgraph_index=1)
-    b.inputs, b.outputs = [c, x], [y]
-    sg = b.add_subgraph("then")
-    i, o = sg.add_tensor("i", (8,), "FLOAT32"), sg.add_tensor("o", (8,), "FLOAT32")
-    sg.add_op("RELU", [i], [o])
-    sg.inputs, sg.outputs = [i], [o]
     with pytest.raises(PrepareError, match="bytes"):
-        Interpreter(b.build())
+        Interpreter(bad_if_model(branch_size=8))

@@ -43,40 +43,30 @@ def msb32(x: int) -> int:
     return x.bit_length() if x else 32
 
 
-def sqrt32(num: int) -> int:
-    if num == 0:
-        return 0
+def _isqrt(num: int, bits: int) -> int:
+    """TFLM's bit-by-bit square root of a ``bits``-bit unsigned ``num`` (``Sqrt32`` / ``Sqrt64``): the root,
+    plus one when the remainder exceeds it (unless the root is already the half-width maximum)."""
     res = 0
-    max_bit = (32 - msb32(num)) | 1
-    bit = 1 << (31 - max_bit)
-    for _ in range((31 - max_bit) // 2 + 1):
+    max_bit = (bits - num.bit_length()) | 1
+    bit = 1 << (bits - 1 - max_bit)
+    for _ in range((bits - 1 - max_bit) // 2 + 1):
         if num >= res + bit:
             num -= res + bit
             res = (res >> 1) + bit
         else:
             res >>= 1
         bit >>= 2
-    if num > res and res != 0xFFFF:
+    if num > res and res != (1 << (bits // 2)) - 1:
         res += 1
     return res
 
 
+def sqrt32(num: int) -> int:
+    return _isqrt(num, 32) if num else 0
+
+
 def sqrt64(num: int) -> int:
-    if (num >> 32) == 0:
-        return sqrt32(num)
-    res = 0
-    max_bit = (64 - num.bit_length()) | 1
-    bit = 1 << (63 - max_bit)
-    for _ in range((63 - max_bit) // 2 + 1):
-        if num >= res + bit:
-            num -= res + bit
-            res = (res >> 1) + bit
-        else:
-            res >>= 1
-        bit >>= 2
-    if num > res and res != 0xFFFFFFFF:
-        res += 1
-    return res & U32
+    return sqrt32(num) if (num >> 32) == 0 else _isqrt(num, 64) & U32
 
 
 LOG_SEGMENTS_LOG2 = 7
