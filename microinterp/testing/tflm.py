@@ -248,21 +248,31 @@ def _capture_fd2(fn) -> str:
 _NOT_OPERATORS = frozenset({"CUSTOM", "DELEGATE", "PLACEHOLDER_FOR_GREATER_OP_CODES"})
 
 _PROBE = """
+import ctypes
 import sys
 from microinterp.testing.tflm import TflmRunner
 from microinterp.testing.builder import ModelBuilder
-for name in sys.argv[1:]:
+libc = ctypes.CDLL(None)
+custom = sys.argv[1] == "custom"
+for name in sys.argv[2:]:
     print("probing", name, flush=True)
     b = ModelBuilder()
     x, y = b.add_tensor("x", (1, 4), "FLOAT32"), b.add_tensor("y", (1, 4), "FLOAT32")
-    b.add_op(name, [x], [y])
+    if custom:
+        b.add_op("CUSTOM", [x], [y], custom_code=name)
+    else:
+        b.add_op(name, [x], [y])
     b.inputs, b.outputs = [x], [y]
     try:
         TflmRunner(b.build(), arena_size=1 << 16, preserve_all=False)
     except Exception:
         pass
     sys.stdout.flush()
+    libc.fflush(None)
 """
+
+#: What TFLM logs when it has no kernel for a builtin code / a custom name.
+_MISSING = {"builtin": "Didn't find op for builtin opcode", "custom": "Failed to get registration"}
 
 
 def wheel_builtin_ops() -> frozenset[str]:
@@ -270,29 +280,44 @@ def wheel_builtin_ops() -> frozenset[str]:
 
     For every code of the schema's ``BuiltinOperator`` enum a one-op model (one float32 input and output, the op's
     options table when it has one) is handed to the wheel in a child process. TFLM looks every op's registration up
-    before it prepares any op, and logs "Didn't find op for builtin opcode 'NAME'" when it has none; any other
-    outcome (prepared, refused by the kernel's own Prepare for the made-up tensors, or the child crashing inside that
-    Prepare -- some kernels read inputs the made-up model lacks) means the wheel registers the op. A crashed child is
-    restarted with the codes it had not reached.
+    before it prepares any op, and logs "Didn't find op for builtin opcode" when it has none; any other outcome
+    (prepared, refused by the kernel's own Prepare for the made-up tensors, or the child crashing inside that
+    Prepare -- some kernels read inputs the made-up model lacks) means the wheel registers the op.
     """
+    import tflite
+
+    names = sorted(n for n in vars(tflite.BuiltinOperator) if not n.startswith("_") and n not in _NOT_OPERATORS)
+    return _probe("builtin", names)
+
+
+def wheel_custom_ops(candidates: Sequence[str]) -> frozenset[str]:
+    """Which of the custom op names ``candidates`` the wheel registers (custom codes cannot be enumerated: the
+    candidates are names TFLM's sources define). As :func:`wheel_builtin_ops`; without a registration TFLM logs
+    "Failed to get registration" before preparing anything, while a registered kernel goes on to Init (the made-up
+    model has no options, so some crash there)."""
+    return _probe("custom", sorted(candidates))
+
+
+def _probe(kind: str, pending: list[str]) -> frozenset[str]:
+    """Run the probe child over ``pending`` names; its merged output is cut at each "probing NAME" marker (Python
+    and C output are flushed after every name) and a name is missing when its block holds TFLM's missing-kernel
+    message. A crashed child is restarted with the names it had not reached."""
     import subprocess
     import sys
 
-    import tflite
-
-    pending = sorted(n for n in vars(tflite.BuiltinOperator) if not n.startswith("_") and n not in _NOT_OPERATORS)
-    probed: set[str] = set()
-    missing: set[str] = set()
+    found: set[str] = set()
     while pending:
-        run = subprocess.run([sys.executable, "-c", _PROBE, *pending], check=False, capture_output=True, text=True,
-                             errors="replace", timeout=600)
-        log = run.stdout + run.stderr
-        probed.update(re.findall(r"^probing (\w+)$", run.stdout, re.MULTILINE))
-        missing.update(re.findall(r"Didn't find op for builtin opcode '(\w+)'", log))
-        left = [n for n in pending if n not in probed]
+        run = subprocess.run([sys.executable, "-c", _PROBE, kind, *pending], check=False, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, errors="replace", timeout=600)
+        blocks = re.split(r"^probing (\w+)\n", run.stdout, flags=re.MULTILINE)[1:]
+        reached = blocks[0::2]
+        for name, text in zip(reached, blocks[1::2]):
+            if _MISSING[kind] not in text:
+                found.add(name)
+        left = [n for n in pending if n not in reached]
         if run.returncode == 0 or len(left) == len(pending):
             if left:
-                raise RuntimeError(f"the wheel probe stopped before {left[0]}: {log[-300:]!r}")
+                raise RuntimeError(f"the wheel probe stopped before {left[0]}: {run.stdout[-300:]!r}")
             break
         pending = left
-    return frozenset(probed - missing)
+    return frozenset(found)

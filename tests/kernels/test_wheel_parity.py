@@ -38,3 +38,23 @@ def test_every_wheel_builtin_has_a_kernel(wheel_ops):
 def test_graph_level_list_is_current(wheel_ops):
     assert GRAPH_LEVEL <= wheel_ops, sorted(GRAPH_LEVEL - wheel_ops)
     assert not GRAPH_LEVEL & set(REFERENCE_KERNELS), "implemented: remove from GRAPH_LEVEL"
+
+
+#: Custom op names TFLM's sources define (the signal library, the SSD post-processing op): custom codes cannot be
+#: enumerated, so these are the candidates the wheel is asked about.
+CUSTOM_CANDIDATES = ("SignalWindow", "SignalFftAutoScale", "SignalRfft", "SignalIrfft", "SignalEnergy",
+                     "SignalFilterBank", "SignalFilterBankSquareRoot", "SignalFilterBankSpectralSubtraction",
+                     "SignalPCAN", "SignalFilterBankLog", "SignalStacker", "SignalOverlapAdd", "SignalFramer",
+                     "SignalDelay", "TFLite_Detection_PostProcess")
+#: Registered by the wheel, not implemented here yet.
+CUSTOM_NOT_YET = frozenset({"TFLite_Detection_PostProcess"})
+
+
+def test_every_custom_op_the_wheel_registers_has_a_kernel_or_is_listed():
+    from microinterp.testing.tflm import wheel_custom_ops
+
+    wheel = wheel_custom_ops(CUSTOM_CANDIDATES + ("NoSuchCustomOp",))
+    assert "NoSuchCustomOp" not in wheel and "SignalRfft" in wheel
+    missing = sorted(wheel - set(REFERENCE_KERNELS) - CUSTOM_NOT_YET)
+    assert not missing, f"the wheel registers custom ops microinterp lacks: {missing}"
+    assert not CUSTOM_NOT_YET & set(REFERENCE_KERNELS), "implemented: remove from CUSTOM_NOT_YET"

@@ -8,14 +8,19 @@ and clear it in ``reset``.
 from __future__ import annotations
 
 from . import (
+    delay,
     energy,
     fft_auto_scale,
     filter_bank,
     filter_bank_log,
     filter_bank_spectral_subtraction,
     filter_bank_square_root,
+    framer,
+    irfft,
+    overlap_add,
     pcan,
     rfft,
+    stacker,
     window,
 )
 
@@ -29,4 +34,9 @@ SIGNAL_KERNELS: dict[str, object] = {
     "SignalFilterBankSpectralSubtraction": filter_bank_spectral_subtraction.KERNEL,
     "SignalPCAN": pcan.KERNEL,
     "SignalFilterBankLog": filter_bank_log.KERNEL,
+    "SignalIrfft": irfft.KERNEL,
+    "SignalDelay": delay.KERNEL,
+    "SignalStacker": stacker.KERNEL,
+    "SignalFramer": framer.KERNEL,
+    "SignalOverlapAdd": overlap_add.KERNEL,
 }

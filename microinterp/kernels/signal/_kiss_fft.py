@@ -121,10 +121,12 @@ def factor(n: int) -> list[int]:
 class KissFFT:
     """A forward complex FFT of ``nfft`` points in one build's arithmetic (``kiss_fft_alloc`` + ``kiss_fft``)."""
 
-    def __init__(self, nfft: int, type_name: str):
+    def __init__(self, nfft: int, type_name: str, inverse: bool = False):
         self.n = nfft
         self.a = ARITH[type_name]
-        self.tw = [self.a.twiddle(-2 * math.pi * i / nfft) for i in range(nfft)]
+        self.inverse = inverse
+        sign = 1 if inverse else -1
+        self.tw = [self.a.twiddle(sign * 2 * math.pi * i / nfft) for i in range(nfft)]
         self.factors = factor(nfft)
 
     def __call__(self, re: list, im: list) -> tuple[list, list]:
@@ -167,8 +169,12 @@ class KissFFT:
             s4 = (a.add(s0[0], -s2[0]), a.add(s0[1], -s2[1]))
             fr[idx[2]], fi[idx[2]] = a.add(f0[0], -s3[0]), a.add(f0[1], -s3[1])
             fr[idx[0]], fi[idx[0]] = a.add(f0[0], s3[0]), a.add(f0[1], s3[1])
-            fr[idx[1]], fi[idx[1]] = a.add(s5[0], s4[1]), a.add(s5[1], -s4[0])
-            fr[idx[3]], fi[idx[3]] = a.add(s5[0], -s4[1]), a.add(s5[1], s4[0])
+            if self.inverse:
+                fr[idx[1]], fi[idx[1]] = a.add(s5[0], -s4[1]), a.add(s5[1], s4[0])
+                fr[idx[3]], fi[idx[3]] = a.add(s5[0], s4[1]), a.add(s5[1], -s4[0])
+            else:
+                fr[idx[1]], fi[idx[1]] = a.add(s5[0], s4[1]), a.add(s5[1], -s4[0])
+                fr[idx[3]], fi[idx[3]] = a.add(s5[0], -s4[1]), a.add(s5[1], s4[0])
 
     def _bfly3(self, fr, fi, fo, fstride, m, p):
         a, tw = self.a, self.tw
@@ -235,10 +241,12 @@ class KissFFT:
 
 
 @lru_cache(maxsize=16)
-def real_fft_plan(nfft: int, type_name: str) -> tuple[KissFFT, list]:
-    sub = KissFFT(nfft // 2, type_name)
+def real_fft_plan(nfft: int, type_name: str, inverse: bool = False) -> tuple[KissFFT, list]:
+    """``kiss_fftr_alloc``: the half-length complex FFT and the super twiddles (phase sign flipped for inverse)."""
+    sub = KissFFT(nfft // 2, type_name, inverse)
     half = nfft // 2
-    super_tw = [sub.a.twiddle(-math.pi * ((i + 1) / half + 0.5)) for i in range(half // 2)]
+    sign = 1 if inverse else -1
+    super_tw = [sub.a.twiddle(sign * math.pi * ((i + 1) / half + 0.5)) for i in range(half // 2)]
     return sub, super_tw
 
 
@@ -266,3 +274,29 @@ def rfft(samples: np.ndarray, nfft: int, type_name: str) -> np.ndarray:
     inter = np.empty(2 * (n + 1), dtype=samples.dtype)
     inter[0::2], inter[1::2] = out_r, out_i
     return inter
+
+
+def irfft(bins: np.ndarray, nfft: int, type_name: str) -> np.ndarray:
+    """kiss_fftri: ``nfft/2 + 1`` interleaved complex bins back to ``nfft`` real samples (unnormalised)."""
+    sub, super_tw = real_fft_plan(nfft, type_name, True)
+    a = sub.a
+    vals = bins.tolist()
+    if type_name == "FLOAT32":
+        vals = [np.float32(v) for v in vals]
+    fr, fi = vals[0::2], vals[1::2]
+    n = sub.n
+    tr, ti = [a.wrap(0)] * n, [a.wrap(0)] * n
+    tr[0], ti[0] = a.fixdiv(a.add(fr[0], fr[n]), a.add(fr[0], -fr[n]), 2)
+    for k in range(1, n // 2 + 1):
+        fk = a.fixdiv(fr[k], fi[k], 2)
+        fnkc = a.fixdiv(fr[n - k], a.wrap(-fi[n - k]), 2)
+        fek = (a.add(fk[0], fnkc[0]), a.add(fk[1], fnkc[1]))
+        tmp = (a.add(fk[0], -fnkc[0]), a.add(fk[1], -fnkc[1]))
+        fok = a.c_mul(*tmp, *super_tw[k - 1])
+        tr[k], ti[k] = a.add(fek[0], fok[0]), a.add(fek[1], fok[1])
+        tr[n - k], ti[n - k] = a.add(fek[0], -fok[0]), a.add(fek[1], -fok[1])
+        ti[n - k] = a.wrap(-ti[n - k])
+    out_r, out_i = sub(tr, ti)
+    samples = np.empty(2 * n, dtype=bins.dtype)
+    samples[0::2], samples[1::2] = out_r, out_i
+    return samples
