@@ -139,3 +139,11 @@ def test_listen_refuses_a_non_wav(tmp_path, capsys):
     models = zoo_model("audio_preprocessor_int8.tflite").parent
     assert main(["listen", str(bad), "--models", str(models)]) == 1
     assert "InputError" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("model", ["audio_preprocessor_int8.tflite", "audio_preprocessor_float.tflite"])
+def test_preprocessor_arena_head_is_the_wheels(model):
+    from microinterp.testing.tflm import tflm_arena_head
+
+    path = zoo_model(model)
+    assert Interpreter(path).head_bytes == tflm_arena_head(path)     # the RFFT work area is a planned scratch
