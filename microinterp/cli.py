@@ -270,6 +270,50 @@ def cmd_listen(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- lm ----------------------------------------------------------------------------------------------------------------
+def cmd_lm(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from .lm import LlmConfig, report
+    from .testing.llm import tiny_llama
+
+    config = LlmConfig(layers=args.layers, context=args.context, prompt=args.prompt_len)
+    llm = tiny_llama(args.seed, config)
+    if args.save:
+        folder = Path(args.save)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "tiny_llama_prefill.tflite").write_bytes(llm.prefill)
+        (folder / "tiny_llama_step.tflite").write_bytes(llm.step)
+    prompt = [int(t) for t in args.prompt.split(",") if t.strip()]
+    mcus = [m.strip() for m in args.mcu.split(",")]
+    doc = report(llm.prefill, llm.step, config, prompt, args.steps, mcus=mcus, kernels=args.kernels,
+                 arena=args.arena, backing=args.backing, flash=args.flash)
+    if args.json:
+        print(json.dumps(doc, indent=1))
+        return 0
+    c = doc["config"]
+    print(f"tiny Llama: hidden {c['hidden']}, {c['layers']} layers, {c['heads']} heads, FFN {c['ffn']}, "
+          f"vocabulary {c['vocab']}, {c['context']} cache rows; int8")
+    print(f"prompt {doc['prompt']} -> {doc['tokens']}")
+    for name, p in doc["plan"].items():
+        print(f"{name:8s} arena {p['arena']:>8,d} bytes (head {p['head']:,d}, tail {p['tail']:,d}); "
+              f"weights {p['weights']:,d} bytes")
+    print(f"KV cache {doc['cache_bytes']:,d} bytes (explicit inputs/outputs of the step model, in its head)")
+    print(f"host: {doc['host']['step_ms_median']:.2f} ms per step (median, whole calls) = "
+          f"{doc['host']['tokens_per_s']:.0f} tokens/s")
+    for name, m in doc["mcu"].items():
+        print(f"{name:10s} ({m['clock_hz'] / 1e6:g} MHz, {args.kernels}): prompt {m['prefill_cycles'] / 1e6:.2f} M "
+              f"cycles, {m['step_cycles'] / 1e6:.3f} M cycles/token = {m['tokens_per_s']:.1f} tokens/s")
+    o = doc.get("out_of_core")
+    if o:
+        print(f"out of core ({o['arena']} byte arena, {o['mcu']}): same tokens {o['same_tokens']}, same logits "
+              f"{o['same_logits']}; per token SD read {o['step_sd_read_bytes']:,d} B, written "
+              f"{o['step_sd_write_bytes']:,d} B, flash {o['step_flash_read_bytes']:,d} B; "
+              f"{o['step_cycles'] / 1e6:.2f} M cycles = {o['tokens_per_s']:.1f} tokens/s")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="microinterp", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"microinterp {__version__}")
@@ -345,6 +389,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--mcu", default="stm32f746", help="MCU profile for the cycle estimates")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_listen)
+
+    s = sub.add_parser("lm", help="a TinyStories-class int8 Llama built in-process: greedy generation with a KV "
+                                  "cache, plans, cycles per token, out of core")
+    s.add_argument("--prompt", default="1,2,3,4,5", help="comma-separated token ids (default 1,2,3,4,5)")
+    s.add_argument("--steps", type=int, default=33, help="tokens to generate (default 33: prompt pass + 32 steps)")
+    s.add_argument("--seed", type=int, default=0, help="seed of the random weights")
+    s.add_argument("--layers", type=int, default=8)
+    s.add_argument("--context", type=int, default=64, help="KV cache rows")
+    s.add_argument("--prompt-len", type=int, default=16, help="the prompt model's padded length")
+    s.add_argument("--mcu", default="stm32f746,apollo3", help="comma-separated MCU profiles")
+    s.add_argument("--kernels", default="optimized", help="kernel set the cycles assume: optimized or reference")
+    s.add_argument("--arena", type=_size, default=64_000, help="arena bytes for the out-of-core run (with --backing)")
+    s.add_argument("--backing", default=None, help="also generate out of core; images BACKING.prefill/.step")
+    s.add_argument("--flash", type=_size, default=None, help="flash budget for weights out of core")
+    s.add_argument("--save", default=None, help="write tiny_llama_prefill.tflite and tiny_llama_step.tflite here")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_lm)
 
     from .schedule.cli import add_parsers as add_schedule_parsers  # schedule, sweep
 
