@@ -48,7 +48,7 @@ def _model(name: str, tmp: str) -> str:
 
 def bench(name: str, rounds: int, arena: int, tmp: str) -> dict:
     path = _model(name, tmp)
-    mem = mi.Interpreter(path, optimized=False)
+    mem = mi.Interpreter(path)
     ooc = mi.Interpreter(path, arena=arena, backing=os.path.join(tmp, f"{Path(path).stem}.img"))
     d = mem.get_input_details(0)
     x = np.random.default_rng(0).integers(-128, 128, size=tuple(d["shape"]), dtype=np.int8)

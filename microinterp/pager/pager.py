@@ -5,9 +5,10 @@ the arena. Steps:
 
 1. **prepare** every op with ``ctx.weights_resident = False`` (kernels must not derive weight-sized data: the weights
    may be on the card), first on a sizing arena (the tail decides the pools), then on the real one; persistent data
-   and variable tensors take the tail exactly as in memory. Ops resolved to the optimized layer use the reference
-   kernel here, whose band functions the tiles call; plugin and explicit kernels keep their own ``invoke`` and run
-   whole;
+   and variable tensors take the tail exactly as in memory. CONV_2D and DEPTHWISE_CONV_2D keep the optimized kernel
+   (when the interpreter is optimized): prepared out of core it keeps per-channel metadata instead of whole-tensor
+   plans, and the tiles call its band functions; other ops resolved to the optimized layer use the reference kernel
+   here, whose band functions the tiles call; plugin and explicit kernels keep their own ``invoke`` and run whole;
 2. **homes** for every tensor (:mod:`.layout`): constants in flash up to ``flash`` bytes, the rest on the SD weights
    area; activations on the SD activations area;
 3. **pools** from what the tail and the scratch region leave, and **tiles** for every op (:mod:`.plan`); when an op
@@ -31,6 +32,8 @@ from ..arena import Arena, SizingArena, align_up
 from ..errors import ArenaOverflowError, ConfigError, InputError
 from ..kernels import REFERENCE_KERNELS
 from ..kernels.base import InvokeContext, PrepareContext, prepare_ops
+from ..kernels.optimized import conv as optimized_conv
+from ..kernels.optimized import depthwise_conv as optimized_depthwise
 from ..mcu import McuProfile, get_profile
 from ..storage.sd import SdImage
 from .engine import Engine, _Buffers
@@ -40,6 +43,8 @@ from .profile import OpRecord, TileRecord
 from .tiling import tiler_for
 
 DEFAULT_POOLS = (1.0, 2.0, 1.0)
+#: Optimized kernels with row-band functions (prepared out of core, they keep per-channel metadata, not plans).
+BAND_KERNELS = {"CONV_2D": optimized_conv.KERNEL, "DEPTHWISE_CONV_2D": optimized_depthwise.KERNEL}
 #: Ops that reach beyond their own tensors (other subgraphs, resource variables): not paged yet.
 GRAPH_OPS = frozenset({"IF", "WHILE", "CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"})
 
@@ -76,8 +81,10 @@ class Pager:
         self.recover = bool(recover)
         self.current_record = OpRecord(-1, "", "", "")
 
-        # the optimized layer is skipped: tiles call the reference band functions; plugins and explicit kernels stay
-        kernels = [interp.resolver.find(op.key, False) for op in self.subgraph.operators]
+        # tiles call band functions: the optimized CONV_2D / DEPTHWISE_CONV_2D ones when the interpreter runs the
+        # optimized layer and it resolves to them, the reference layer's for everything else (their OpData is what
+        # the reference band functions read); plugins and explicit kernels stay
+        kernels = [self._kernel(interp, op.key) for op in self.subgraph.operators]
         # a sizing pass first: the tail it measures decides the pools, and an arena too small even for the tail
         # still gets the smallest arena that works in its error
         sizing = SizingArena()
@@ -145,8 +152,15 @@ class Pager:
         return prepare_ops(ctx, kernels, self.subgraph.operators), ctx
 
     @staticmethod
+    def _kernel(interp: Any, key: str) -> Any:
+        if interp.optimized and key in BAND_KERNELS and interp.resolver.find(key, True) is BAND_KERNELS[key]:
+            return BAND_KERNELS[key]
+        return interp.resolver.find(key, False)
+
+    @staticmethod
     def _is_reference(op: Any, kernel: Any) -> bool:
-        return REFERENCE_KERNELS.get(op.key) is kernel
+        """A built-in kernel whose band functions the tiles may call (reference, or optimized with bands)."""
+        return REFERENCE_KERNELS.get(op.key) is kernel or BAND_KERNELS.get(op.key) is kernel
 
     def _variables(self, arena: Any) -> dict[int, np.ndarray]:
         out = {}

@@ -14,20 +14,25 @@ How an op runs (``Tiler.mode``):
 - ``alias``: RESHAPE-like ops of an activation share their input's records and move nothing.
 - ``fused``: a constant-fill PAD whose only reader takes it in row bands is built inside that reader's reads.
 
-Row-band computations call the reference kernels' band functions (``conv_rows``, ``depthwise_rows``, ``pool_rows``,
-``pad_rows``) — the same code that computes the whole tensor in memory — or the kernel's ``invoke`` on band views
-for elementwise ops, whose result at a position depends only on the inputs at that position.
+Row-band computations call the kernels' band functions -- the optimized CONV_2D / DEPTHWISE_CONV_2D ones
+(``conv_band``, ``depthwise_band``: the optimized kernels' GEMM and epilogue on the band, bit-exact with the
+reference) when the interpreter runs optimized kernels, else the reference ones (``conv_rows``, ``depthwise_rows``),
+and the reference ``pool_rows`` / ``pad_rows`` -- the same code that computes the whole tensor in memory -- or the
+kernel's ``invoke`` on band views for elementwise ops, whose result at a position depends only on the inputs at that
+position.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..kernels import average_pool, conv, depthwise_conv, max_pool, pad
+from ..kernels.optimized import conv as optimized_conv
+from ..kernels.optimized import depthwise_conv as optimized_depthwise
 from ..kernels.padding import input_rows_for
 from ..kernels.pooling_common import input_rows as pool_input_rows
 
@@ -77,6 +82,7 @@ class BandViews:
     c0: int
     c1: int
     ctx: Any
+    memo: dict = field(default_factory=dict)    # what a band function keeps across the tile's channel tiles
 
 
 class _ConvLike(Tiler):
@@ -120,6 +126,9 @@ class ConvTiler(_ConvLike):
         w = band.inputs[1]
         bias = band.inputs.get(2)
         out = band.out[..., band.c0:band.c1]
+        if getattr(data, "bands", None) is not None:    # the optimized kernel's band function
+            optimized_conv.conv_band(data, band.inputs[0], w, bias, out, band.y0, band.row0[0], band.c0, band.memo)
+            return
         per_row = out.shape[2] * w.shape[1] * w.shape[2] * w.shape[3] * 8
         step = max(1, IM2COL_BYTES // max(per_row, 1))
         for r in range(0, out.shape[1], step):
@@ -128,6 +137,10 @@ class ConvTiler(_ConvLike):
 
 class DepthwiseTiler(_ConvLike):
     def compute(self, kernel, op, data, band):
+        if getattr(data, "bands", None) is not None:    # the optimized kernel's band function
+            optimized_depthwise.depthwise_band(data, band.inputs[0], band.inputs[1], band.inputs.get(2), band.out,
+                                               band.y0, band.row0[0])
+            return
         depthwise_conv.depthwise_rows(data, band.inputs[0], band.inputs[1], band.inputs.get(2), band.out, band.y0,
                                       band.row0[0])
 

@@ -15,8 +15,10 @@ from .conftest import in_memory, random_input, small_net, smallest_out_of_core_a
 
 
 @given(seed=st.integers(0, 2**31 - 1), size=st.integers(40, 96), layers=st.integers(2, 6),
-       pools=st.tuples(*[st.floats(0.5, 3.0)] * 3), where=st.floats(0.0, 1.0))
-def test_random_models_match_in_memory(tmp_path_factory, seed, size, layers, pools, where):
+       pools=st.tuples(*[st.floats(0.5, 3.0)] * 3), where=st.floats(0.0, 1.0), optimized=st.booleans())
+def test_random_models_match_in_memory(tmp_path_factory, seed, size, layers, pools, where, optimized):
+    """Either kernel set's band functions (optimized: the optimized CONV_2D / DEPTHWISE_CONV_2D bands) against the
+    reference in-memory run."""
     model = small_net(seed, size, layers)
     path = tmp_path_factory.mktemp("sd") / "sd.img"
     need = smallest_out_of_core_arena(model, path, pools=pools)
@@ -24,7 +26,7 @@ def test_random_models_match_in_memory(tmp_path_factory, seed, size, layers, poo
     assume(need < full)
     arena = need + int(where * (full - 1 - need))
     x = random_input(model, seed)
-    with mi.Interpreter(model, arena=arena, backing=path, pools=pools) as it:
+    with mi.Interpreter(model, arena=arena, backing=path, pools=pools, optimized=optimized) as it:
         assert it.out_of_core
         it.set_input(x)
         it.invoke()

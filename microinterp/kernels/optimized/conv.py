@@ -38,6 +38,7 @@ persistent multipliers) is exactly the reference prepare's.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -45,7 +46,7 @@ import numpy as np
 from .._qutil import unpack_int4
 from ..conv import KERNEL as REFERENCE
 from ..conv import ConvData
-from ._epilogue import Epilogue, accumulator_range, gemm, gemm_weights
+from ._epilogue import Epilogue, accumulator_range, gemm, gemm_weights, work_buffer
 
 _FOLD_BELOW = 48     # folded GEMM (float64, requantization scale inside) for 1x1 filters with C_in below this: the
                      # float64 product costs less than the epilogue passes it saves (measured; an im2col in float64
@@ -65,40 +66,25 @@ class FastConvData(ConvData):
     """The reference OpData (every field, so reference helpers accept it) plus the fast path's plan."""
 
     plan: ConvPlan | None = None        # None: the reference invoke runs
+    bands: ConvBands | None = None      # out of core: what conv_band needs (None: the reference conv_rows runs)
 
 
-class ConvPlan:
-    """Everything the fast invoke needs, built at prepare: buffers, views, GEMM weights and the epilogue."""
+class Im2col:
+    """The im2col block of one convolution geometry, float ``[rows, K + 1]`` with a constant 1.0 last column, and
+    :meth:`fill`, which copies raw input values into it (``zp_in`` on taps outside the image: a zp-filled image
+    with the padding margins is kept, its margins written once). 1x1 convolutions without padding copy the (strided)
+    input straight into the block. ``data`` gives strides, dilations and padding; ``x_shape`` / ``y_shape`` the
+    geometry (a row band is the same convolution on the band's rows with ``pad_h`` moved: see
+    :func:`conv_band`)."""
 
-    __slots__ = ("cols", "cols_source", "epilogue", "folded", "full", "image", "interior", "live", "rows", "source",
-                 "target", "weights")
+    __slots__ = ("cols", "cols_source", "image", "interior", "rows", "source", "target")
 
-    def __init__(self, data: ConvData, x_shape, w: np.ndarray, bias: np.ndarray | None, y_shape) -> None:
+    def __init__(self, data: ConvData, x_shape, y_shape, kernel_hw: tuple[int, int], dtype) -> None:
         n, in_h, in_w, c_in = x_shape
-        c_out, kh, kw, _ = w.shape
+        kh, kw = kernel_hw
         _, oh, ow, _ = y_shape
         zp_in = -data.input_offset
         k = kh * kw * c_in
-        w2 = w.reshape(c_out, k).astype(np.int64)
-        bias64 = np.zeros(c_out, np.int64) if bias is None else bias.astype(np.int64).reshape(-1)
-        self.epilogue = Epilogue(data.multipliers, data.shifts, data.output_offset, int(data.act_min),
-                                 int(data.act_max), accumulator_range(w2, zp_in, bias64))
-        self.weights = gemm_weights(w2, bias64 - zp_in * w2.sum(axis=1), self.epilogue.constant)
-        fold = kh == kw == 1 and k < _FOLD_BELOW and n * oh * ow * c_out <= _FOLD_OUTPUTS and not self.epilogue.signed
-        folded = self.epilogue.fold(self.weights.astype(np.int64)) if fold else None
-        self.folded = folded is not None
-        if self.folded:
-            self.weights = folded
-        # channels with a constant output need no products: the GEMM runs on the others' columns, scattered into
-        # an accumulator buffer whose constant columns stay 0 (what their zero weight columns would give), when
-        # the products saved outweigh the scatter (about 70 multiply-adds per scattered value, measured)
-        live = np.flatnonzero(~self.epilogue.constant)
-        self.full = None
-        if not self.folded and (k + 1) * (c_out - len(live)) >= _SCATTER_COST * len(live):
-            self.full = np.zeros((n * oh * ow, c_out), self.weights.dtype)
-            self.weights = np.ascontiguousarray(self.weights[:, live])
-        self.live = live
-        dtype = self.weights.dtype
         self.rows = n * oh * ow
         self.cols = np.full((self.rows, k + 1), zp_in, dtype)
         self.cols[:, k] = 1.0
@@ -124,20 +110,138 @@ class ConvPlan:
             self.image, (n, oh, ow, kh, kw, c_in), (s[0], sh * s[1], sw * s[2], dh * s[1], dw * s[2], s[3]),
             writeable=False)
 
-    def run(self, x: np.ndarray, out: np.ndarray) -> None:
+    def fill(self, x: np.ndarray) -> np.ndarray:
         if self.image is None:
             np.copyto(self.target, x[self.source])
         else:
             np.copyto(self.interior, x[self.source])
             np.copyto(self.target, self.cols_source)
+        return self.cols
+
+
+class ConvPlan:
+    """Everything the fast invoke needs, built at prepare: buffers, views, GEMM weights and the epilogue."""
+
+    __slots__ = ("epilogue", "folded", "full", "im2col", "live", "rows", "weights")
+
+    def __init__(self, data: ConvData, x_shape, w: np.ndarray, bias: np.ndarray | None, y_shape) -> None:
+        n = x_shape[0]
+        c_out, kh, kw, c_in = w.shape
+        _, oh, ow, _ = y_shape
+        zp_in = -data.input_offset
+        k = kh * kw * c_in
+        w2 = w.reshape(c_out, k).astype(np.int64)
+        bias64 = np.zeros(c_out, np.int64) if bias is None else bias.astype(np.int64).reshape(-1)
+        self.epilogue = Epilogue(data.multipliers, data.shifts, data.output_offset, int(data.act_min),
+                                 int(data.act_max), accumulator_range(w2, zp_in, bias64))
+        self.weights = gemm_weights(w2, bias64 - zp_in * w2.sum(axis=1), self.epilogue.constant)
+        fold = kh == kw == 1 and k < _FOLD_BELOW and n * oh * ow * c_out <= _FOLD_OUTPUTS and not self.epilogue.signed
+        folded = self.epilogue.fold(self.weights.astype(np.int64)) if fold else None
+        self.folded = folded is not None
+        if self.folded:
+            self.weights = folded
+        # channels with a constant output need no products: the GEMM runs on the others' columns, scattered into
+        # an accumulator buffer whose constant columns stay 0 (what their zero weight columns would give), when
+        # the products saved outweigh the scatter (about 70 multiply-adds per scattered value, measured)
+        live = np.flatnonzero(~self.epilogue.constant)
+        self.full = None
+        if not self.folded and (k + 1) * (c_out - len(live)) >= _SCATTER_COST * len(live):
+            self.full = np.zeros((n * oh * ow, c_out), self.weights.dtype)
+            self.weights = np.ascontiguousarray(self.weights[:, live])
+        self.live = live
+        self.im2col = Im2col(data, x_shape, y_shape, (kh, kw), self.weights.dtype)
+        self.rows = self.im2col.rows
+
+    def run(self, x: np.ndarray, out: np.ndarray) -> None:
+        cols = self.im2col.fill(x)
         if self.full is not None:
             if len(self.live):
-                self.full[:, self.live] = gemm(self.cols, self.weights, "conv_acc")
+                self.full[:, self.live] = gemm(cols, self.weights, "conv_acc")
             self.epilogue(self.full, out)
         elif self.folded:
-            self.epilogue.finish(gemm(self.cols, self.weights, "conv_acc"), out)
+            self.epilogue.finish(gemm(cols, self.weights, "conv_acc"), out)
         else:
-            self.epilogue(gemm(self.cols, self.weights, "conv_acc"), out)
+            self.epilogue(gemm(cols, self.weights, "conv_acc"), out)
+
+
+class ConvBands:
+    """Out of core (prepared with ``ctx.weights_resident = False``): what :func:`conv_band` needs, without a
+    weight-sized buffer. Per-channel metadata from the model's filter, computed once: the accumulator ranges (for
+    the epilogue), the channels whose output is constant, and the GEMM precision (float32 when ``128 sum_k |w| +
+    |bias'| < 2^24`` for every other channel, as :func:`._epilogue.gemm_weights` decides). Cached by geometry: the
+    im2col blocks (:class:`Im2col`); by channel range: the epilogues. The GEMM operand itself is built from the
+    filter tile the pager read into the weights pool, at every call."""
+
+    def __init__(self, data: ConvData, w: np.ndarray, bias: np.ndarray | None) -> None:
+        c_out, kh, kw, c_in = w.shape
+        self.k, self.kernel_hw, self.zp_in = kh * kw * c_in, (kh, kw), -data.input_offset
+        w2 = w.reshape(c_out, self.k).astype(np.int64)
+        bias64 = np.zeros(c_out, np.int64) if bias is None else bias.astype(np.int64).reshape(-1)
+        self.ranges = accumulator_range(w2, self.zp_in, bias64)
+        self.constant = Epilogue(data.multipliers, data.shifts, data.output_offset, int(data.act_min),
+                                 int(data.act_max), self.ranges).constant
+        bound = 128 * np.abs(w2).sum(axis=1) + np.abs(bias64 - self.zp_in * w2.sum(axis=1))
+        self.dtype = np.float32 if int(bound[~self.constant].max(initial=0)) < (1 << 24) else np.float64
+        self.geometries: dict[tuple, Im2col] = {}
+        self.epilogues: dict[tuple[int, int], Epilogue] = {}
+
+    def im2col(self, data: ConvData, x_shape, y_shape, pad_h: int) -> Im2col:
+        key = (tuple(x_shape), tuple(y_shape[:3]), pad_h)      # not the channels: one im2col per band
+        geo = self.geometries.get(key)
+        if geo is None:
+            geo = self.geometries[key] = Im2col(dataclasses.replace(data, pad_h=pad_h), x_shape, y_shape,
+                                                self.kernel_hw, self.dtype)
+        return geo
+
+    def epilogue(self, data: ConvData, c0: int, c1: int) -> Epilogue:
+        ep = self.epilogues.get((c0, c1))
+        if ep is None:
+            ep = self.epilogues[(c0, c1)] = Epilogue(
+                data.multipliers[c0:c1], data.shifts[c0:c1], data.output_offset, int(data.act_min),
+                int(data.act_max), (self.ranges[0][c0:c1], self.ranges[1][c0:c1]))
+        return ep
+
+    def operand(self, w: np.ndarray, bias: np.ndarray | None, c0: int) -> np.ndarray:
+        """``[K + 1, C_tile]``: the filter tile transposed, ``bias' = bias - zp_in sum_k w`` last, constant
+        channels zeroed (their accumulators are not used)."""
+        ct, k = w.shape[0], self.k
+        op = work_buffer("conv_band_operand", (k + 1, ct), self.dtype)
+        w2 = w.reshape(ct, k)
+        np.copyto(op[:k], w2.T)
+        folded = -self.zp_in * w2.sum(axis=1, dtype=np.int64)
+        if bias is not None:
+            folded += bias.reshape(-1)
+        op[k] = folded
+        const = self.constant[c0:c0 + ct]
+        if const.any():
+            op[:, const] = 0
+        return op
+
+
+def conv_band(data: FastConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray, y0: int,
+              x_row0: int, c0: int, memo: dict) -> None:
+    """Output rows ``[y0, y0 + out.shape[1])``, channels ``[c0, c0 + w.shape[0])`` from the input band ``x``
+    (rows ``[x_row0, ...)``) and the filter tile ``w``, bit-exact with the reference ``conv_rows``.
+
+    A row band is the same convolution on the band's rows with the padding moved: output row ``y0 + r`` reads
+    input row ``(y0 + r) s_h - pad_h + ...``, i.e. band row ``r s_h - pad_h'`` with ``pad_h' = pad_h + x_row0 -
+    y0 s_h``; taps past the band's last row are past the image's (the band carries its halo otherwise), so the
+    band is a convolution of a ``band rows``-high image. The im2col block is filled once per band (``memo`` is
+    the band's: the pager keeps the input band resident while the filter's channel tiles stream by) and the
+    GEMM runs on the tile's operand; the epilogue is that channel range's."""
+    bands = data.bands
+    geo = bands.im2col(data, x.shape, out.shape, data.pad_h + x_row0 - y0 * data.stride_h)
+    if memo.get("im2col") is not geo:
+        geo.fill(x)
+        memo["im2col"] = geo
+    acc = gemm(geo.cols, bands.operand(w, bias, c0), "conv_band_acc")
+    ep = bands.epilogue(data, c0, c0 + w.shape[0])
+    if out.flags.c_contiguous:
+        ep(acc, out)
+    else:
+        tmp = work_buffer("conv_band_out", out.shape, np.int8)
+        ep(acc, tmp)
+        out[...] = tmp
 
 
 def _view(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -148,8 +252,24 @@ def _view(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _plan(ctx, op, data: ConvData) -> ConvPlan | None:
-    x, w, y = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
-    bias = ctx.input(op, 2)
+    found = _fast_weights(ctx, op, data)
+    if found is None:
+        return None
+    weights, bias = found
+    x, y = ctx.input(op, 0), ctx.output(op, 0)
+    n, _, _, c_in = x.shape
+    c_out, kh, kw, _ = data.filter_shape
+    _, oh, ow, _ = y.shape
+    image = n * ((oh - 1) * data.stride_h + (kh - 1) * data.dilation_h + 1) * \
+        ((ow - 1) * data.stride_w + (kw - 1) * data.dilation_w + 1) * c_in
+    if 8 * (image + n * oh * ow * (kh * kw * c_in + 1 + c_out)) > _MAX_PLAN_BYTES:
+        return None
+    return ConvPlan(data, x.shape, weights, bias, y.shape)
+
+
+def _fast_weights(ctx, op, data: ConvData) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """The constant filter (int4 unpacked) and bias when the fast path applies, else None."""
+    w, y, bias = ctx.input(op, 1), ctx.output(op, 0), ctx.input(op, 2)
     if data.kind != "int8" or data.groups != 1 or y.type_name != "INT8":
         return None
     if min(data.stride_h, data.stride_w, data.dilation_h, data.dilation_w) < 1 or y.num_elements == 0:
@@ -162,20 +282,23 @@ def _plan(ctx, op, data: ConvData) -> ConvPlan | None:
         return None
     if bias is not None and bias.data is None:
         return None
-    n, _, _, c_in = x.shape
-    c_out, kh, kw, _ = data.filter_shape
-    _, oh, ow, _ = y.shape
-    image = n * ((oh - 1) * data.stride_h + (kh - 1) * data.dilation_h + 1) * \
-        ((ow - 1) * data.stride_w + (kw - 1) * data.dilation_w + 1) * c_in
-    if 8 * (image + n * oh * ow * (kh * kw * c_in + 1 + c_out)) > _MAX_PLAN_BYTES:
-        return None
-    return ConvPlan(data, x.shape, weights, None if bias is None else bias.data, y.shape)
+    return weights, None if bias is None else bias.data
+
+
+def _bands(ctx, op, data: ConvData) -> ConvBands | None:
+    if data.int4_packed is not None:
+        return None             # out of core, int4 filters run whole (the reference path)
+    found = _fast_weights(ctx, op, data)
+    return None if found is None else ConvBands(data, *found)
 
 
 class Conv2D:
     def prepare(self, ctx, op) -> FastConvData:
         data = REFERENCE.prepare(ctx, op)
-        return FastConvData(**{f.name: getattr(data, f.name) for f in fields(ConvData)}, plan=_plan(ctx, op, data))
+        base = {f.name: getattr(data, f.name) for f in fields(ConvData)}
+        if not getattr(ctx, "weights_resident", True):      # out of core: row bands, no whole-tensor plan
+            return FastConvData(**base, bands=_bands(ctx, op, data))
+        return FastConvData(**base, plan=_plan(ctx, op, data))
 
     def invoke(self, ctx, op, data: FastConvData) -> None:
         if data.plan is None:

@@ -47,6 +47,7 @@ converter-made int8 models).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -55,7 +56,7 @@ from .._blas import matmul
 from .._qutil import unpack_int4
 from ..depthwise_conv import KERNEL as REFERENCE
 from ..depthwise_conv import DepthwiseData
-from ._epilogue import Epilogue, accumulator_range, gemm_weights
+from ._epilogue import Epilogue, accumulator_range, gemm_weights, work_buffer
 
 _FOLD = True    # one input channel (the GEMM scheme): requantization scale folded into float64 weights when
                 # Epilogue.fold allows it (the float64 GEMM costs less than the epilogue passes it saves; the taps
@@ -72,6 +73,7 @@ class _Phase:
     src: tuple[slice, slice] | None     # input rows and columns that go there
     windows: np.ndarray                 # read-only view (KH, taps of this phase, N, out_h, out_w * C_out)
     weights: np.ndarray                 # (KH, taps of this phase, out_w * C_out): filter taps tiled out_w times
+    kxs: tuple[int, ...] = ()           # the filter columns of this phase
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ class OptimizedDepthwiseData(DepthwiseData):
     plan: _TapsPlan | _GemmPlan | None = None   # None: the reference invoke runs
     epilogue: Epilogue | None = None
     folded: bool = False                        # the sums are T itself (Epilogue.fold): Epilogue.finish requantizes
+    bands: DepthwiseBands | None = None         # out of core: what depthwise_band needs (None: depthwise_rows runs)
 
 
 class OptimizedDepthwiseConv2D:
@@ -108,6 +111,12 @@ class OptimizedDepthwiseConv2D:
         data = REFERENCE.prepare(ctx, op)
         if _reference_only(ctx, op, data):
             return _extend(data)
+        if not getattr(ctx, "weights_resident", True):      # out of core: row bands, no whole-tensor plan
+            if data.int4_packed is not None:
+                return _extend(data)
+            bias = ctx.input(op, 2)
+            return _extend(data, bands=DepthwiseBands(data, _filter(ctx, op, data), ctx.input(op, 0).shape[3],
+                                                      None if bias is None else bias.data))
         return _plan(ctx, op, data)
 
     def invoke(self, ctx, op, data: OptimizedDepthwiseData) -> None:
@@ -200,7 +209,7 @@ def _taps_plan(data: DepthwiseData, operand: np.ndarray, zp_in: int, in_shape, o
         kxs = [kx for kx in range(kw) if kx * dw % sw == b]
         if kxs:
             phases.append(_phase(data, w[:, kxs], [kx * dw // sw for kx in kxs], zp_in, in_shape, out_shape, rows,
-                                 b))
+                                 b, tuple(kxs)))
     acc = np.zeros((n, oh, ow * c_out), operand.dtype)
     tmp = np.zeros_like(acc) if len(phases) > 1 else None
     bias = np.tile(operand[-1], ow) if operand[-1].any() else None
@@ -208,7 +217,7 @@ def _taps_plan(data: DepthwiseData, operand: np.ndarray, zp_in: int, in_shape, o
 
 
 def _phase(data: DepthwiseData, w: np.ndarray, qxs: list[int], zp_in: int, in_shape, out_shape, rows: int,
-           b: int) -> _Phase:
+           b: int, kxs: tuple[int, ...] = ()) -> _Phase:
     """Column phase ``b`` read by the filter columns ``w`` (``[KH, nx, C_out]``) at phase columns ``ox + qxs``."""
     n, in_h, in_w, c_in = in_shape
     _, oh, ow, c_out = out_shape
@@ -224,7 +233,7 @@ def _phase(data: DepthwiseData, w: np.ndarray, qxs: list[int], zp_in: int, in_sh
     windows = np.lib.stride_tricks.as_strided(
         buf[:, :, qxs[0]:], (w.shape[0], len(qxs), n, oh, ow * c_out),
         (data.dilation_h * st[1], step * st[2], st[0], data.stride_h * st[1], st[3]), writeable=False)
-    return _Phase(buf, dst, src, windows, np.tile(w, (1, 1, ow)))
+    return _Phase(buf, dst, src, windows, np.tile(w, (1, 1, ow)), kxs)
 
 
 def _run_taps(plan: _TapsPlan, x: np.ndarray) -> None:
@@ -265,6 +274,75 @@ def _run_gemm(plan: _GemmPlan, x: np.ndarray) -> None:
         np.copyto(plan.dst, x[:, rows, cols, 0])
     np.copyto(plan.cols_taps, plan.windows)     # im2col in one copy, tap-major
     matmul(plan.cols.T, plan.weights, out=plan.acc)
+
+
+class DepthwiseBands:
+    """Out of core (prepared with ``ctx.weights_resident = False``): what :func:`depthwise_band` needs, without a
+    plan for the whole tensor. From the model's filter, once: the epilogue (all channels: the depthwise filter does
+    not stream), its constant channels and the sum precision (:func:`._epilogue.gemm_weights`'s choice). Cached by
+    band geometry: a taps or GEMM plan (buffers, window views) whose weight buffers are refilled from the filter the
+    pager read into the pool at every call."""
+
+    def __init__(self, data: DepthwiseData, w: np.ndarray, c_in: int, bias: np.ndarray | None) -> None:
+        kh, kw, c_out = w.shape
+        self.kernel, self.c_in, self.zp_in = (kh, kw), c_in, -data.input_offset
+        bias64 = np.zeros(c_out, np.int64) if bias is None else bias.astype(np.int64).reshape(-1)
+        w_ck = w.reshape(kh * kw, c_out).T
+        self.epilogue = Epilogue(data.multipliers, data.shifts, data.output_offset, int(data.act_min),
+                                 int(data.act_max), accumulator_range(w_ck, self.zp_in, bias64))
+        self.dtype = gemm_weights(w_ck, bias64 - self.zp_in * w_ck.sum(axis=1), self.epilogue.constant).dtype
+        self.plans: dict[tuple, _TapsPlan | _GemmPlan] = {}
+
+    def plan(self, data: DepthwiseData, x_shape, y_shape, pad_h: int) -> _TapsPlan | _GemmPlan:
+        key = (tuple(x_shape), tuple(y_shape), pad_h)
+        plan = self.plans.get(key)
+        if plan is None:
+            geometry = dataclasses.replace(data, pad_h=pad_h)
+            placeholder = np.ones((self.kernel[0] * self.kernel[1] + 1, y_shape[3]), self.dtype)  # a bias buffer
+            if self.c_in == 1:
+                plan = _gemm_plan(geometry, placeholder, self.zp_in, x_shape[:3], y_shape, self.kernel)
+            else:
+                plan = _taps_plan(geometry, placeholder, self.zp_in, x_shape, y_shape, self.kernel)
+            self.plans[key] = plan
+        return plan
+
+    def load(self, plan: _TapsPlan | _GemmPlan, w: np.ndarray, bias: np.ndarray | None, ow: int) -> None:
+        """Fill ``plan``'s weight buffers from the filter ``w`` (``[1, KH, KW, C_out]`` int8) and the bias:
+        ``[K + 1, C_out]`` with ``bias' = bias - zp_in sum_k w`` last, constant channels zeroed."""
+        kh, kw = self.kernel
+        c_out = w.shape[3]
+        operand = work_buffer("depthwise_band_operand", (kh * kw + 1, c_out), self.dtype)
+        w2 = w.reshape(kh * kw, c_out)
+        np.copyto(operand[:-1], w2)
+        folded = -self.zp_in * w2.sum(axis=0, dtype=np.int64)
+        if bias is not None:
+            folded += bias.reshape(-1)
+        operand[-1] = folded
+        if self.epilogue.constant.any():
+            operand[:, self.epilogue.constant] = 0
+        if isinstance(plan, _GemmPlan):
+            np.copyto(plan.weights, operand)
+            return
+        taps = operand[:-1].reshape(kh, kw, c_out)
+        for ph in plan.phases:
+            ph.weights.reshape(kh, len(ph.kxs), ow, c_out)[...] = taps[:, list(ph.kxs), None, :]
+        plan.bias.reshape(ow, c_out)[...] = operand[-1]
+
+
+def depthwise_band(data: OptimizedDepthwiseData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
+                   out: np.ndarray, y0: int, x_row0: int) -> None:
+    """Output rows ``[y0, y0 + out.shape[1])`` from the input band ``x`` (rows ``[x_row0, ...)``), bit-exact with
+    the reference ``depthwise_rows``: the band is the same depthwise convolution on the band's rows with ``pad_h' =
+    pad_h + x_row0 - y0 s_h`` (see :func:`.conv.conv_band`), computed by that geometry's plan with the pool's
+    filter, then the epilogue."""
+    bands = data.bands
+    plan = bands.plan(data, x.shape, out.shape, data.pad_h + x_row0 - y0 * data.stride_h)
+    bands.load(plan, w, bias, out.shape[2])
+    if isinstance(plan, _TapsPlan):
+        _run_taps(plan, x)
+    else:
+        _run_gemm(plan, x)
+    bands.epilogue(plan.acc, out)
 
 
 KERNEL = OptimizedDepthwiseConv2D()

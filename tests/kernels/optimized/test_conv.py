@@ -129,9 +129,9 @@ def test_float64_accumulators_are_exact():
     x = np.random.default_rng(2).choice(np.array([-128, -127, 127], np.int8), (1, 3, 3, 2064))
     x[0, 0] = np.where(w[0] > 0, 127, -128)          # channel 0 of pixel 0 near +2^25
     exact = x.reshape(-1, 2064).astype(np.int64) @ w.T + 1100
-    np.copyto(plan.target, x[plan.source])
-    np.testing.assert_array_equal(gemm(plan.cols, plan.weights, "test"), exact)
-    assert not np.array_equal(gemm(plan.cols.astype(np.float32), plan.weights.astype(np.float32), "test32"), exact)
+    np.copyto(plan.im2col.target, x[plan.im2col.source])
+    np.testing.assert_array_equal(gemm(plan.im2col.cols, plan.weights, "test"), exact)
+    assert not np.array_equal(gemm(plan.im2col.cols.astype(np.float32), plan.weights.astype(np.float32), "test32"), exact)
 
 
 # -- the epilogue's paths -----------------------------------------------------------------------------------------
@@ -205,7 +205,7 @@ def test_activations_at_the_accumulator_ends(act, zp_in):
 def test_paths(params, path):
     it = _run(params, 5)
     plan = it._op_data[0].plan
-    assert (None if plan is None else "direct" if plan.image is None else "image") == path
+    assert (None if plan is None else "direct" if plan.im2col.image is None else "image") == path
 
 
 def optimized_equals_reference_over_invokes(model: bytes, inputs: list[np.ndarray]) -> None:
