@@ -185,7 +185,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     with Interpreter(args.model, arena=args.arena, backing=args.backing, mcu=args.mcu, flash=args.flash,
                      tile=args.tile, checksum=args.checksum, recover=args.recover, cost_kernels=args.kernels,
-                     optimized=not args.reference) as it:
+                     optimized=not args.reference, fuse=not args.no_fuse) as it:
         rng = np.random.default_rng(args.seed)
         for i in range(it.num_inputs):
             d = it.get_input_details(i)
@@ -359,6 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--tile", type=_size, default=None, help="largest tile buffer in bytes (default: the pools)")
     s.add_argument("--checksum", default="crc32", help="crc32 (default), blake2b, blake2b-64 or xxh3")
     s.add_argument("--recover", action="store_true", help="recompute tiles whose checksum fails")
+    s.add_argument("--no-fuse", action="store_true", help="out of core: no fused chains (every tensor on the card)")
     s.add_argument("--seed", type=int, default=0, help="seed of the random input")
     s.add_argument("--reference", action="store_true", help="reference kernels only (in memory)")
     s.add_argument("--dry-run", action="store_true", help="count tiles, traffic and cycles without running kernels")

@@ -82,7 +82,10 @@ def test_profile_out_of_core_table_and_json(tmp_path, capsys):
     img = tmp_path / "sd.img"
     assert main(["profile", str(model), "--arena", "45000", "--backing", str(img), "--mcu", "apollo3"]) == 0
     out = capsys.readouterr().out
-    assert "out of core" in out and "CONV_2D" in out and "rows" in out and "MCU estimate" in out
+    assert "out of core" in out and "CONV_2D" in out and "chain" in out and "MCU estimate" in out
+    assert main(["profile", str(model), "--arena", "45000", "--backing", str(img), "--no-fuse"]) == 0
+    unfused = capsys.readouterr().out
+    assert "rows" in unfused and "chain" not in unfused
     assert main(["profile", str(model), "--arena", "45000", "--backing", str(img), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "microinterp.profile/1" and doc["out_of_core"] and doc["image_action"] == "reused"

@@ -25,6 +25,7 @@ from ..errors import IntegrityError
 from ..kernels.pad import pad_input_rows, pad_rows
 from ..mcu import McuProfile, op_class
 from ..storage.sd import RecordRun
+from .fusion import band_rows, new_rows
 from .layout import Home, line_bytes
 from .plan import ALIGN, OpPlan, region_ranges
 from .profile import OpRecord, TileRecord
@@ -120,13 +121,22 @@ class Engine:
                 raise IntegrityError(f"tensor {home.name!r} records {r0}..{r1 - 1} are corrupted and it is a model "
                                      "input: nothing to recompute it from")
             plan = self.p.plans[producer]
+            chain = self.p.chain_of.get(producer)
             lo, hi = r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)
-            spans = [(t, self._tile_bytes(plan, t, home.tensor)) for t in plan.tiles]
+            spans = [(t, self._tile_bytes(plan, t, home.tensor)) for t in (chain.tiles if chain else plan.tiles)]
             tiles = [t for t, (t_lo, t_hi) in spans if t_lo < hi and t_hi > lo]
             host = _Buffers(np.zeros(self.p.pools.input, np.uint8), np.zeros(self.p.pools.weights, np.uint8),
                             np.zeros(self.p.pools.output, np.uint8))
             scratch = OpRecord(plan.index, plan.op.key, op_class(plan.op.key), plan.mode)
-            self.run_op(plan, host, scratch, only=[t.index for t in tiles], depth=depth + 1)
+            if chain is not None:       # the chain's tiles again (its intermediates are never on the card)
+                sink = {p.index: OpRecord(p.index, p.op.key, op_class(p.op.key), "chain") for p in chain.plans}
+                sink[plan.index] = scratch
+                self.run_chain(chain, host, sink, only=[t.index for t in tiles], depth=depth + 1)
+                for r in sink.values():
+                    if r is not scratch:
+                        scratch.tiles.extend(r.tiles)
+            else:
+                self.run_op(plan, host, scratch, only=[t.index for t in tiles], depth=depth + 1)
             event.update(action="recomputed", producer=plan.index, tiles=[t.index for t in tiles],
                          sd_read_bytes=scratch.sd_read_bytes, sd_write_bytes=scratch.sd_write_bytes)
         self.recoveries.append(event)
@@ -324,14 +334,140 @@ class Engine:
     # -- a whole invoke ----------------------------------------------------------------------------------------------
     def invoke(self, bufs: _Buffers, progress: Any = None) -> list[OpRecord]:
         records = []
+        by_index: dict[int, OpRecord] = {}
         for plan in self.p.plans:
-            record = OpRecord(plan.index, plan.op.key, op_class(plan.op.key), plan.mode)
+            chain = self.p.chain_of.get(plan.index)
+            record = OpRecord(plan.index, plan.op.key, op_class(plan.op.key), "chain" if chain else plan.mode,
+                              chain=chain.last.index if chain else None)
+            by_index[plan.index] = record
             self.p.current_record = record
-            t0 = time.perf_counter()
-            self.run_op(plan, bufs, record)
-            record.host_seconds = time.perf_counter() - t0
+            if chain is None:
+                t0 = time.perf_counter()
+                self.run_op(plan, bufs, record)
+                record.host_seconds = time.perf_counter() - t0
+            elif plan is chain.last:        # the chain runs when its last op's turn comes
+                self.run_chain(chain, bufs, by_index)
             records.append(record)
             if progress is not None:
                 progress(len(records), len(self.p.plans), record)
         return records
+
+    # -- running a fused chain ---------------------------------------------------------------------------------------
+    def run_chain(self, chain: Any, bufs: _Buffers, records: dict[int, OpRecord], only: list[int] | None = None,
+                  depth: int = 0) -> None:
+        """Run ``chain`` band by band (:mod:`.fusion`): resident weights and whole inputs of every op first, then per
+        band every op's new rows, intermediates in line buffers in the input pool, the last op's band written to
+        the card. Each op's records get one tile per band in which it computed rows."""
+        plans, tensors, views = chain.plans, self.tensors, self.views
+        joint = getattr(bufs, "joint", None)
+        if joint is not None:       # the weights at the weights pool's end, the rest of it joins the input pool
+            room = joint.nbytes - chain.weights
+            bufs = _Buffers(joint[:room], joint[room:], bufs.output)
+        else:                       # a recovery's host buffers: one region, split the same way
+            region = np.concatenate([bufs.input, bufs.weights])
+            room = region.nbytes - chain.weights
+            bufs = _Buffers(region[:room], region[room:], bufs.output)
+        bufs.reset("output", 0)
+        setups, flash_fixed, firsts = [], [], []
+        for p in plans:
+            t0 = time.perf_counter()
+            setup, flash = TileRecord(-1), 0
+            for k, ti in enumerate(p.op.inputs):
+                home = self.homes[ti] if ti >= 0 else None
+                if home is None:
+                    continue
+                if home.device == "flash":
+                    flash += home.nbytes
+                elif home.device == "weights":
+                    views[ti] = self.read_whole(ti, "weights", bufs, setup, depth)
+                elif k not in p.tiler.row_inputs:
+                    views[ti] = self.read_whole(ti, "input", bufs, setup, depth)
+            setups.append(setup)
+            flash_fixed.append(flash)
+            firsts.append(True)
+            records[p.index].host_seconds += time.perf_counter() - t0
+        lines = []
+        for cap, ti in zip(chain.capacity, chain.intermediates()):
+            t = tensors[ti]
+            shape = (t.shape[0], cap, *t.shape[2:])
+            lines.append(bufs.take("input", math.prod(shape) * t.dtype.itemsize).view(t.dtype).reshape(shape))
+        mark = bufs.mark("input")
+        start = [0] * len(lines)        # the row line buffer i holds at its index 0
+        done = [0] * len(lines)         # rows [start, done) are in it
+        previous = None
+        for tile in chain.tiles:
+            if only is not None and tile.index not in only:
+                continue
+            rows = band_rows(chain, tensors, tile.y0, tile.y1)
+            if previous is None or tile.index != previous + 1:       # the buffers do not hold the last band
+                done = [lo for lo, _ in rows[:-1]]
+                start = list(done)
+            previous = tile.index
+            for i, (lo, hi) in enumerate(new_rows(rows, done)):
+                t0 = time.perf_counter()
+                p = plans[i]
+                if i < len(lines):
+                    keep = rows[i][0]
+                    if keep > start[i] and not self.dry:       # the overlap rows move to the front
+                        n = done[i] - keep
+                        if n > 0:
+                            lines[i][:, :n] = lines[i][:, keep - start[i]:done[i] - start[i]].copy()
+                    start[i] = keep
+                    done[i] = max(done[i], keep)
+                if hi <= lo:
+                    continue
+                rec = TileRecord(tile.index, (lo, hi))
+                if firsts[i]:
+                    for f in TileRecord.__dataclass_fields__:
+                        if f not in ("index", "rows", "channels"):
+                            setattr(rec, f, getattr(setups[i], f))
+                    rec.io = list(setups[i].io)
+                bufs.reset("input", mark)
+                inputs: dict[int, np.ndarray] = {}
+                row0: dict[int, int] = {}
+                for k, ti in enumerate(p.op.inputs):
+                    if ti < 0:
+                        continue
+                    if i > 0 and k == chain.links[i - 1]:
+                        qlo, qhi = p.tiler.input_rows(p.data, k, lo, hi)
+                        qlo, qhi = max(qlo, start[i - 1]), min(max(qhi, qlo), done[i - 1])
+                        inputs[k] = lines[i - 1][:, qlo - start[i - 1]:max(qhi, qlo) - start[i - 1]]
+                        row0[k] = qlo if qhi > qlo else 0
+                    elif k in p.tiler.row_inputs:
+                        qlo, qhi = p.tiler.input_rows(p.data, k, lo, hi)
+                        inputs[k], row0[k] = self.read_region(ti, p.tiler.row_inputs[k], qlo, qhi, bufs, rec, depth)
+                        if p.tiler.row_inputs[k] == 1 and qhi <= qlo:
+                            row0[k] = 0
+                    else:
+                        inputs[k] = views[ti]
+                out_ti = p.op.outputs[0]
+                if i < len(lines):
+                    views[out_ti] = lines[i][:, lo - start[i]:hi - start[i]]
+                else:
+                    bufs.reset("output", 0)
+                    t = tensors[out_ti]
+                    shape = (t.shape[0], hi - lo, *t.shape[2:])
+                    views[out_ti] = bufs.take("output", math.prod(shape) * t.dtype.itemsize).view(
+                        t.dtype).reshape(shape)
+                band = BandViews(inputs, row0, None, lo, 0, p.channel_tiles[0][1], self.ctx)
+                rec.flash_read_bytes += flash_fixed[i]
+                if flash_fixed[i]:
+                    rec.io.append(("flash", "weights", flash_fixed[i], flash_fixed[i]))
+                self._compute(p, band)
+                rec.io.append(("compute", "cpu", band.c1, 0))
+                work = p.work.get(rec.rows)
+                if work is None:
+                    work = p.work[rec.rows] = op_work(p.op, tensors, rows=rec.rows)
+                rec.macs, rec.elements = work
+                coeff = self.mcu.op_cycles[self.kernels][op_class(p.op.key)]
+                rec.compute_cycles = coeff.cycles_per_mac * rec.macs + coeff.cycles_per_element * rec.elements + \
+                    (coeff.fixed_cycles if firsts[i] else 0)
+                if i == len(lines):
+                    self._write_outputs(p, tile, rec)
+                else:
+                    done[i] = hi
+                self._annotate(rec)
+                records[p.index].tiles.append(rec)
+                records[p.index].host_seconds += time.perf_counter() - t0
+                firsts[i] = False
 

@@ -13,6 +13,8 @@ the arena. Steps:
    area; activations on the SD activations area;
 3. **pools** from what the tail and the scratch region leave, and **tiles** for every op (:mod:`.plan`); when an op
    cannot be tiled, :class:`~microinterp.errors.ArenaOverflowError` names it and the smallest arena that works;
+   then, with ``fuse=True`` (the default), **chains** of row-band ops whose intermediates stay in the arena and
+   their bands (:mod:`.fusion`);
 4. **the SD image** is opened (created, reused, re-initialised or rebuilt; a foreign file is refused) and, unless
    it already holds this model's weights, the SD-resident constants are written once and committed.
 
@@ -37,6 +39,7 @@ from ..kernels.optimized import depthwise_conv as optimized_depthwise
 from ..mcu import McuProfile, get_profile
 from ..storage.sd import SdImage
 from .engine import Engine, _Buffers
+from .fusion import ChainPlanner, find_chains
 from .layout import RECORD_TARGET, Home
 from .plan import ALIGN, NoFit, OpPlan, Planner, Pools, fold_data, fuse_pads, layout_homes
 from .profile import OpRecord, TileRecord
@@ -63,7 +66,7 @@ class Pager:
 
     def __init__(self, interp: Any, arena_size: int, backing: str | os.PathLike, *, pools: Any = None,
                  flash: int | None = None, mcu: str | McuProfile = "stm32f746", tile: int | None = None,
-                 checksum: str = "crc32", recover: bool = False, cost_kernels: str = "optimized"):
+                 checksum: str = "crc32", recover: bool = False, cost_kernels: str = "optimized", fuse: bool = True):
         self.model = interp.model
         self.subgraph = interp.model.main
         self.tensors = self.subgraph.tensors
@@ -101,6 +104,11 @@ class Pager:
         self.producer = {ti: p.index for p in self.plans for ti in p.op.outputs
                          if ti >= 0 and p.mode not in ("alias", "fused")}
         self.pools = self._plan_all(int(arena_size))
+        # fused row bands: chains whose intermediates stay in the arena (fusion.py); per-op plans stay the fallback
+        self.chains = ChainPlanner(self.planner).plan(find_chains(self.plans, set(self.subgraph.outputs)),
+                                                      self.pools) if fuse else []
+        self.chain_of = {p.index: c for c in self.chains for p in c.plans}
+        self.fused_tensors = {ti for c in self.chains for ti in c.intermediates()}
 
         self.arena = Arena(int(arena_size))
         op_data, ctx = self._prepare(kernels, self.arena)
@@ -126,6 +134,7 @@ class Pager:
         s = self.scratch_bytes
         self.buffers = _Buffers(base[s:s + self.pools.input], base[s + self.pools.input:s + self.pools.input +
                                 self.pools.weights], base[s + self.pools.input + self.pools.weights:])
+        self.buffers.joint = base[s:s + self.pools.input + self.pools.weights]     # fused chains (fusion.py)
 
         self.sd = SdImage.open(backing, fingerprint=_fingerprint(self.model, self.flash, self.homes),
                                weights_bytes=weights_bytes, activation_bytes=act_bytes,
@@ -189,7 +198,7 @@ class Pager:
         return Pools.split(self.scratch_bytes, max(free, 0), self.fractions, self.tile)
 
     def _plan_all(self, arena_size: int) -> Pools:
-        planner = Planner(self.tensors, self.homes, self.virtual)
+        planner = self.planner = Planner(self.tensors, self.homes, self.virtual)
         pools = self._pools_for(arena_size)
         try:
             if pools.input + pools.weights + pools.output == 0:
@@ -280,6 +289,9 @@ class Pager:
 
     def read_tensor(self, ti: int) -> np.ndarray:
         t, home = self.tensors[ti], self.homes[ti]
+        if ti in self.fused_tensors:
+            raise InputError(f"tensor {ti} ({t.name!r}) is an intermediate of a fused chain: its bands stay in the "
+                             "arena and never reach the card (pass fuse=False to keep every tensor on the card)")
         if home is None or home.device == "flash":
             view = self.views[ti]
             if view is None:

@@ -56,7 +56,8 @@ class TileRecord:
 
 @dataclass
 class OpRecord:
-    """One op of the last invoke (``mode``: ``in-memory``, ``rows``, ``channels`` or ``whole``)."""
+    """One op of the last invoke (``mode``: ``in-memory``, ``rows``, ``channels``, ``whole``, ``alias``, ``fused``
+    or ``chain``; ``chain``: the index of the last op of the fused chain it belongs to, whose turn runs it)."""
 
     index: int
     op: str
@@ -65,6 +66,7 @@ class OpRecord:
     tiles: list[TileRecord] = field(default_factory=list)
     host_seconds: float = 0.0
     recoveries: int = 0
+    chain: int | None = None
 
     def __getattr__(self, name: str) -> Any:
         if name in _COUNTERS:
@@ -83,7 +85,7 @@ class OpRecord:
     def as_dict(self, tiles: bool = True) -> dict[str, Any]:
         d = {"index": self.index, "op": self.op, "class": self.op_class, "mode": self.mode,
              "tiles_count": len(self.tiles), "bound": self.bound, "host_seconds": self.host_seconds,
-             "recoveries": self.recoveries, "total_cycles": self.total_cycles}
+             "recoveries": self.recoveries, "total_cycles": self.total_cycles, "chain": self.chain}
         d.update({k: getattr(self, k) for k in _COUNTERS})
         if tiles:
             d["tiles"] = [_tile_dict(t) for t in self.tiles]

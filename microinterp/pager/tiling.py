@@ -266,7 +266,11 @@ def tiler_for(op: Any, data: Any, tensors: list[Any], is_reference: bool) -> Til
     if key in ELEMENTWISE and _batch1_nhwc(out) and out.type_name in ("INT8", "INT16"):
         rows = {}
         for k, t in enumerate(ins):
-            if t is None or t.data is not None:
+            if t is None:
+                continue
+            if t.data is not None:      # a constant is passed whole: it must not vary along the row axis
+                if len(t.shape) >= 3 and t.shape[-3] > 1:
+                    return WHOLE
                 continue
             if t.shape == out.shape:
                 rows[k] = 1

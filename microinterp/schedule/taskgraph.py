@@ -158,15 +158,19 @@ class TaskGraph:
 def _producer_ranges(pager: Any) -> dict[int, list[tuple[int, int, int, int]]]:
     """Activation home offset -> [(byte lo, byte hi, op index, tile index)] of the writes that produce it."""
     out: dict[int, list[tuple[int, int, int, int]]] = {}
+    chain_of = getattr(pager, "chain_of", {})
     for p in pager.plans:
         if p.mode in ("alias", "fused"):
             continue
+        chain = chain_of.get(p.index)
+        if chain is not None and p is not chain.last:
+            continue            # a fused chain's intermediates stay in the arena
         for ti in p.op.outputs:
             home = pager.homes[ti] if ti >= 0 else None
             if home is None or not home.on_sd:
                 continue
             line = _line(pager.tensors[ti])
-            for t in p.tiles:
+            for t in (chain.tiles if chain is not None else p.tiles):
                 lo, hi = (t.y0 * line, t.y1 * line) if p.mode == "rows" else (0, home.nbytes)
                 if hi > lo:
                     r0, r1 = home.record_range(lo, hi)
@@ -198,9 +202,11 @@ def _expected_reads(pager: Any, p: Any, tile: Any, first: bool) -> list[tuple[st
                     out.append(("resident", "weights", home.nbytes, home, 0, home.nbytes))
             elif k not in p.tiler.row_inputs and home.records:
                 out.append(("resident", "input", home.nbytes, home, 0, home.nbytes))
+    chain = getattr(pager, "chain_of", {}).get(p.index)
+    link = chain.links[chain.plans.index(p) - 1] if chain is not None and p is not chain.plans[0] else None
     if p.mode == "rows":
         for k, ti in enumerate(op.inputs):
-            if ti < 0 or k not in p.tiler.row_inputs:
+            if ti < 0 or k not in p.tiler.row_inputs or k == link:     # a chain link reads its line buffer
                 continue
             lo, hi = p.tiler.input_rows(p.data, k, tile.y0, tile.y1)
             out.extend(_region_reads(pager, ti, p.tiler.row_inputs[k], lo, hi))
@@ -258,6 +264,27 @@ class _Builder:
             self.producers[k].sort()
         self.next_buf = 0
 
+    def _sequence(self) -> Any:
+        """``(record, tiles)`` in execution order: the ops of a fused chain (records with ``chain`` set) take turns
+        band by band when the chain's last op's turn comes."""
+        members: dict[int, list[Any]] = {}
+        for rec in self.records:
+            if getattr(rec, "chain", None) is not None:
+                members.setdefault(rec.chain, []).append(rec)
+        for rec in self.records:
+            chain = getattr(rec, "chain", None)
+            if chain is None:
+                yield rec, rec.tiles
+                continue
+            if rec.index != chain:
+                continue
+            bands = sorted({t.index for t in rec.tiles})
+            for band in bands:
+                for m in members[chain]:
+                    ts = [t for t in m.tiles if t.index == band]
+                    if ts:
+                        yield m, ts
+
     def new(self, kind: str, frame: int, op: int, layer: int, tile: int, seq: int) -> Task:
         t = Task(len(self.tasks), kind, frame, op, layer, tile, seq)
         self.tasks.append(t)
@@ -286,15 +313,17 @@ class _Builder:
         writes_of: dict[int, list[Task]] = {}               # home offset -> writes (fallback barrier)
         reads_of: dict[int, list[Task]] = {}                # home offset -> reads of that activation
         pending_deps: list[tuple[Task, int, int, int]] = []
-        for layer, rec in enumerate(self.records):
+        for layer, (rec, tiles) in enumerate(self._sequence()):
             p = self.plans.get(rec.index)
             if not rec.tiles:
                 continue
             op_resident: list[tuple[str, int, int]] = []
             last_compute_of_op: Task | None = None
             io_bound = self.single_buffer_io_bound and rec.bound == "io"
-            for ti_pos, tile in enumerate(rec.tiles):
-                expected = (_expected_reads(self.pager, p, _spec(p, tile.index), ti_pos == 0)
+            in_chain = getattr(rec, "chain", None) is not None
+            for tile in tiles:
+                ti_pos = 0 if tile is rec.tiles[0] else 1
+                expected = (_expected_reads(self.pager, p, _spec(self.pager, p, tile), ti_pos == 0)
                             if p is not None else None)
                 chan_total = sum(e[2] for e in tile.io if e[0] == "compute") or 1
                 computes = [e for e in tile.io if e[0] == "compute"]
@@ -320,6 +349,8 @@ class _Builder:
                         seq += 1
                         t.pool, t.nbytes, t.payload = pool, physical, payload
                         t.alloc, t.buffer, t.buf_id = pool, align_up(payload, ALIGN), self.buf()
+                        if in_chain and pool == "input":    # inside the chain's region (input pool + the weights
+                            t.buffer = 0                    # pool's rest, planned by fusion.py): not counted here
                         io, h = self.io_cycles(physical, payload, False)
                         t.cycles = io + (0.0 if self.hash_on_cpu else h)
                         t.hash_cycles = h
@@ -505,11 +536,16 @@ def _guess_role(p: Any, rec: Any, tile: Any, ti_pos: int, step_i: int, pool: str
     return "band"
 
 
-def _spec(p: Any, index: int) -> Any:
+def _spec(pager: Any, p: Any, tile: Any) -> Any:
+    """The plan's tile spec of a tile record (an op of a fused chain: the rows the record says it computed)."""
+    if p.index in getattr(pager, "chain_of", {}):
+        from ..pager.tiling import TileSpec
+
+        return TileSpec(tile.index, tile.rows[0], tile.rows[1], p.channel_tiles)
     for t in p.tiles:
-        if t.index == index:
+        if t.index == tile.index:
             return t
-    raise KeyError(index)
+    raise KeyError(tile.index)
 
 
 def tile_channel(p: Any, n: int) -> tuple[int, int]:

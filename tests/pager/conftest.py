@@ -56,6 +56,17 @@ def smallest_out_of_core_arena(model: bytes, path, **kwargs) -> int:
     raise AssertionError("an arena of 256 bytes was accepted")
 
 
+def arena_between(model: bytes, path, where: float, **kwargs) -> int:
+    """An arena between the smallest out-of-core one and one byte less than the in-memory plan (``where`` in
+    [0, 1]); rejects (hypothesis ``assume``) a model that the smallest out-of-core arena would run in memory."""
+    from hypothesis import assume
+
+    need = smallest_out_of_core_arena(model, path, **kwargs)
+    full = mi.Interpreter(model).arena_used_bytes
+    assume(need < full)
+    return need + int(where * (full - 1 - need))
+
+
 def random_input(model: bytes, seed: int = 0) -> np.ndarray:
     d = mi.Interpreter(model).get_input_details(0)
     return np.random.default_rng(seed).integers(-128, 128, size=tuple(d["shape"]), dtype=np.int8)

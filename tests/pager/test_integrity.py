@@ -69,17 +69,33 @@ def test_a_flipped_weight_bit_is_detected_and_recovered(tmp_path_factory, pick, 
 def _corrupt_after(monkeypatch, path, op_index: int, bit: int):
     """Flip a bit of op ``op_index``'s first output record right after the op wrote it (silent cell corruption
     between a write and the next read)."""
-    original = Engine.run_op
+    original, original_chain = Engine.run_op, Engine.run_chain
     seen = []
+
+    def corrupt(self, plan):
+        home = self.homes[plan.op.outputs[0]]
+        seen.append(_flip(path, home, self.sd, bit % home.records, bit // 7))
 
     def run_op(self, plan, bufs, record, only=None, depth=0):
         original(self, plan, bufs, record, only, depth)
         if plan.index == op_index and only is None and not seen:
-            home = self.homes[plan.op.outputs[0]]
-            seen.append(_flip(path, home, self.sd, bit % home.records, bit // 7))
+            corrupt(self, plan)
+
+    def run_chain(self, chain, bufs, records, only=None, depth=0):     # a fused chain writes its last op's output
+        original_chain(self, chain, bufs, records, only, depth)
+        if chain.last.index == op_index and only is None and not seen:
+            corrupt(self, chain.last)
 
     monkeypatch.setattr(Engine, "run_op", run_op)
+    monkeypatch.setattr(Engine, "run_chain", run_chain)
     return seen
+
+
+def _on_card(pager, op: int) -> int:
+    """``op``, or the nearest later op whose output is on the card (not an alias, not inside a fused chain)."""
+    while pager.plans[op].mode == "alias" or pager.plans[op].op.outputs[0] in pager.fused_tensors:
+        op += 1
+    return op
 
 
 @given(op=st.integers(0, 9), bit=st.integers(0, 10**6))
@@ -92,6 +108,7 @@ def test_a_flipped_activation_bit_is_detected_and_recomputed(tmp_path_factory, o
         with mi.Interpreter(model, arena=ARENA, backing=path) as it:
             if it._pager.plans[op].mode == "alias":
                 op -= 1
+            op = _on_card(it._pager, op)
             _corrupt_after(mp, path, op, bit)
             it.set_input(x)
             with pytest.raises(IntegrityError, match="checksum mismatch"):

@@ -23,13 +23,19 @@ def test_mobilenet_v2_at_512k_matches_the_wheel_and_in_memory(tmp_path):
     path = zoo_model(MOBILENET)
     rng = np.random.default_rng(7)
     x = rng.integers(-128, 128, size=(1, 3, 224, 224), dtype=np.int8)
-    with mi.Interpreter(path, arena=512_000, backing=tmp_path / "sd.img") as it:
-        assert it.out_of_core and it.arena_size == 512_000
-        it.set_input(x)
-        it.invoke()
-        got = it.get_output()
-        totals = it.profile_json(tiles=False)["totals"]
-    assert totals["sd_write_bytes"] > 2_451_840 and totals["tiles"] > 100
+    moved, outs = {}, {}
+    for fuse in (False, True):
+        with mi.Interpreter(path, arena=512_000, backing=tmp_path / f"sd{fuse}.img", fuse=fuse) as it:
+            assert it.out_of_core and it.arena_size == 512_000
+            it.set_input(x)
+            it.invoke()
+            got = it.get_output()
+            totals = it.profile_json(tiles=False)["totals"]
+            moved[fuse] = totals["sd_read_bytes"] + totals["sd_write_bytes"]
+            assert totals["tiles"] > 100
+            outs[fuse] = got
+    assert np.array_equal(outs[False], got)
+    assert moved[False] > 2_451_840 and moved[True] <= 0.6 * moved[False]     # fused bands: >= 40 % less traffic
     mem = mi.Interpreter(path, optimized=False)
     mem.set_input(x)
     mem.invoke()

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 import microinterp as mi
 from microinterp.errors import ArenaOverflowError
 from microinterp.testing.models import demo_cnn
 
-from .conftest import in_memory, random_input, small_net, smallest_out_of_core_arena
+from .conftest import arena_between, in_memory, random_input, small_net, smallest_out_of_core_arena
 
 
 @given(seed=st.integers(0, 2**31 - 1), size=st.integers(40, 96), layers=st.integers(2, 6),
@@ -21,10 +21,7 @@ def test_random_models_match_in_memory(tmp_path_factory, seed, size, layers, poo
     reference in-memory run."""
     model = small_net(seed, size, layers)
     path = tmp_path_factory.mktemp("sd") / "sd.img"
-    need = smallest_out_of_core_arena(model, path, pools=pools)
-    full = mi.Interpreter(model).arena_used_bytes
-    assume(need < full)
-    arena = need + int(where * (full - 1 - need))
+    arena = arena_between(model, path, where, pools=pools)
     x = random_input(model, seed)
     with mi.Interpreter(model, arena=arena, backing=path, pools=pools, optimized=optimized) as it:
         assert it.out_of_core
@@ -85,7 +82,7 @@ def test_profile_counters_equal_the_cards_counters(tmp_path):
     assert t["sd_write_commands"] == acts.writes
     assert t["tiles"] == sum(len(op["tiles"]) for op in doc["ops"]) > len(doc["ops"])
     for op in doc["ops"]:
-        assert op["mode"] in ("rows", "channels", "whole", "alias", "fused")
+        assert op["mode"] in ("rows", "channels", "whole", "alias", "fused", "chain")
         assert (op["compute_cycles"] > 0) == (op["mode"] not in ("alias", "fused"))
         for tile in op["tiles"]:
             reads = [e for e in tile["io"] if e[0] == "read"]

@@ -58,7 +58,9 @@ _FOLD_OUTPUTS = 1 << 17     # ... and at most this many outputs: on larger layer
 #: a layer above it (a mutated stride or dilation asking for gigabytes of padding) runs the reference invoke instead.
 #: VGG16's largest layer (224x224 rows of 577 columns) takes ~230 MB.
 _MAX_PLAN_BYTES = 512 << 20
-_SCATTER_COST = 128  # constant channels skip the GEMM when K (C_out - live) >= this times the live channels
+_SCATTER_COST = 128
+#: Out of core: a layer keeps its band GEMM operands (float copies of its filter tiles) up to this many bytes.
+OPERAND_CACHE_BYTES = 8 << 20  # constant channels skip the GEMM when K (C_out - live) >= this times the live channels
 
 
 @dataclass(frozen=True)
@@ -184,6 +186,8 @@ class ConvBands:
         self.dtype = np.float32 if int(bound[~self.constant].max(initial=0)) < (1 << 24) else np.float64
         self.geometries: dict[tuple, Im2col] = {}
         self.epilogues: dict[tuple[int, int], Epilogue] = {}
+        self.operands: dict[tuple[int, int], np.ndarray] = {}      # (c0, channels) -> operand
+        self.cached = 0
 
     def im2col(self, data: ConvData, x_shape, y_shape, pad_h: int) -> Im2col:
         key = (tuple(x_shape), tuple(y_shape[:3]), pad_h)      # not the channels: one im2col per band
@@ -202,19 +206,30 @@ class ConvBands:
         return ep
 
     def operand(self, w: np.ndarray, bias: np.ndarray | None, c0: int) -> np.ndarray:
-        """``[K + 1, C_tile]``: the filter tile transposed, ``bias' = bias - zp_in sum_k w`` last, constant
-        channels zeroed (their accumulators are not used)."""
+        """``[C_tile, K + 1]`` (the GEMM takes its transpose): the filter tile's rows, ``bias' = bias - zp_in
+        sum_k w`` last, constant channels zeroed (their accumulators are not used), built from the tile in the
+        pool. A layer keeps its operands up to :data:`OPERAND_CACHE_BYTES` and reuses them for the same channel
+        range: every read into the pool is verified against the record's checksum (or tag), so the pool holds the
+        bytes it was built from whenever a tile is computed."""
         ct, k = w.shape[0], self.k
-        op = work_buffer("conv_band_operand", (k + 1, ct), self.dtype)
+        hit = self.operands.get((c0, ct))
+        if hit is not None:
+            return hit
+        cache = (k + 1) * ct * np.dtype(self.dtype).itemsize + self.cached <= OPERAND_CACHE_BYTES
+        op = np.empty((ct, k + 1), self.dtype) if cache else work_buffer("conv_band_operand", (ct, k + 1),
+                                                                         self.dtype)
         w2 = w.reshape(ct, k)
-        np.copyto(op[:k], w2.T)
-        folded = -self.zp_in * w2.sum(axis=1, dtype=np.int64)
+        np.copyto(op[:, :k], w2)
+        folded = op[:, :k].sum(axis=1, dtype=np.float64) * -self.zp_in      # exact: integers below 2^53
         if bias is not None:
             folded += bias.reshape(-1)
-        op[k] = folded
+        op[:, k] = folded
         const = self.constant[c0:c0 + ct]
         if const.any():
-            op[:, const] = 0
+            op[const] = 0
+        if cache:
+            self.cached += op.nbytes
+            self.operands[(c0, ct)] = op
         return op
 
 
@@ -234,7 +249,7 @@ def conv_band(data: FastConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray
     if memo.get("im2col") is not geo:
         geo.fill(x)
         memo["im2col"] = geo
-    acc = gemm(geo.cols, bands.operand(w, bias, c0), "conv_band_acc")
+    acc = gemm(geo.cols, bands.operand(w, bias, c0).T, "conv_band_acc")
     ep = bands.epilogue(data, c0, c0 + w.shape[0])
     if out.flags.c_contiguous:
         ep(acc, out)
