@@ -20,6 +20,7 @@ from .errors import (
 from .interpreter import Interpreter
 from .model import Model, load_model
 from .resolver import OpResolver, RegistrationError, default_resolver, register_kernel
+from .shared_arena import SharedArena
 
 __version__ = "0.1.0"
 
@@ -36,6 +37,7 @@ __all__ = [
     "OpResolver",
     "PrepareError",
     "RegistrationError",
+    "SharedArena",
     "StorageError",
     "UnsupportedOpError",
     "default_resolver",

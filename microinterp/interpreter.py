@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 import numpy as np
 
 from .arena import Arena, SizingArena
-from .errors import ArenaOverflowError, HostMemoryError, InputError, UnsupportedOpError
+from .errors import ArenaOverflowError, ConfigError, HostMemoryError, InputError, UnsupportedOpError
 from .graph import MicroGraph
 from .kernels.base import InvokeContext, PrepareContext, prepare_ops
 from .mcu import McuProfile, get_profile, kernel_set, op_class
@@ -41,6 +41,7 @@ from .pager.work import op_work
 from .planner import allocation_infos, buffer_requests, plan_greedy, plan_linear
 from .planner.greedy import plan_size
 from .resolver import OpResolver, default_resolver
+from .shared_arena import SharedArena, TenantArena
 
 #: Default ``max_arena``: the largest planned arena run in host memory (real MCU models need a few MB; the optimized
 #: kernels keep host buffers several times the activations' size, so a mutated model asking for gigabytes would take
@@ -86,6 +87,11 @@ class Interpreter:
         self._records: list[OpRecord] = []
         self._input_slots: list[tuple] = []         # in memory: (view, dtype, shape) per input, for set_input
         self._output_views: list[np.ndarray | None] = []
+        if isinstance(arena, SharedArena):
+            if backing is not None:
+                raise ConfigError("a SharedArena runs its tenants in memory; out of core takes an arena of its own")
+            self._build(arena.tenant_arena(str(self.model.source or f"tenant {len(arena.tenants)}")))
+            return
         needed = self._measure() if (arena is None or backing is not None) else None
         if arena is None:
             arena = needed
@@ -173,14 +179,23 @@ class Interpreter:
         t = self.model.subgraphs[info.subgraph].tensors[info.index]
         return t if t.is_variable and t.data is None and t.nbytes else None
 
-    def _build(self, arena: Arena) -> None:
+    def _build(self, arena: Arena | TenantArena) -> None:
+        tenant = arena if isinstance(arena, TenantArena) else None
         try:
             op_data, graph, infos, owners, requests, offsets, variables = self._allocate(arena)
         except ArenaOverflowError as e:
+            if tenant is not None:
+                raise tenant.overflow(e, self) from None
             needed = self._measure()
             raise ArenaOverflowError(e.what, e.requested, e.available, needed_arena=needed + arena.start,
                                      hint="or pass backing='sd.img' to run it out of core, paging tensors and "
                                           "weights to a file-backed SD image") from None
+        except BaseException:
+            if tenant is not None:
+                tenant.rollback()
+            raise
+        if tenant is not None:
+            tenant.commit()
         self.arena = arena
         self._graph = graph
         self._op_data = op_data[0]
