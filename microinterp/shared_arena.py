@@ -52,28 +52,15 @@ class SharedArena:
         self.arena = Arena(int(size))
         self.tenants: list[Tenant] = []
 
-    @property
-    def size(self) -> int:
-        return self.arena.size
+    #: figures read from the one arena: ``size``, ``start`` (alignment padding), ``head_bytes`` (the largest tenant
+    #: plan), ``tail_bytes`` (every tenant's persistent bytes) and ``used_bytes`` (what TFLM's
+    #: ``arena_used_bytes()`` reports for any tenant: padding + max head + all tails)
+    FIGURES = frozenset({"size", "start", "head_bytes", "tail_bytes", "used_bytes"})
 
-    @property
-    def start(self) -> int:
-        return self.arena.start
-
-    @property
-    def head_bytes(self) -> int:
-        """The shared head: the largest tenant plan."""
-        return self.arena.head_bytes
-
-    @property
-    def tail_bytes(self) -> int:
-        """Every tenant's persistent bytes together."""
-        return self.arena.tail_bytes
-
-    @property
-    def used_bytes(self) -> int:
-        """What TFLM's ``arena_used_bytes()`` reports for any of the tenants: padding + max head + all tails."""
-        return self.arena.used_bytes
+    def __getattr__(self, name: str) -> Any:
+        if name in SharedArena.FIGURES:
+            return getattr(self.arena, name)
+        raise AttributeError(name)
 
     def tenant_arena(self, name: str) -> TenantArena:
         """The arena view an interpreter builds on (``Interpreter(model, arena=shared)`` calls this)."""
@@ -110,17 +97,10 @@ class TenantArena:
         self.head = 0                   # this tenant's plan
 
     # -- the Arena interface the interpreter uses ------------------------------------------------------------------
-    @property
-    def start(self) -> int:
-        return self.shared.arena.start
-
-    @property
-    def size(self) -> int:
-        return self.shared.arena.size
-
-    @property
-    def buffer(self) -> np.ndarray:
-        return self.shared.arena.buffer
+    def __getattr__(self, name: str) -> Any:
+        if name in ("start", "size", "buffer"):
+            return getattr(self.shared.arena, name)
+        raise AttributeError(name)
 
     def allocate_persistent(self, nbytes: int, alignment: int = 16) -> np.ndarray:
         return self.shared.arena.allocate_persistent(nbytes, alignment)

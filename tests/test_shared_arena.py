@@ -55,6 +55,13 @@ def test_tenants_follow_tflms_rules_and_match_the_wheel(seeds, order):
         assert np.array_equal(tenants[k].get_output(), wheels[k].output(0))
 
 
+def assert_same_step(it, wheel, x) -> None:
+    it.set_input(x)
+    it.invoke()
+    wheel.run([x])
+    assert np.array_equal(it.get_output(), wheel.output(0))
+
+
 def test_state_in_the_tails_survives_the_other_tenants():
     shared = mi.SharedArena(200_000)
     acc = mi.Interpreter(accumulator_model(), arena=shared)
@@ -63,20 +70,14 @@ def test_state_in_the_tails_survives_the_other_tenants():
     wheel = TflmRunner(accumulator_model(), preserve_all=False)
     x = np.array([[1, 2, 3, 4]], np.int8)
     for _ in range(3):
-        acc.set_input(x)
-        acc.invoke()
-        wheel.run([x])
-        assert np.array_equal(acc.get_output(), wheel.output(0))
+        assert_same_step(acc, wheel, x)
         cnn.set_input(np.zeros(cnn.get_input_details(0)["shape"], np.int8))
         cnn.invoke()                    # overwrites the shared head, not acc's variable in its tail
         other.set_input(-x)
         other.invoke()
     acc.reset()
     wheel.interpreter.reset()
-    acc.set_input(x)
-    acc.invoke()
-    wheel.run([x])
-    assert np.array_equal(acc.get_output(), wheel.output(0))
+    assert_same_step(acc, wheel, x)
     # the heads overlap: every tenant's planned tensors start at the arena's start
     assert np.shares_memory(acc.get_output(), cnn._views[cnn._subgraph.inputs[0]]) or \
         acc.head_bytes <= cnn.head_bytes
