@@ -1,9 +1,9 @@
-"""Host speed of out-of-core execution against in-memory execution with the same (reference) kernels.
+"""Host speed of out-of-core execution against the default (optimized) in-memory interpreter.
 
     python benchmarks/bench_pager.py [--rounds N] [--models mobilenet_v2,vgg16] [--arena 512000] [--output FILE]
 
-For each model: one in-memory interpreter (``optimized=False``, exact arena) and one out-of-core interpreter
-(``arena=512_000, backing=<temp file>``, reference kernels for the tiles), the same random input, outputs checked
+For each model: one in-memory interpreter (default optimized kernels, exact arena) and one out-of-core interpreter
+(``arena=512_000, backing=<temp file>``: optimized band functions, fused chains), the same random input, outputs checked
 bit for bit, then ``--rounds`` interleaved invokes of each after a warm-up; the medians, their ratio and the SD
 traffic of one out-of-core invoke are printed and (with ``--output``) appended as a markdown table.
 
