@@ -305,6 +305,15 @@ def cmd_lm(args: argparse.Namespace) -> int:
     for name, m in doc["mcu"].items():
         print(f"{name:10s} ({m['clock_hz'] / 1e6:g} MHz, {args.kernels}): prompt {m['prefill_cycles'] / 1e6:.2f} M "
               f"cycles, {m['step_cycles'] / 1e6:.3f} M cycles/token = {m['tokens_per_s']:.1f} tokens/s")
+    if args.profile:        # the per-op table of one real step (in memory, or out of core with --backing)
+        from .lm import generate
+        from .pager import format_table
+
+        kw = {"arena": args.arena, "backing": f"{args.backing}.profile", "flash": args.flash} if args.backing else {}
+        with Interpreter(llm.step, mcu=mcus[0], cost_kernels=args.kernels, **kw) as step:
+            generate(Interpreter(llm.prefill), step, prompt, 2, config)
+            print(f"one step, {'out of core' if step.out_of_core else 'in memory'}, arena {step.arena_size} bytes:")
+            print(format_table(step.profile, step.mcu.clock_hz))
     o = doc.get("out_of_core")
     if o:
         print(f"out of core ({o['arena']} byte arena, {o['mcu']}): same tokens {o['same_tokens']}, same logits "
@@ -405,6 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--backing", default=None, help="also generate out of core; images BACKING.prefill/.step")
     s.add_argument("--flash", type=_size, default=None, help="flash budget for weights out of core")
     s.add_argument("--save", default=None, help="write tiny_llama_prefill.tflite and tiny_llama_step.tflite here")
+    s.add_argument("--profile", action="store_true", help="also print the per-op profile of one step")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_lm)
 

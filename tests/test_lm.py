@@ -58,8 +58,8 @@ def test_cli_lm(tmp_path, capsys):
     assert doc["prompt"] == [7, 8] and len(doc["tokens"]) == 3 and set(doc["mcu"]) == {"stm32f746", "apollo3"}
     for name in ("tiny_llama_prefill.tflite", "tiny_llama_step.tflite"):
         assert Interpreter(tmp_path / name).head_bytes > 0
-    assert main([*args, "--mcu", "apollo3"]) == 0
+    assert main([*args, "--mcu", "apollo3", "--profile"]) == 0
     out = capsys.readouterr().out
-    assert "cycles/token" in out and "KV cache" in out
+    assert "cycles/token" in out and "KV cache" in out and "DYNAMIC_UPDATE_SLICE" in out and "MCU estimate" in out
     assert main([*args, "--prompt", "1,2,3,4,5"]) == 1                 # longer than the prompt model
     assert "1..4 tokens" in capsys.readouterr().err
