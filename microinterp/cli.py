@@ -180,12 +180,25 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 # -- profile -----------------------------------------------------------------------------------------------------------
+def _read_key(path: str | None) -> bytes | str | None:
+    """An SD image key file: 32 raw bytes, or 64 hexadecimal digits (whitespace ignored)."""
+    if path is None:
+        return None
+    with open(path, "rb") as f:
+        raw = f.read()
+    text = raw.strip()
+    if len(text) == 64 and all(c in b"0123456789abcdefABCDEF" for c in text):
+        return text.decode()
+    return raw
+
+
 def cmd_profile(args: argparse.Namespace) -> int:
     from .pager import format_table
 
     with Interpreter(args.model, arena=args.arena, backing=args.backing, mcu=args.mcu, flash=args.flash,
                      tile=args.tile, checksum=args.checksum, recover=args.recover, cost_kernels=args.kernels,
-                     optimized=not args.reference, fuse=not args.no_fuse) as it:
+                     optimized=not args.reference, fuse=not args.no_fuse,
+                     key=_read_key(args.key_file)) as it:
         rng = np.random.default_rng(args.seed)
         for i in range(it.num_inputs):
             d = it.get_input_details(i)
@@ -369,6 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--checksum", default="crc32", help="crc32 (default), blake2b, blake2b-64 or xxh3")
     s.add_argument("--recover", action="store_true", help="recompute tiles whose checksum fails")
     s.add_argument("--no-fuse", action="store_true", help="out of core: no fused chains (every tensor on the card)")
+    s.add_argument("--key-file", default=None, help="encrypt the SD image (AES-256-GCM): a file with the 32-byte key "
+                                                    "(raw, or 64 hex digits); needs the crypto extra")
     s.add_argument("--seed", type=int, default=0, help="seed of the random input")
     s.add_argument("--reference", action="store_true", help="reference kernels only (in memory)")
     s.add_argument("--dry-run", action="store_true", help="count tiles, traffic and cycles without running kernels")

@@ -71,7 +71,7 @@ class Interpreter:
                  optimized: bool = True, preserve_all_tensors: bool = False, pools: Any = None,
                  flash: int | None = None, mcu: str | McuProfile = "stm32f746", tile: int | None = None,
                  checksum: str = "crc32", recover: bool = False, cost_kernels: str = "optimized",
-                 fuse: bool = True, max_arena: int = MAX_ARENA, **kwargs: Any):
+                 fuse: bool = True, key: Any = None, max_arena: int = MAX_ARENA, **kwargs: Any):
         if kwargs:
             raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
         self.model = load_model(model)
@@ -100,7 +100,8 @@ class Interpreter:
             if preserve_all_tensors:
                 raise InputError("preserve_all_tensors=True cannot run out of core (intermediates share the card)")
             self._pager = Pager(self, arena, backing, pools=pools, flash=flash, mcu=self.mcu, tile=tile,
-                                checksum=checksum, recover=recover, cost_kernels=self.cost_kernels, fuse=fuse)
+                                checksum=checksum, recover=recover, cost_kernels=self.cost_kernels, fuse=fuse,
+                                key=key)
             self.arena = self._pager.arena
             return
         if needed is not None and needed > max_arena:

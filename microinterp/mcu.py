@@ -122,6 +122,9 @@ class McuProfile:
     has_hash_accelerator: bool
     hash_accel_algorithms: tuple[str, ...] = ()
     interpreter_cycles_per_op: float = 0.0              # TFLM's own work per op (outside the kernels)
+    aes_gcm_cycles_per_byte: float = 0.0                # encrypted SD images: software AES-256-GCM (seal or open)
+    aes_accel_cycles_per_byte: float = 0.0              # ... with the part's AES engine (has_aes_accelerator)
+    has_aes_accelerator: bool = False
     power_active_mw: float = 0.0                        # CPU computing
     power_idle_mw: float = 0.0                          # CPU waiting (sleep with clocks on, DMA running)
     power_sd_read_mw: float = 0.0                       # SD card (+ its bus) while reading, on top of the CPU
@@ -130,6 +133,7 @@ class McuProfile:
     def __post_init__(self) -> None:
         positive = ("clock_hz", "sram_bytes", "flash_bytes", "sd_read_bytes_per_s", "sd_write_bytes_per_s")
         non_negative = ("sd_command_latency_s", "flash_read_cycles_per_byte", "hash_accel_cycles_per_byte",
+                        "aes_gcm_cycles_per_byte", "aes_accel_cycles_per_byte",
                         "interpreter_cycles_per_op", "power_active_mw", "power_idle_mw", "power_sd_read_mw",
                         "power_sd_write_mw")
         for f in positive + non_negative:
@@ -196,6 +200,15 @@ class McuProfile:
                               f"{', '.join(self.hash_cycles_per_byte)}")
         return self.hash_cycles_per_byte[algorithm] * nbytes
 
+    def crypto_cycles(self, nbytes: int, *, accelerated: bool | None = None) -> float:
+        """Cycles to seal or open ``nbytes`` of records with AES-256-GCM (encrypted SD images): the AES engine
+        when the part has one (``accelerated=False`` forces software, ``True`` requires the engine)."""
+        if accelerated and not self.has_aes_accelerator:
+            raise ConfigError(f"{self.name} has no AES engine")
+        if self.has_aes_accelerator and accelerated is not False:
+            return self.aes_accel_cycles_per_byte * nbytes
+        return self.aes_gcm_cycles_per_byte * nbytes
+
     def energy_joules(self, total_s: float, compute_s: float | None = None, sd_read_s: float = 0.0,
                       sd_write_s: float = 0.0) -> float:
         """Energy of a run lasting ``total_s`` seconds: the CPU is active for ``compute_s`` (default: all of it) and
@@ -230,6 +243,7 @@ _PROFILE_DATA = {
                   "flash_read_cycles_per_byte": 0.25, "hash_cycles_per_byte": _hash_costs(4, 30, 3),
                   "hash_accel_cycles_per_byte": 1.0, "has_hash_accelerator": True,
                   "hash_accel_algorithms": ("crc32",), "interpreter_cycles_per_op": round(140 * M7_CYCLE_SCALE),
+                  "aes_gcm_cycles_per_byte": 70.0, "aes_accel_cycles_per_byte": 2.0, "has_aes_accelerator": False,
                   "power_active_mw": 330.0, "power_idle_mw": 110.0, "power_sd_read_mw": 120.0,
                   "power_sd_write_mw": 180.0},
     "apollo3": {"core": "Cortex-M4F", "clock_hz": 96e6, "sram_bytes": 384 * 1024, "flash_bytes": 1024 * 1024,
@@ -237,6 +251,7 @@ _PROFILE_DATA = {
                 "flash_read_cycles_per_byte": 0.5, "hash_cycles_per_byte": _hash_costs(6, 40, 4),
                 "hash_accel_cycles_per_byte": 1.0, "has_hash_accelerator": True,
                 "hash_accel_algorithms": ("crc32",), "interpreter_cycles_per_op": 140.0,
+                "aes_gcm_cycles_per_byte": 90.0, "aes_accel_cycles_per_byte": 0.0, "has_aes_accelerator": False,
                 "power_active_mw": 5.0, "power_idle_mw": 0.5, "power_sd_read_mw": 70.0, "power_sd_write_mw": 100.0},
 }
 

@@ -83,6 +83,13 @@ def test_profile_out_of_core_table_and_json(tmp_path, capsys):
     assert main(["profile", str(model), "--arena", "45000", "--backing", str(img), "--mcu", "apollo3"]) == 0
     out = capsys.readouterr().out
     assert "out of core" in out and "CONV_2D" in out and "chain" in out and "MCU estimate" in out
+    key = tmp_path / "key.hex"
+    key.write_text("ab" * 32 + "\n")
+    assert main(["profile", str(model), "--arena", "45000", "--backing", str(tmp_path / "enc.img"), "--key-file",
+                 str(key)]) == 0
+    assert "out of core" in capsys.readouterr().out
+    assert main(["profile", str(model), "--arena", "45000", "--backing", str(tmp_path / "enc.img")]) == 1
+    assert "pass its key" in capsys.readouterr().err
     assert main(["profile", str(model), "--arena", "45000", "--backing", str(img), "--no-fuse"]) == 0
     unfused = capsys.readouterr().out
     assert "rows" in unfused and "chain" not in unfused

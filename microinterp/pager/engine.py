@@ -329,7 +329,12 @@ class Engine:
                          + (mcu.sd_io_cycles(rec.sd_write_bytes, rec.sd_write_commands, write=True)
                             if rec.sd_write_commands else 0))
         hashed = rec.sd_read_payload + rec.sd_write_payload
-        rec.hash_cycles = mcu.hash_cycles(hashed, self.sd.checksum.name) if hashed else 0.0
+        if not hashed:
+            rec.hash_cycles = 0.0
+        elif self.sd.encrypted:         # AES-GCM replaces the checksum: sealing / opening every record byte
+            rec.hash_cycles = mcu.crypto_cycles(hashed)
+        else:
+            rec.hash_cycles = mcu.hash_cycles(hashed, self.sd.checksum.name)
 
     # -- a whole invoke ----------------------------------------------------------------------------------------------
     def invoke(self, bufs: _Buffers, progress: Any = None) -> list[OpRecord]:

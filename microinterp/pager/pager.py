@@ -66,7 +66,8 @@ class Pager:
 
     def __init__(self, interp: Any, arena_size: int, backing: str | os.PathLike, *, pools: Any = None,
                  flash: int | None = None, mcu: str | McuProfile = "stm32f746", tile: int | None = None,
-                 checksum: str = "crc32", recover: bool = False, cost_kernels: str = "optimized", fuse: bool = True):
+                 checksum: str = "crc32", recover: bool = False, cost_kernels: str = "optimized", fuse: bool = True,
+                 key: Any = None):
         self.model = interp.model
         self.subgraph = interp.model.main
         self.tensors = self.subgraph.tensors
@@ -138,7 +139,7 @@ class Pager:
 
         self.sd = SdImage.open(backing, fingerprint=_fingerprint(self.model, self.flash, self.homes),
                                weights_bytes=weights_bytes, activation_bytes=act_bytes,
-                               table_entries=max(records, 1), checksum=checksum)
+                               table_entries=max(records, 1), checksum=checksum, key=key)
         try:
             self.weights_written = 0
             if not self.sd.weights_ready:

@@ -66,10 +66,11 @@ import numpy as np
 
 from ..errors import IntegrityError, StorageError
 from .checksum import DEFAULT_CHECKSUM, Checksum, get_checksum
+from .crypto import COUNTER_BLOCK, ENTRY_BYTES, IMAGE_ID_BYTES, RecordCipher, check_key
 
 SECTOR_SIZE = 512
 MAGIC = b"MISDIMG\x00"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MAX_FINGERPRINT_BYTES = 256
 TABLE_ENTRY_SIZE = 64
 AREAS = ("header", "table", "weights", "activations")
@@ -78,11 +79,13 @@ DATA_AREAS = ("weights", "activations")
 _BUILDING, _READY = 1, 2
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else 1024, 1024)
 _STATE_NAMES = {_BUILDING: "building", _READY: "ready"}
-# magic, version, sector size, state, reserved, checksum name, 6 x geometry, weights bytes, activation bytes,
-# table entries, entries in use, table digest, fingerprint length, fingerprint.
-_HEADER = struct.Struct("<8sIIII16s6Q3QQ16sH2x256s")
+# magic, version, sector size, state, flags (1: encrypted), checksum name, 6 x geometry, weights bytes, activation
+# bytes, table entries, entries in use, table digest, fingerprint length, fingerprint; encrypted images: image id,
+# key check, first nonce counter not yet reserved (storage/crypto.py).
+_HEADER = struct.Struct("<8sIIII16s6Q3QQ16sH2x256s16s32sQ")
 _HEADER_CRC_AT = SECTOR_SIZE - 4
-_ENTRY = struct.Struct("<16sQQ16s16x")   # key digest, offset, length, tile digest, reserved
+_ENCRYPTED = 1
+_ENTRY = struct.Struct("<16sQQ32s")      # key digest, offset, length, tile digest (checksum, or nonce counter + tag)
 assert _HEADER.size <= _HEADER_CRC_AT and _ENTRY.size == TABLE_ENTRY_SIZE
 
 
@@ -325,8 +328,14 @@ class SdImage:
     """A file-backed SD image; create or reopen it with :meth:`SdImage.open` (see the module docstring)."""
 
     def __init__(self, fd: int, path: str, fingerprint: str, weights_bytes: int, activation_bytes: int,
-                 table_entries: int, checksum: Checksum):
+                 table_entries: int, checksum: Checksum, key: bytes | None = None):
         self._fd: int | None = fd
+        self._key = key
+        self.encrypted = key is not None
+        self.image_id = b""
+        self._cipher: RecordCipher | None = None
+        self._counter = self._counter_limit = 0
+        self._state = 0
         self.path = path
         self.fingerprint = fingerprint
         self.weights_bytes = weights_bytes
@@ -342,13 +351,18 @@ class SdImage:
         self._zeros = bytes(SECTOR_SIZE)
         self._areas = {a: self.geometry.area(a) for a in AREAS}
         self._digest_all = _digest_all(checksum)
+        self._digest_size = ENTRY_BYTES if self.encrypted else checksum.digest_size
         self.reset_stats()
 
     # ------------------------------------------------------------------ opening
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, fingerprint: str, weights_bytes: int, activation_bytes: int,
-             table_entries: int, checksum: str = DEFAULT_CHECKSUM) -> SdImage:
-        """Create, reuse, re-initialise or rebuild the image at ``path`` (``action``/``reason`` tell which)."""
+             table_entries: int, checksum: str = DEFAULT_CHECKSUM, key: Any = None) -> SdImage:
+        """Create, reuse, re-initialise or rebuild the image at ``path`` (``action``/``reason`` tell which).
+        ``key`` (32 bytes) makes it an encrypted image (:mod:`.crypto`): an encrypted image is opened only with
+        its key (a wrong or missing one is a StorageError, and the image is left untouched); a plain image opened
+        with a key is re-initialised encrypted."""
+        key = None if key is None else check_key(key)
         sizes = {}
         for name, value in (("weights_bytes", weights_bytes), ("activation_bytes", activation_bytes),
                             ("table_entries", table_entries)):
@@ -369,7 +383,7 @@ class SdImage:
             except OSError as e:
                 raise StorageError(f"SD image {path} is in use by another open SdImage") from e
             image = cls(fd, path, fingerprint, sizes["weights_bytes"], sizes["activation_bytes"],
-                        sizes["table_entries"], algo)
+                        sizes["table_entries"], algo, key)
             image._attach()
         except BaseException:
             os.close(fd)
@@ -400,9 +414,19 @@ class SdImage:
         (crc,) = struct.unpack_from("<I", head, _HEADER_CRC_AT)
         if crc != zlib.crc32(head[:_HEADER_CRC_AT]):
             return "rebuilt", "header checksum mismatch (torn or corrupted header)"
-        (_, _, sector, state, _, algo, *rest) = _HEADER.unpack_from(head)
+        (_, _, sector, state, flags, algo, *rest) = _HEADER.unpack_from(head)
         geometry, (w_bytes, a_bytes, entries, used), table_digest, fp_len, fp = \
             rest[:6], rest[6:10], rest[10], rest[11], rest[12]
+        image_id, key_check, counter = rest[13], rest[14], rest[15]
+        if flags & _ENCRYPTED:      # only its key may touch an encrypted image
+            if self._key is None:
+                raise StorageError(f"{self.path} is an encrypted SD image: pass its key (key=...); it was not touched")
+            cipher = RecordCipher(self._key, image_id, fp[:fp_len].decode(errors="replace"))
+            if not cipher.key_matches(key_check):
+                raise StorageError(f"wrong key for the encrypted SD image {self.path}; it was not touched")
+            self.image_id, self._counter = image_id, counter
+        elif self._key is not None:
+            return "reinitialised", "encryption requested for a plain image"
         algo = algo.rstrip(b"\0").decode(errors="replace")
         fingerprint = fp[:fp_len].decode(errors="replace")
         if sector != SECTOR_SIZE:
@@ -430,11 +454,16 @@ class SdImage:
         for key, offset, length, digest in _ENTRY.iter_unpack(table):
             if offset % SECTOR_SIZE or offset + length > self.geometry.area("weights")[1]:
                 return "rebuilt", "checksum table entry outside the weights area"
-            weights[key] = (offset, length, digest[:self.checksum.digest_size])
+            weights[key] = (offset, length, digest[:self._digest_size])
+        if self.encrypted:
+            self._cipher = RecordCipher(self._key, self.image_id, self.fingerprint)
+            self._counter_limit = self._counter
+            self._state = _READY
         self._entries["weights"] = weights
         self._table_digest = table_digest
         self._weights_ready = True
         self.action = "reused"
+        self._state = _READY
         if a_bytes != self.activation_bytes:
             self.reason = f"activations area resized from {a_bytes} to {self.activation_bytes} bytes"
             if self.geometry.total_bytes > size:
@@ -450,6 +479,10 @@ class SdImage:
         self._entries = {a: {} for a in DATA_AREAS}
         self._weights_ready = False
         self._table_digest = b""
+        if self.encrypted:         # a new image id: a new record key, its counter from 1
+            self.image_id = os.urandom(IMAGE_ID_BYTES)
+            self._cipher = RecordCipher(self._key, self.image_id, self.fingerprint)
+            self._counter = self._counter_limit = 1
         self._write_header(_BUILDING)
         self._truncate(SECTOR_SIZE)
         self._truncate(self.geometry.total_bytes)
@@ -457,13 +490,26 @@ class SdImage:
     def _write_header(self, state: int, table_digest: bytes = b"") -> None:
         fp = self.fingerprint.encode()
         head = bytearray(SECTOR_SIZE)
-        _HEADER.pack_into(head, 0, MAGIC, FORMAT_VERSION, SECTOR_SIZE, state, 0, self.checksum.name.encode(),
-                          *self.geometry.as_tuple(), self.weights_bytes, self.activation_bytes,
-                          self.table_entries, len(self._entries["weights"]) if state == _READY else 0,
-                          table_digest, len(fp), fp)
+        self._state = state
+        key_check = self._cipher.key_check() if self._cipher is not None else b""
+        _HEADER.pack_into(head, 0, MAGIC, FORMAT_VERSION, SECTOR_SIZE, state, _ENCRYPTED if self.encrypted else 0,
+                          self.checksum.name.encode(), *self.geometry.as_tuple(), self.weights_bytes,
+                          self.activation_bytes, self.table_entries,
+                          len(self._entries["weights"]) if state == _READY else 0, table_digest, len(fp), fp,
+                          self.image_id, key_check, self._counter_limit)
         struct.pack_into("<I", head, _HEADER_CRC_AT, zlib.crc32(head[:_HEADER_CRC_AT]))
         self._pwritev([memoryview(head)], 0, "header", SECTOR_SIZE)
         os.fsync(self._fd)
+
+    def _take_counters(self, n: int) -> int:
+        """The first of ``n`` fresh nonce counters; the header reserves a block beyond them first (durably), so no
+        counter is used twice under this image's key, across crashes and reopens."""
+        start = self._counter
+        if start + n > self._counter_limit:
+            self._counter_limit = start + n + COUNTER_BLOCK
+            self._write_header(self._state, self._table_digest)
+        self._counter = start + n
+        return start
 
     def _truncate(self, nbytes: int) -> None:
         os.ftruncate(self._fd, nbytes)
@@ -530,7 +576,13 @@ class SdImage:
                 raise StorageError(f"checksum table full ({self.table_entries} entries) writing "
                                    f"{_describe(run.key(len(run) - 1))[2]}")
         t0 = time.perf_counter()
-        digests = list(map(self.checksum._fn, views))
+        if self._cipher is not None:        # ciphertext to the card, (counter, tag) where the checksum goes
+            first, seal = self._take_counters(len(views)), self._cipher.seal
+            sealed = [seal(area, pos, first + i, v) for i, (pos, v) in enumerate(zip(run.positions(offset), views))]
+            views = [memoryview(c) for c, _ in sealed]
+            digests = [e for _, e in sealed]
+        else:
+            digests = list(map(self.checksum._fn, views))
         self._hash_seconds += time.perf_counter() - t0
         self._hash_bytes += run.payload
         try:
@@ -584,6 +636,11 @@ class SdImage:
         self._io(os.preadv, _interleave(data, run.pads(False)), start + offset, "read", run.span)
         self._count(area, False, run.span, run.payload)
         t0 = time.perf_counter()
+        if self._cipher is not None:
+            self._open_records(area, offset, run, data, entries)
+            self._hash_seconds += time.perf_counter() - t0
+            self._hash_bytes += run.payload
+            return
         got = self._digest_all(data)
         self._hash_seconds += time.perf_counter() - t0
         self._hash_bytes += run.payload
@@ -595,6 +652,16 @@ class SdImage:
                     raise self._integrity_error(run.key(i), area, pos, n, f"checksum mismatch ({self.checksum.name} "
                                                                           f"stored {entry[2].hex()}, read {g.hex()})")
 
+    def _open_records(self, area: str, offset: int, run: RecordRun, data: list[Any], entries: list[Any]) -> None:
+        """Authenticate and decrypt every record of a run in place (first failure raises IntegrityError)."""
+        opener = self._cipher.open
+        for i, (pos, n, view, entry) in enumerate(zip(run.positions(offset), run.lengths, data, entries)):
+            plain = opener(area, pos, entry[2], view)
+            if plain is None:
+                raise self._integrity_error(run.key(i), area, pos, n, "authentication failed (AES-GCM tag: the "
+                                            "record was altered, moved, replayed or sealed under another key)")
+            view[:] = plain if isinstance(view, memoryview) else np.frombuffer(plain, np.uint8)
+
     def repair_weights(self, offset: int, data: Any, *, key: Hashable) -> None:
         """Rewrite a committed weights tile with its original content (what ``recover=True`` does after a
         corrupted weights read): allowed only when ``data`` matches the checksum stored for ``key``."""
@@ -602,7 +669,13 @@ class SdImage:
         start, _ = self._area("weights", data=True)
         entry = self._entries["weights"].get(_key_digest(key))
         view = _byte_view(data)
-        if entry is None or entry[:2] != (offset, view.nbytes) or self._digest(view) != entry[2]:
+        if entry is not None and self._cipher is not None and entry[:2] == (offset, view.nbytes):
+            # sealed again under its own counter: the same plaintext gives the same ciphertext and tag
+            sealed, again = self._cipher.seal("weights", offset, RecordCipher.counter_of(entry[2]), view)
+            if again != entry[2]:
+                raise StorageError(f"{_describe(key)[2]}: repair data does not match the stored tag")
+            view = memoryview(sealed)
+        elif entry is None or entry[:2] != (offset, view.nbytes) or self._digest(view) != entry[2]:
             raise StorageError(f"{_describe(key)[2]}: repair data does not match the stored checksum")
         self._pwritev([view, memoryview(self._zeros)[:(-view.nbytes) % SECTOR_SIZE]], start + offset, "weights",
                       view.nbytes)

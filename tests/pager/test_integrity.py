@@ -17,6 +17,9 @@ from microinterp.testing.models import demo_cnn
 from .conftest import in_memory, random_input, small_net, smallest_out_of_core_arena
 
 ARENA = 45_000
+#: The corruption tests run on plain images and on encrypted ones (AES-GCM tags instead of checksums).
+KEYS = st.sampled_from([None, bytes(range(32))])
+DETECTED = "checksum mismatch|authentication failed"
 
 
 def _flip(path, home, sd, record: int, bit: int) -> int:
@@ -38,25 +41,25 @@ def _weight_homes(it):
     return [h for h in it._pager.homes if h is not None and h.device == "weights" and h.tensor in used]
 
 
-@given(pick=st.integers(0, 10**6), bit=st.integers(0, 10**6))
-@example(pick=3516, bit=0)      # the RESHAPE's shape tensor: on the card but never read at invoke
-def test_a_flipped_weight_bit_is_detected_and_recovered(tmp_path_factory, pick, bit):
+@given(pick=st.integers(0, 10**6), bit=st.integers(0, 10**6), key=KEYS)
+@example(pick=3516, bit=0, key=None)      # the RESHAPE's shape tensor: on the card but never read at invoke
+def test_a_flipped_weight_bit_is_detected_and_recovered(tmp_path_factory, pick, bit, key):
     model = demo_cnn()
     x = random_input(model)
     expected = in_memory(model, x)
     path = tmp_path_factory.mktemp("sd") / "sd.img"
-    with mi.Interpreter(model, arena=ARENA, backing=path, flash=0) as it:
+    with mi.Interpreter(model, arena=ARENA, backing=path, flash=0, key=key) as it:
         it.set_input(x)
         it.invoke()
         homes = _weight_homes(it)
         home = homes[pick % len(homes)]
         record = (pick // len(homes)) % home.records
         at = _flip(path, home, it.sd_image, record, bit)
-        with pytest.raises(IntegrityError) as e:
+        with pytest.raises(IntegrityError, match=DETECTED) as e:
             it.invoke()
         assert e.value.tensor == f"t{home.tensor} {home.name}" and e.value.tile == record
         assert e.value.area == "weights" and e.value.sd_offset <= at
-    with mi.Interpreter(model, arena=ARENA, backing=path, flash=0, recover=True) as it:
+    with mi.Interpreter(model, arena=ARENA, backing=path, flash=0, recover=True, key=key) as it:
         assert it.sd_image.action == "reused"          # the table is intact: only the record's data is bad
         it.set_input(x)
         it.invoke()
@@ -98,22 +101,22 @@ def _on_card(pager, op: int) -> int:
     return op
 
 
-@given(op=st.integers(0, 9), bit=st.integers(0, 10**6))
-def test_a_flipped_activation_bit_is_detected_and_recomputed(tmp_path_factory, op, bit):
+@given(op=st.integers(0, 9), bit=st.integers(0, 10**6), key=KEYS)
+def test_a_flipped_activation_bit_is_detected_and_recomputed(tmp_path_factory, op, bit, key):
     model = demo_cnn()
     x = random_input(model, 1)
     expected = in_memory(model, x)
     path = tmp_path_factory.mktemp("sd") / "sd.img"
     with pytest.MonkeyPatch.context() as mp:
-        with mi.Interpreter(model, arena=ARENA, backing=path) as it:
+        with mi.Interpreter(model, arena=ARENA, backing=path, key=key) as it:
             if it._pager.plans[op].mode == "alias":
                 op -= 1
             op = _on_card(it._pager, op)
             _corrupt_after(mp, path, op, bit)
             it.set_input(x)
-            with pytest.raises(IntegrityError, match="checksum mismatch"):
+            with pytest.raises(IntegrityError, match=DETECTED):
                 it.invoke()
-        with mi.Interpreter(model, arena=ARENA, backing=path, recover=True) as it:
+        with mi.Interpreter(model, arena=ARENA, backing=path, recover=True, key=key) as it:
             _corrupt_after(mp, path, op, bit)
             it.set_input(x)
             it.invoke()
@@ -122,9 +125,10 @@ def test_a_flipped_activation_bit_is_detected_and_recomputed(tmp_path_factory, o
             assert sum(r.recoveries for r in it.profile) == 1
 
 
-def test_a_corrupted_model_input_cannot_be_recomputed(tmp_path):
+@pytest.mark.parametrize("key", [None, bytes(range(32))])
+def test_a_corrupted_model_input_cannot_be_recomputed(tmp_path, key):
     model = demo_cnn()
-    with mi.Interpreter(model, arena=ARENA, backing=tmp_path / "sd.img", recover=True) as it:
+    with mi.Interpreter(model, arena=ARENA, backing=tmp_path / "sd.img", recover=True, key=key) as it:
         it.set_input(random_input(model))
         home = it._pager.homes[it.get_input_details(0)["index"]]
         _flip(tmp_path / "sd.img", home, it.sd_image, 0, 5)
