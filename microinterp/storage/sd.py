@@ -12,7 +12,10 @@ On-disk layout (all offsets in whole sectors; T, W, A = sectors of table, weight
 Header (little-endian, one sector): magic ``MISDIMG\\0``, format version, sector size, state (``building`` /
 ``ready``), checksum algorithm name, geometry (start and length of each area), the requested sizes (weights bytes,
 activation bytes, table entries), the number of table entries in use and the digest of the used part of the table,
-the model fingerprint (UTF-8, at most 256 bytes) and, in the last 4 bytes, a crc32 of the other 508 bytes.
+the model fingerprint (UTF-8, at most 256 bytes), for encrypted images (flags bit 0) the image id, the key check and
+the first nonce counter not yet reserved (:mod:`.crypto`), and, in the last 4 bytes, a crc32 of the other 508 bytes.
+An encrypted image stores every record's ciphertext in place of its plaintext and its nonce counter and GCM tag
+where a plain image keeps the record's checksum.
 A table entry is ``(key digest: blake2b-128 of the tile key, offset in the area, length, tile digest)``.
 
 Life cycle and crash safety:
