@@ -79,7 +79,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 # -- plan --------------------------------------------------------------------------------------------------------------
 def cmd_plan(args: argparse.Namespace) -> int:
-    it = Interpreter(args.model, arena=args.arena, optimized=not args.reference)
+    if args.strategy == "all":
+        return _plan_strategies(args)
+    it = Interpreter(args.model, arena=args.arena, optimized=not args.reference, planner=args.strategy)
     rows = it.plan_table()
     if args.json:
         doc = {
@@ -88,7 +90,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "head_bytes": it.head_bytes,
             "tail_bytes": it.tail_bytes,
             "arena_used_bytes": it.arena_used_bytes,
-            "planner": "linear" if it.preserve_all_tensors else "greedy",
+            "planner": "linear" if it.preserve_all_tensors else {"tflm": "greedy"}.get(it.planner, it.planner),
             "buffers": rows,
         }
         json.dump(doc, sys.stdout, indent=2)
@@ -104,6 +106,36 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"{i:>4} {r['kind']:<7} {idx:>6} {r['offset']:>9} {r['size']:>9} {life:>9}  {r['name']}")
     print()
     print(arena_picture(rows, it.head_bytes, width=args.width))
+    return 0
+
+
+def _plan_strategies(args: argparse.Namespace) -> int:
+    """Head bytes per strategy: TFLM's greedy plan, the lower bound, the optimal search."""
+    from .planner.greedy import plan_greedy, plan_size
+    from .planner.optimal import lower_bound, plan_optimal
+
+    it = Interpreter(args.model, optimized=not args.reference)
+    req = it._plan["requests"]
+    tflm = plan_size(req, plan_greedy(req))
+    rows = {"tflm": tflm, "lower_bound": lower_bound(req), "optimal": plan_size(req, plan_optimal(req))}
+    if args.json:
+        json.dump({"model": str(args.model), "heads": rows}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    print(f"{'strategy':<12} {'head bytes':>11} {'below TFLM':>11}")
+    for name, head in rows.items():
+        print(f"{name:<12} {head:>11,d} {100 * (tflm - head) / tflm if tflm else 0:>10.1f}%")
+    return 0
+
+
+def cmd_optimize(args: argparse.Namespace) -> int:
+    from .optimize import optimize
+
+    r = optimize(args.model, budget_s=args.budget)
+    with open(args.output, "wb") as f:
+        f.write(r.data)
+    print(f"{args.output}: OfflineMemoryAllocation for {sum(o >= 0 for o in r.offsets)} tensors; arena head "
+          f"{r.tflm_head:,d} -> {r.predicted_head:,d} bytes ({r.saved:,d} less; lower bound {r.lower_bound:,d})")
     return 0
 
 
@@ -351,7 +383,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.add_argument("--width", type=int, default=64, help="columns of the arena picture")
     s.add_argument("--reference", action="store_true", help="reference kernels only")
+    s.add_argument("--strategy", default="tflm", choices=("tflm", "optimal", "all"),
+                   help="tflm (TFLM's greedy plan, default), optimal (the smallest found), all (a table)")
     s.set_defaults(fn=cmd_plan)
+
+    s = sub.add_parser("optimize", help="write the model with the smallest plan found as OfflineMemoryAllocation "
+                                        "metadata (TFLM then uses that head)")
+    s.add_argument("model")
+    s.add_argument("-o", "--output", required=True)
+    s.add_argument("--budget", type=float, default=2.0, help="seconds the plan search may take (default 2)")
+    s.set_defaults(fn=cmd_optimize)
 
     s = sub.add_parser("run", help="run a model on .npy inputs")
     s.add_argument("model")

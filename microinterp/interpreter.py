@@ -40,6 +40,7 @@ from .pager.profile import TileRecord
 from .pager.work import op_work
 from .planner import allocation_infos, buffer_requests, plan_greedy, plan_linear
 from .planner.greedy import plan_size
+from .planner.optimal import plan_optimal
 from .resolver import OpResolver, default_resolver
 from .shared_arena import SharedArena, TenantArena
 
@@ -57,6 +58,11 @@ def _reset_variable(t: Any, view: np.ndarray | None) -> None:
         view.view(np.uint8)[...] = zp & 0xFF
 
 
+#: ``planner=``: TFLM's greedy plan (what the device does), or the smallest plan microinterp finds (what the device
+#: does with the model ``microinterp optimize`` writes).
+PLANNERS = ("tflm", "optimal")
+
+
 class Interpreter:
     """Run a ``.tflite`` model exactly as TFLM would, in an arena of ``arena`` bytes.
 
@@ -71,13 +77,17 @@ class Interpreter:
                  optimized: bool = True, preserve_all_tensors: bool = False, pools: Any = None,
                  flash: int | None = None, mcu: str | McuProfile = "stm32f746", tile: int | None = None,
                  checksum: str = "crc32", recover: bool = False, cost_kernels: str = "optimized",
-                 fuse: bool = True, key: Any = None, max_arena: int = MAX_ARENA, **kwargs: Any):
+                 fuse: bool = True, key: Any = None, planner: str = "tflm", max_arena: int = MAX_ARENA,
+                 **kwargs: Any):
         if kwargs:
             raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
         self.model = load_model(model)
         self.resolver = resolver if resolver is not None else default_resolver()
         self.optimized = optimized
         self.preserve_all_tensors = preserve_all_tensors
+        if planner not in PLANNERS:
+            raise ConfigError(f"unknown planner {planner!r}; use one of {', '.join(PLANNERS)}")
+        self.planner = planner
         self.mcu = mcu if isinstance(mcu, McuProfile) else get_profile(mcu)
         self.cost_kernels = kernel_set(cost_kernels)
         self._subgraph = self.model.main
@@ -159,7 +169,12 @@ class Interpreter:
             op_data.append(prepare_ops(ctx, kernels, sg.operators))
         infos = allocation_infos(self.model, scratch, unplanned=set(graph.resources.handles))
         requests, owners = buffer_requests(infos)
-        offsets = plan_linear(requests) if self.preserve_all_tensors else plan_greedy(requests)
+        if self.preserve_all_tensors:
+            offsets = plan_linear(requests)
+        elif self.planner == "optimal":     # as if the model carried this plan as OfflineMemoryAllocation
+            offsets = plan_optimal(requests)
+        else:
+            offsets = plan_greedy(requests)
         arena.set_head(plan_size(requests, offsets))
         variables = {}
         for info in infos:
