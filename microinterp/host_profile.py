@@ -53,7 +53,7 @@ def measure(interp: Any, rounds: int = 20, warmup: int = 2) -> HostProfile:
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
     # planned tensors share memory: an invoke may overwrite its inputs, so every round starts from a copy of them
-    inputs = [interp.tensor(t) for t in interp._subgraph.inputs]
+    inputs = [interp.get_tensor(t) for t in interp._subgraph.inputs]
 
     def restore() -> None:
         for i, x in enumerate(inputs):

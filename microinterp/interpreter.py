@@ -33,6 +33,7 @@ from .arena import Arena, SizingArena
 from .errors import ArenaOverflowError, ConfigError, HostMemoryError, InputError, UnsupportedOpError
 from .graph import MicroGraph
 from .kernels.base import InvokeContext, PrepareContext, prepare_ops
+from .litert import LiteRTMixin
 from .mcu import McuProfile, get_profile, kernel_set, op_class
 from .model import Model, Operator, load_model
 from .pager import OpRecord, Pager, profile_json
@@ -63,7 +64,7 @@ def _reset_variable(t: Any, view: np.ndarray | None) -> None:
 PLANNERS = ("tflm", "optimal")
 
 
-class Interpreter:
+class Interpreter(LiteRTMixin):
     """Run a ``.tflite`` model exactly as TFLM would, in an arena of ``arena`` bytes.
 
     ``model`` is a path, bytes, a memoryview or a loaded :class:`~microinterp.model.Model`. ``arena=None`` means
@@ -316,27 +317,6 @@ class Interpreter:
             raise InputError(f"{kind} index {index!r} out of range: the model has {len(ids)} {kind}(s)")
         return self._subgraph.tensors[ids[index]]
 
-    def _details(self, kind: str, index: int) -> dict[str, Any]:
-        t = self._io_tensor(kind, index)
-        q = t.quantization
-        return {
-            "name": t.name,
-            "index": t.index,
-            "shape": np.array(t.shape, dtype=np.int32),
-            "dtype": t.dtype.type if t.dtype is not None else None,
-            "quantization_parameters": {
-                "scales": q.scales.copy() if q else np.zeros(0, np.float32),
-                "zero_points": q.zero_points.astype(np.int32) if q else np.zeros(0, np.int32),
-                "quantized_dimension": q.axis if q else 0,
-            },
-        }
-
-    def get_input_details(self, index: int = 0) -> dict[str, Any]:
-        return self._details("input", index)
-
-    def get_output_details(self, index: int = 0) -> dict[str, Any]:
-        return self._details("output", index)
-
     @property
     def num_inputs(self) -> int:
         return len(self._subgraph.inputs)
@@ -376,11 +356,15 @@ class Interpreter:
             return self._pager.read_tensor(t.index)
         return np.array(self._views[t.index], copy=True)
 
-    def tensor(self, index: int) -> np.ndarray:
+    def _check_tensor_index(self, index: Any) -> None:
+        if not isinstance(index, (int, np.integer)) or isinstance(index, bool) or \
+                not 0 <= index < len(self._subgraph.tensors):
+            raise InputError(f"tensor index {index!r} out of range [0, {len(self._subgraph.tensors)})")
+
+    def _read_tensor(self, index: int) -> np.ndarray:
         """A copy of any tensor of the main subgraph (intermediates are only meaningful with
         ``preserve_all_tensors=True``, since planned tensors share memory)."""
-        if not 0 <= index < len(self._subgraph.tensors):
-            raise InputError(f"tensor index {index} out of range [0, {len(self._subgraph.tensors)})")
+        self._check_tensor_index(index)
         if self._pager is not None:
             return self._pager.read_tensor(index)
         view = self._views[index]

@@ -123,6 +123,7 @@ class ModelBuilder(SubgraphBuilder):
         self.description = description
         self.subgraphs: list[SubgraphBuilder] = [self]
         self.metadata: list[tuple[str, bytes]] = []
+        self.signatures: list[tuple[str, int, dict[str, int], dict[str, int]]] = []
 
     def add_subgraph(self, name: str = "") -> SubgraphBuilder:
         sg = SubgraphBuilder(name=name)
@@ -131,6 +132,10 @@ class ModelBuilder(SubgraphBuilder):
 
     def add_metadata(self, name: str, data: bytes) -> None:
         self.metadata.append((name, bytes(data)))
+
+    def add_signature(self, key: str, inputs: dict[str, int], outputs: dict[str, int], subgraph: int = 0) -> None:
+        """A SignatureDef: names for tensors of ``subgraph`` (LiteRT's signature runners use them)."""
+        self.signatures.append((key, subgraph, dict(inputs), dict(outputs)))
 
     def add_offline_plan(self, offsets: Sequence[int]) -> None:
         """Attach ``OfflineMemoryAllocation`` metadata: one byte offset (or -1) per tensor of all subgraphs."""
@@ -193,6 +198,26 @@ class ModelBuilder(SubgraphBuilder):
             tflite.MetadataAddBuffer(b, bi)
             meta_offs.append(tflite.MetadataEnd(b))
 
+        sig_offs = []
+        for key, subgraph, ins, outs in self.signatures:
+            maps = []
+            for group in (ins, outs):
+                offs = []
+                for name, ti in group.items():
+                    n = b.CreateString(name)
+                    tflite.TensorMapStart(b)
+                    tflite.TensorMapAddName(b, n)
+                    tflite.TensorMapAddTensorIndex(b, ti)
+                    offs.append(tflite.TensorMapEnd(b))
+                maps.append(_vector_of_offsets(b, offs))
+            k = b.CreateString(key)
+            tflite.SignatureDefStart(b)
+            tflite.SignatureDefAddInputs(b, maps[0])
+            tflite.SignatureDefAddOutputs(b, maps[1])
+            tflite.SignatureDefAddSignatureKey(b, k)
+            tflite.SignatureDefAddSubgraphIndex(b, subgraph)
+            sig_offs.append(tflite.SignatureDefEnd(b))
+        sig_vec = _vector_of_offsets(b, sig_offs) if sig_offs else None
         desc = b.CreateString(self.description)
         codes_vec = _vector_of_offsets(b, code_offs)
         sg_vec = _vector_of_offsets(b, sg_offs)
@@ -206,6 +231,8 @@ class ModelBuilder(SubgraphBuilder):
         tflite.ModelAddBuffers(b, buf_vec)
         if meta_vec is not None:
             tflite.ModelAddMetadata(b, meta_vec)
+        if sig_vec is not None:
+            tflite.ModelAddSignatureDefs(b, sig_vec)
         b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
         return bytes(b.Output())
 

@@ -110,6 +110,8 @@ class TflmRunner:
         got = self.interpreter.GetTensor(ti, 0)
         return np.array(got["tensor_data"] if isinstance(got, dict) else got, copy=True)
 
+    get_tensor = tensor     # the name microinterp's Interpreter (and LiteRT) use
+
 
 def _planned_upper_bound(data: bytes) -> int:
     """Bytes of all non-constant tensors (an arena upper bound); 0 for a model our loader refuses."""
@@ -189,7 +191,7 @@ def _first_op_mismatch(m: Model, mi: Interpreter, ref: Any) -> Mismatch | None:
         for ti in op.outputs:
             if ti < 0 or m.main.tensors[ti].dtype is None:
                 continue
-            a, b = mi.tensor(ti), ref.tensor(ti)
+            a, b = mi.get_tensor(ti), ref.get_tensor(ti)
             if not same_bits(a, b):
                 return _describe(m, op, ti, a, b)
     return None

@@ -99,8 +99,8 @@ def test_keras_flatten_chain_matches_tflm():
         interp = Interpreter(data, preserve_all_tensors=True)
         interp.set_input(random_tensor(rng, (2, 3, 4, 5), type_name))
         interp.invoke()
-        assert interp.tensor(1).tolist() == [2, 3, 4, 5] and int(interp.tensor(5)) == 2
-        assert interp.tensor(7).tolist() == [2, -1]
+        assert interp.get_tensor(1).tolist() == [2, 3, 4, 5] and int(interp.get_tensor(5)) == 2
+        assert interp.get_tensor(7).tolist() == [2, -1]
         assert Interpreter(data).head_bytes == tflm_arena_head(data)
 
 

@@ -71,12 +71,12 @@ def test_an_intermediate_is_not_readable_and_fuse_false_keeps_it(tmp_path):
         it.set_input(x)
         it.invoke()
         with pytest.raises(InputError, match="fused chain"):
-            it.tensor(ti)
+            it.get_tensor(ti)
     with mi.Interpreter(model, arena=45_000, backing=tmp_path / "a.img", fuse=False) as it:
         assert not it._pager.chains
         it.set_input(x)
         it.invoke()
-        assert it.tensor(ti).size > 0
+        assert it.get_tensor(ti).size > 0
 
 
 def test_find_chains_stops_at_tensors_with_two_readers(tmp_path):

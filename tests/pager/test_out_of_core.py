@@ -60,7 +60,7 @@ def test_inputs_outputs_and_tensors_behave_the_same(tmp_path):
         first = it.get_output()
         it.invoke()                           # a second invoke of the same input gives the same output
         assert np.array_equal(it.get_output(), first)
-        assert np.array_equal(it.tensor(it.get_input_details(0)["index"]), x)
+        assert np.array_equal(it.get_tensor(it.get_input_details(0)["index"]), x)
         assert np.array_equal(first, in_memory(model, x))
 
 

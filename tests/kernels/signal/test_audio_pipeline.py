@@ -71,7 +71,7 @@ def test_preprocessor_every_op_of_the_first_frames_matches_the_wheel(model):
             elif op.key == "CAST" and op.inputs[0] in masked:
                 written = masked[op.outputs[0]] = masked[op.inputs[0]]
             for ti in op.outputs:
-                a, b = mine.tensor(ti).reshape(-1)[written], wheel.tensor(ti).reshape(-1)[written]
+                a, b = mine.get_tensor(ti).reshape(-1)[written], wheel.tensor(ti).reshape(-1)[written]
                 assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), (op.index, op.key)
 
 

@@ -1,0 +1,119 @@
+"""The LiteRT interpreter surface (microinterp/litert.py): one LiteRT-style evaluation script runs unchanged on
+microinterp and on LiteRT itself (ai_edge_litert, reference kernels) -- details, outputs, signatures -- and every
+method's microinterp behaviour (fixed shapes, inputs only, views)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import microinterp as mi
+from microinterp.errors import ConfigError, InputError
+from microinterp.testing.builder import ModelBuilder
+from microinterp.testing.models import demo_cnn
+from microinterp.testing.tflm import TflmRunner
+
+
+def signature_model() -> bytes:
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1, 4), "INT8", scale=0.5, zero_point=1)
+    y = b.add_tensor("y", (1, 4), "INT8", scale=0.5, zero_point=1)
+    z = b.add_tensor("z", (1, 4), "INT8", scale=1.0, zero_point=-3)
+    b.add_op("ADD", [x, y], [z], fused_activation_function="NONE")
+    b.inputs, b.outputs = [x, y], [z]
+    b.add_signature("serving_default", {"left": x, "right": y}, {"sum": z})
+    return b.build()
+
+
+def litert_script(interp, samples):
+    """What a LiteRT user writes: allocate, details as lists, set_tensor / invoke / get_tensor by index."""
+    interp.allocate_tensors()
+    inp, out = interp.get_input_details()[0], interp.get_output_details()[0]
+    results = []
+    for x in samples:
+        interp.set_tensor(inp["index"], x.astype(inp["dtype"]))
+        interp.invoke()
+        results.append(interp.get_tensor(out["index"]))
+    return inp, out, results
+
+
+def litert(model: bytes):
+    mod = pytest.importorskip("ai_edge_litert.interpreter")
+    return mod.Interpreter(model_content=model,
+                           experimental_op_resolver_type=mod.OpResolverType.BUILTIN_REF)
+
+
+def same_details(a: dict, b: dict) -> None:
+    assert set(a) == set(b)
+    for k in ("name", "index", "dtype", "quantization"):
+        assert a[k] == b[k], k
+    for k in ("shape", "shape_signature"):
+        assert a[k].tolist() == b[k].tolist() and a[k].dtype == b[k].dtype
+    for k in ("scales", "zero_points"):
+        np.testing.assert_array_equal(a["quantization_parameters"][k], b["quantization_parameters"][k])
+        assert a["quantization_parameters"][k].dtype == b["quantization_parameters"][k].dtype
+    assert a["quantization_parameters"]["quantized_dimension"] == b["quantization_parameters"][
+        "quantized_dimension"]
+
+
+def test_the_same_script_runs_on_microinterp_and_litert():
+    model = demo_cnn()
+    samples = [np.random.default_rng(s).integers(-128, 128, size=(1, 64, 64, 3)) for s in range(3)]
+    mine = litert_script(mi.Interpreter(model), samples)
+    theirs = litert_script(litert(model), samples)
+    same_details(mine[0], theirs[0])
+    same_details(mine[1], theirs[1])
+    wheel = TflmRunner(model, preserve_all=False)
+    for x, a, b in zip(samples, mine[2], theirs[2]):
+        wheel.run([x.astype(np.int8)])
+        assert np.array_equal(a, wheel.output(0))         # the oracle is TFLM
+        assert np.array_equal(a, b)                         # and LiteRT's reference kernels agree here
+    details = mi.Interpreter(model).get_tensor_details()
+    assert [d["name"] for d in details] == [d["name"] for d in litert(model).get_tensor_details()]
+
+
+def test_signatures():
+    model = signature_model()
+    ours, ref = mi.Interpreter(model), litert(model)
+    assert ours.get_signature_list() == ref.get_signature_list() == {
+        "serving_default": {"inputs": ["left", "right"], "outputs": ["sum"]}}
+    left, right = np.array([[1, 2, 3, 4]], np.int8), np.array([[5, -6, 7, 100]], np.int8)
+    got = ours.get_signature_runner()(left=left, right=right)
+    ref.allocate_tensors()
+    want = ref.get_signature_runner("serving_default")(left=left, right=right)
+    assert set(got) == set(want) == {"sum"} and np.array_equal(got["sum"], want["sum"])
+    runner = ours.get_signature_runner("serving_default")
+    assert set(runner.get_input_details()) == {"left", "right"}
+    with pytest.raises(InputError, match="missing"):
+        runner(left=left)
+    with pytest.raises(ConfigError, match="no signature"):
+        ours.get_signature_runner("other")
+    with pytest.raises(ConfigError, match="no SignatureDefs"):
+        mi.Interpreter(demo_cnn()).get_signature_runner()
+
+
+def test_tflm_differences_are_clear_errors():
+    it = mi.Interpreter(demo_cnn())
+    inp = it.get_input_details()[0]
+    it.resize_tensor_input(inp["index"], [1, 64, 64, 3])        # the current shape: fine
+    with pytest.raises(ConfigError, match="fixed shapes"):
+        it.resize_tensor_input(inp["index"], [2, 64, 64, 3])
+    with pytest.raises(InputError, match="not an input"):
+        it.set_tensor(it.get_output_details()[0]["index"], np.zeros((1, 10), np.int8))
+    with pytest.raises(ValueError, match="dtype"):                 # LiteRT raises ValueError too
+        it.set_tensor(inp["index"], np.zeros((1, 64, 64, 3), np.float32))
+    with pytest.raises(ValueError, match="shape"):
+        it.set_tensor(inp["index"], np.zeros((1, 2), np.int8))
+    with pytest.raises(InputError, match="out of range"):
+        it.tensor(10**6)
+
+
+def test_tensor_returns_a_view_and_reset_all_variables_resets():
+    it = mi.Interpreter(demo_cnn())
+    inp = it.get_input_details()[0]
+    view = it.tensor(inp["index"])
+    x = np.full((1, 64, 64, 3), 7, np.int8)
+    it.set_tensor(inp["index"], x)
+    assert callable(view) and np.array_equal(view(), x) and np.shares_memory(view(), view())
+    it.reset_all_variables()
+    assert it.allocate_tensors() is None
