@@ -128,6 +128,39 @@ def _plan_strategies(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_deploy(args: argparse.Namespace) -> int:
+    from .deploy import deploy
+
+    d = deploy(args.model, args.mcu, args.kernels)
+    if args.json:
+        json.dump(d.as_dict(), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    p = d.mcu
+    print(f"{d.model} on {p.name} ({p.core} @ {p.clock_hz / 1e6:g} MHz, {p.sram_bytes // 1024} KB SRAM, "
+          f"{p.flash_bytes // 1024} KB flash), {d.kernels} kernels")
+    print()
+    print(d.resolver)
+    print(f"constexpr size_t kTensorArenaSize = {d.arena_size};   // {d.arena_bytes} bytes on a 32-bit target: "
+          f"head {d.head_bytes} + tail {d.tail_bytes}")
+    print()
+    print(f"weights {d.weights_bytes:,d} B of {p.flash_bytes:,d} B flash; arena {d.arena_size:,d} B of "
+          f"{p.sram_bytes:,d} B SRAM: {'fits' if d.fits else 'does NOT fit in memory'}")
+    print(f"latency {d.latency_ms:.2f} ms ({d.cycles / 1e6:.2f} M cycles, cost model)")
+    if args.per_op:
+        for i, op, c in d.per_op:
+            print(f"  {i:>3} {op:<24} {c / 1e3:>10.1f} k cycles")
+    o = d.out_of_core
+    if o is not None:
+        if o.get("runs"):
+            print(f"out of core: Interpreter(model, arena={o['arena']}, backing={o['backing']!r}, flash={o['flash']}, "
+                  f"pools={o['pools']}, mcu={o['mcu']!r}) -> {o['latency_ms']:.1f} ms, SD {o['sd_read_bytes']:,d} B "
+                  f"read / {o['sd_write_bytes']:,d} B written per invoke")
+        else:
+            print(f"out of core: does not fit this part either (smallest arena {o.get('needed_arena')} bytes)")
+    return 0
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     from .optimize import optimize
 
@@ -386,6 +419,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--strategy", default="tflm", choices=("tflm", "optimal", "all"),
                    help="tflm (TFLM's greedy plan, default), optimal (the smallest found), all (a table)")
     s.set_defaults(fn=cmd_plan)
+
+    s = sub.add_parser("deploy", help="what goes into the firmware: the MicroMutableOpResolver, the arena size for a "
+                                      "32-bit target, latency, memory against the part, out-of-core settings")
+    s.add_argument("model")
+    s.add_argument("--mcu", default="stm32f746", help="MCU profile (stm32f746, apollo3)")
+    s.add_argument("--kernels", default="optimized", help="optimized (CMSIS-NN) or reference")
+    s.add_argument("--per-op", action="store_true", help="list the cycles of every op")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_deploy)
 
     s = sub.add_parser("optimize", help="write the model with the smallest plan found as OfflineMemoryAllocation "
                                         "metadata (TFLM then uses that head)")

@@ -1,0 +1,184 @@
+"""What goes into the firmware: ``microinterp deploy MODEL [--mcu NAME] [--json]``.
+
+* **The op resolver.** TFLM applications register exactly the ops a model uses with a
+  ``tflite::MicroMutableOpResolver<N>``; :data:`RESOLVER_METHODS` maps every builtin and custom op TFLM registers to
+  its ``Add...()`` method (read off ``micro_mutable_op_resolver.h`` of the pinned TFLM), and the snippet lists one
+  call per distinct op of the model, ``N`` their count.
+* **The arena for a 32-bit target**: :func:`~microinterp.memory32.estimate_arena` (head as planned + the tail TFLM's
+  structs and kernel data take on an ILP32 MCU), rounded up to the next KiB as TFLM examples size
+  ``kTensorArenaSize`` (and reported unrounded).
+* **Cycles and latency** per op and in total from the cost model (:func:`~microinterp.analysis.predict_cycles`), for
+  the MCU profile and kernel set.
+* **Memory against the part**: weights (flash) and arena (SRAM) against the profile's flash and SRAM; when either
+  does not fit, the out-of-core settings that run it (``arena=`` the largest arena the SRAM allows,
+  ``backing="sd.img"``, ``flash=`` the profile's flash), checked by building the pager in dry mode when the model
+  is given a path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .analysis import predict_cycles
+from .errors import ArenaOverflowError, UnsupportedOpError
+from .mcu import McuProfile, get_profile, kernel_set
+from .memory32 import estimate_arena
+from .model import Model, load_model
+
+#: TFLM op (builtin name or custom code) -> its MicroMutableOpResolver method.
+RESOLVER_METHODS = {
+    "ABS": "AddAbs", "ADD": "AddAdd", "ADD_N": "AddAddN", "ARG_MAX": "AddArgMax", "ARG_MIN": "AddArgMin",
+    "ASSIGN_VARIABLE": "AddAssignVariable", "AVERAGE_POOL_2D": "AddAveragePool2D", "BATCH_MATMUL": "AddBatchMatMul",
+    "BATCH_TO_SPACE_ND": "AddBatchToSpaceNd", "BROADCAST_ARGS": "AddBroadcastArgs", "BROADCAST_TO": "AddBroadcastTo",
+    "CALL_ONCE": "AddCallOnce", "CAST": "AddCast", "CEIL": "AddCeil", "CIRCULAR_BUFFER": "AddCircularBuffer",
+    "CONCATENATION": "AddConcatenation", "CONV_2D": "AddConv2D", "COS": "AddCos", "CUMSUM": "AddCumSum",
+    "CUSTOM": "AddBuiltin", "DEPTHWISE_CONV_2D": "AddDepthwiseConv2D", "DEPTH_TO_SPACE": "AddDepthToSpace",
+    "DEQUANTIZE": "AddDequantize", "DIV": "AddDiv", "DYNAMIC_UPDATE_SLICE": "AddDynamicUpdateSlice", "ELU": "AddElu",
+    "EMBEDDING_LOOKUP": "AddEmbeddingLookup", "EQUAL": "AddEqual", "EXP": "AddExp", "EXPAND_DIMS": "AddExpandDims",
+    "FILL": "AddFill", "FLOOR": "AddFloor", "FLOOR_DIV": "AddFloorDiv", "FLOOR_MOD": "AddFloorMod",
+    "FULLY_CONNECTED": "AddFullyConnected", "GATHER": "AddGather", "GATHER_ND": "AddGatherNd",
+    "GREATER": "AddGreater", "GREATER_EQUAL": "AddGreaterEqual", "HARD_SWISH": "AddHardSwish", "IF": "AddIf",
+    "L2_NORMALIZATION": "AddL2Normalization", "L2_POOL_2D": "AddL2Pool2D", "LEAKY_RELU": "AddLeakyRelu",
+    "LESS": "AddLess", "LESS_EQUAL": "AddLessEqual", "LOG": "AddLog", "LOGICAL_AND": "AddLogicalAnd",
+    "LOGICAL_NOT": "AddLogicalNot", "LOGICAL_OR": "AddLogicalOr", "LOGISTIC": "AddLogistic",
+    "LOG_SOFTMAX": "AddLogSoftmax", "MAXIMUM": "AddMaximum", "MAX_POOL_2D": "AddMaxPool2D", "MEAN": "AddMean",
+    "MINIMUM": "AddMinimum", "MIRROR_PAD": "AddMirrorPad", "MUL": "AddMul", "NEG": "AddNeg",
+    "NOT_EQUAL": "AddNotEqual", "PACK": "AddPack", "PAD": "AddPad", "PADV2": "AddPadV2", "PRELU": "AddPrelu",
+    "QUANTIZE": "AddQuantize", "READ_VARIABLE": "AddReadVariable", "REDUCE_ALL": "AddReduceAll",
+    "REDUCE_MAX": "AddReduceMax", "REDUCE_MIN": "AddReduceMin", "RELU": "AddRelu", "RELU6": "AddRelu6",
+    "RESHAPE": "AddReshape", "RESIZE_BILINEAR": "AddResizeBilinear",
+    "RESIZE_NEAREST_NEIGHBOR": "AddResizeNearestNeighbor", "REVERSE_V2": "AddReverseV2", "ROUND": "AddRound",
+    "RSQRT": "AddRsqrt", "SELECT_V2": "AddSelectV2", "SHAPE": "AddShape", "SIN": "AddSin", "SLICE": "AddSlice",
+    "SOFTMAX": "AddSoftmax", "SPACE_TO_BATCH_ND": "AddSpaceToBatchNd", "SPACE_TO_DEPTH": "AddSpaceToDepth",
+    "SPLIT": "AddSplit", "SPLIT_V": "AddSplitV", "SQRT": "AddSqrt", "SQUARE": "AddSquare",
+    "SQUARED_DIFFERENCE": "AddSquaredDifference", "SQUEEZE": "AddSqueeze", "STRIDED_SLICE": "AddStridedSlice",
+    "SUB": "AddSub", "SUM": "AddSum", "SVDF": "AddSvdf", "SignalDelay": "AddDelay", "SignalEnergy": "AddEnergy",
+    "SignalFftAutoScale": "AddFftAutoScale", "SignalFilterBank": "AddFilterBank",
+    "SignalFilterBankLog": "AddFilterBankLog",
+    "SignalFilterBankSpectralSubtraction": "AddFilterBankSpectralSubtraction",
+    "SignalFilterBankSquareRoot": "AddFilterBankSquareRoot", "SignalFramer": "AddFramer", "SignalIrfft": "AddIrfft",
+    "SignalOverlapAdd": "AddOverlapAdd", "SignalPCAN": "AddPCAN", "SignalRfft": "AddRfft",
+    "SignalStacker": "AddStacker", "SignalWindow": "AddWindow", "TANH": "AddTanh", "TFLM_DECODE": "AddDecode",
+    "TFLite_Detection_PostProcess": "AddDetectionPostprocess", "TRANSPOSE": "AddTranspose",
+    "TRANSPOSE_CONV": "AddTransposeConv", "UNIDIRECTIONAL_SEQUENCE_LSTM": "AddUnidirectionalSequenceLSTM",
+    "UNPACK": "AddUnpack", "VAR_HANDLE": "AddVarHandle", "WHILE": "AddWhile", "ZEROS_LIKE": "AddZerosLike",
+}
+
+KIB = 1024
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """The report (:func:`deploy`); :meth:`as_dict` is the JSON document."""
+
+    model: str
+    mcu: McuProfile
+    kernels: str
+    ops: tuple[str, ...]                   # distinct ops, in first-use order
+    resolver: str                          # the C++ snippet
+    arena_bytes: int                       # the 32-bit estimate, exact
+    arena_size: int                        # rounded up to the next KiB (kTensorArenaSize)
+    head_bytes: int
+    tail_bytes: int
+    weights_bytes: int
+    per_op: tuple[tuple[int, str, float], ...]      # (index, op, cycles)
+    out_of_core: dict[str, Any] | None
+
+    @property
+    def cycles(self) -> float:
+        return sum(c for _, _, c in self.per_op)
+
+    @property
+    def latency_ms(self) -> float:
+        return self.cycles / self.mcu.clock_hz * 1e3
+
+    @property
+    def fits(self) -> bool:
+        return self.arena_size <= self.mcu.sram_bytes and self.weights_bytes <= self.mcu.flash_bytes
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "mcu": self.mcu.name, "clock_hz": self.mcu.clock_hz, "kernels": self.kernels,
+                "ops": list(self.ops), "resolver": self.resolver, "arena_bytes": self.arena_bytes,
+                "arena_size": self.arena_size, "head_bytes": self.head_bytes, "tail_bytes": self.tail_bytes,
+                "weights_bytes": self.weights_bytes, "sram_bytes": self.mcu.sram_bytes,
+                "flash_bytes": self.mcu.flash_bytes, "fits": self.fits, "cycles": self.cycles,
+                "latency_ms": self.latency_ms,
+                "per_op": [{"index": i, "op": op, "cycles": c} for i, op, c in self.per_op],
+                "out_of_core": self.out_of_core}
+
+
+def resolver_snippet(ops: list[str]) -> str:
+    """``tflite::MicroMutableOpResolver<N> resolver;`` and one ``Add...()`` per op (custom ops TFLM does not ship:
+    an ``AddCustom`` with a placeholder registration to fill in)."""
+    lines = [f"static tflite::MicroMutableOpResolver<{len(ops)}> op_resolver;"]
+    for op in ops:
+        method = RESOLVER_METHODS.get(op)
+        lines.append(f"op_resolver.{method}();" if method else
+                     f'op_resolver.AddCustom("{op}", /* your TFLMRegistration for {op} */ nullptr);')
+    return "\n".join(lines)
+
+
+def deploy(model: Any, mcu: str | McuProfile = "stm32f746", kernels: str = "optimized") -> Deployment:
+    """The deployment report for ``model`` on ``mcu`` (see the module docstring)."""
+    m: Model = load_model(model)
+    p = mcu if isinstance(mcu, McuProfile) else get_profile(mcu)
+    ks = kernel_set(kernels)
+    ops: list[str] = []
+    for sg in m.subgraphs:
+        for op in sg.operators:
+            if op.key not in ops:
+                ops.append(op.key)
+    est = estimate_arena(m)
+    arena = est.total_bytes
+    size = -(-arena // KIB) * KIB
+    weights = m.weight_bytes()
+    cycles = predict_cycles(m, p, ks)
+    per_op = tuple((op.index, op.key, c) for op, c in zip(m.main.operators, cycles))
+    ooc = None
+    if size > p.sram_bytes or weights > p.flash_bytes:
+        ooc = _out_of_core(m, p, model)
+    return Deployment(m.source or m.description or "model", p, ks, tuple(ops), resolver_snippet(ops), arena, size,
+                      est.head_bytes, est.persistent_bytes, weights, per_op, ooc)
+
+
+#: Pool splits (input : weights : output) tried out of core, the pager's default first.
+POOL_SPLITS = ((1, 2, 1), (2, 1, 1), (1, 1, 1), (3, 1, 1))
+
+
+def _out_of_core(m: Model, p: McuProfile, model: Any) -> dict[str, Any]:
+    """Settings that run the model on this part out of core: the arena 3/4 of the SRAM (the rest for the
+    application and TFLM's structs), or the smallest arena the pager names when that is too small and still fits
+    the SRAM, for the first pool split of :data:`POOL_SPLITS` that works; with the pager's dry-run cycles and SD
+    traffic. ``runs: False`` with the smallest arena any split needs when none fits the part."""
+    import os
+    import tempfile
+
+    from .interpreter import Interpreter
+
+    settings: dict[str, Any] = {"backing": "sd.img", "flash": p.flash_bytes, "mcu": p.name}
+    smallest, last_error = None, ""
+    with tempfile.TemporaryDirectory() as tmp:
+        for pools in POOL_SPLITS:
+            arena = int(p.sram_bytes * 0.75) // KIB * KIB
+            for _ in range(2):
+                try:
+                    with Interpreter(m, arena=arena, backing=os.path.join(tmp, "sd.img"), flash=p.flash_bytes,
+                                     mcu=p, pools=pools) as it:
+                        records = it.simulate()
+                except (ArenaOverflowError, UnsupportedOpError) as e:
+                    needed, last_error = getattr(e, "needed_arena", None), str(e)
+                    if needed:
+                        smallest = needed if smallest is None else min(smallest, needed)
+                    if needed and arena < needed <= p.sram_bytes:
+                        arena = -(-needed // KIB) * KIB
+                        continue
+                    break
+                total = sum(r.total_cycles for r in records)
+                settings.update(arena=arena, pools=pools, runs=True, cycles=total,
+                                latency_ms=total / p.clock_hz * 1e3,
+                                sd_read_bytes=sum(r.sd_read_bytes for r in records),
+                                sd_write_bytes=sum(r.sd_write_bytes for r in records))
+                return settings
+    settings.update(runs=False, needed_arena=smallest, error=last_error)
+    return settings

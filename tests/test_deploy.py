@@ -1,0 +1,79 @@
+"""microinterp deploy: the resolver snippet lists exactly the model's ops with TFLM's Add methods, the arena for a
+32-bit target (rounded to a KiB), latency, memory against the part, and out-of-core settings that really run."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import microinterp as mi
+from microinterp.cli import main
+from microinterp.deploy import RESOLVER_METHODS, deploy, resolver_snippet
+from microinterp.kernels import REFERENCE_KERNELS
+from microinterp.memory32 import estimate_arena
+from microinterp.testing.models import demo_cnn
+
+ZOO = Path(__file__).resolve().parents[2] / "shared" / "models"
+
+
+def added(snippet: str) -> list[str]:
+    return re.findall(r"op_resolver\.(Add\w+)\(", snippet)
+
+
+def test_every_op_microinterp_runs_has_its_tflm_method():
+    assert set(REFERENCE_KERNELS) <= set(RESOLVER_METHODS)
+
+
+def test_demo_model_report():
+    d = deploy(demo_cnn(), "apollo3")
+    ops = mi.load_model(demo_cnn()).op_names()
+    assert sorted(d.ops) == ops
+    assert sorted(added(d.resolver)) == sorted(RESOLVER_METHODS[o] for o in ops)
+    assert f"MicroMutableOpResolver<{len(ops)}>" in d.resolver
+    est = estimate_arena(demo_cnn())
+    assert d.arena_bytes == est.total_bytes and d.arena_size % 1024 == 0 and 0 <= d.arena_size - d.arena_bytes < 1024
+    assert d.fits and d.out_of_core is None and d.latency_ms > 0
+    doc = json.loads(json.dumps(d.as_dict()))
+    assert doc["ops"] == list(d.ops) and doc["arena_size"] == d.arena_size
+    assert abs(doc["cycles"] - sum(o["cycles"] for o in doc["per_op"])) < 1e-6 * doc["cycles"]
+
+
+def test_a_custom_op_tflm_does_not_ship_gets_a_placeholder():
+    snippet = resolver_snippet(["CONV_2D", "MyOp", "SignalRfft"])
+    assert snippet.splitlines() == ["static tflite::MicroMutableOpResolver<3> op_resolver;",
+                                    "op_resolver.AddConv2D();",
+                                    'op_resolver.AddCustom("MyOp", /* your TFLMRegistration for MyOp */ nullptr);',
+                                    "op_resolver.AddRfft();"]
+
+
+@pytest.mark.skipif(not (ZOO / "person_detect.tflite").exists(), reason="../shared/models not present")
+def test_every_zoo_model(tmp_path, capsys):
+    for path in sorted(ZOO.glob("*.tflite")):
+        if "mobilenet" in path.name:
+            continue
+        d = deploy(path)
+        assert sorted(d.ops) == mi.load_model(path).op_names(), path.name
+        assert sorted(added(d.resolver)) == sorted(RESOLVER_METHODS[o] for o in d.ops)
+        assert d.fits
+    big = ZOO / "mobilenet_v2_quantized_1x3x224x224.tflite"
+    d = deploy(big)
+    o = d.out_of_core
+    assert not d.fits and o["runs"] and o["arena"] <= d.mcu.sram_bytes
+    x = np.random.default_rng(0).integers(-128, 128, size=(1, 3, 224, 224), dtype=np.int8)
+    with mi.Interpreter(big, arena=o["arena"], backing=tmp_path / "sd.img", flash=o["flash"], pools=o["pools"],
+                        mcu=o["mcu"]) as it:          # the settings it printed do run, exactly
+        it.set_input(x)
+        it.invoke()
+        ref = mi.Interpreter(big)
+        ref.set_input(x)
+        ref.invoke()
+        assert np.array_equal(it.get_output(), ref.get_output())
+    assert main(["deploy", str(ZOO / "person_detect.tflite"), "--mcu", "apollo3", "--per-op"]) == 0
+    out = capsys.readouterr().out
+    assert "MicroMutableOpResolver<5>" in out and "kTensorArenaSize = 82944" in out and "fits" in out
+    assert main(["deploy", str(big), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["out_of_core"]["runs"] is True
