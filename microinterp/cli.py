@@ -10,13 +10,14 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from . import __version__
-from .errors import MicroInterpError
+from .errors import InputError, MicroInterpError
 from .interpreter import Interpreter
 from .model import load_model
 from .resolver import default_resolver
@@ -125,6 +126,58 @@ def _plan_strategies(args: argparse.Namespace) -> int:
     print(f"{'strategy':<12} {'head bytes':>11} {'below TFLM':>11}")
     for name, head in rows.items():
         print(f"{name:<12} {head:>11,d} {100 * (tflm - head) / tflm if tflm else 0:>10.1f}%")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """A dataset through invoke_batch: outputs (--output), and with labels the accuracy and confusion matrix of
+    the first output's argmax."""
+    xs = np.load(args.inputs)
+    it = Interpreter(args.model)
+    progress = None
+    bar = None
+    if not args.json:
+        try:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(xs), unit="sample", file=sys.stderr)
+
+            def progress(done: int, total: int) -> None:
+                bar.update(done - bar.n)
+        except ImportError:
+            def progress(done: int, total: int) -> None:
+                print(f"\r{done}/{total} samples", end="", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    ys = it.invoke_batch(xs, args.batch, progress)
+    seconds = time.perf_counter() - t0
+    if bar is not None:
+        bar.close()
+    elif progress is not None:
+        print(file=sys.stderr)
+    first = ys if isinstance(ys, np.ndarray) else ys[0]
+    if args.output:
+        np.save(args.output, first)
+    doc: dict[str, Any] = {"model": str(args.model), "samples": len(xs), "seconds": seconds,
+                           "ms_per_sample": seconds / max(len(xs), 1) * 1e3}
+    if args.labels:
+        labels = np.load(args.labels).reshape(-1).astype(np.int64)
+        if len(labels) != len(xs):
+            raise InputError(f"{len(labels)} labels for {len(xs)} samples")
+        pred = first.reshape(len(xs), -1).argmax(axis=1)
+        classes = int(max(pred.max(initial=0), labels.max(initial=0))) + 1
+        confusion = np.zeros((classes, classes), np.int64)
+        np.add.at(confusion, (labels, pred), 1)
+        doc.update(accuracy=float((pred == labels).mean()), confusion=confusion.tolist())
+    if args.json:
+        print(json.dumps(doc, indent=1))
+        return 0
+    print(f"{doc['samples']} samples in {seconds:.2f} s ({doc['ms_per_sample']:.3f} ms/sample, exact as single "
+          "invokes)")
+    if "accuracy" in doc:
+        print(f"accuracy {doc['accuracy']:.4f}")
+        print("confusion (rows: label, columns: prediction)")
+        for row in doc["confusion"]:
+            print("  " + " ".join(f"{v:6d}" for v in row))
     return 0
 
 
@@ -419,6 +472,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--strategy", default="tflm", choices=("tflm", "optimal", "all"),
                    help="tflm (TFLM's greedy plan, default), optimal (the smallest found), all (a table)")
     s.set_defaults(fn=cmd_plan)
+
+    s = sub.add_parser("eval", help="a dataset (.npy, samples along the first axis) through invoke_batch: exact "
+                                    "outputs, accuracy and confusion matrix with --labels")
+    s.add_argument("model")
+    s.add_argument("--inputs", required=True, help=".npy with N samples of the (single) input")
+    s.add_argument("--labels", default=None, help=".npy with N integer labels")
+    s.add_argument("--output", default=None, help="write the first output's N results to this .npy")
+    s.add_argument("--batch", type=int, default=64)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_eval)
 
     s = sub.add_parser("deploy", help="what goes into the firmware: the MicroMutableOpResolver, the arena size for a "
                                       "32-bit target, latency, memory against the part, out-of-core settings")

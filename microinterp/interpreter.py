@@ -288,6 +288,15 @@ class Interpreter(LiteRTMixin):
             raise HostMemoryError(f"the host ran out of memory in a kernel ({e}); pass optimized=False or "
                                   "backing='sd.img' to run it out of core") from e
 
+    def invoke_batch(self, inputs: Any, batch: int = 64, progress: Any = None) -> Any:
+        """Outputs of every sample of ``inputs`` (``[N, ...]`` arrays) in chunks of ``batch`` samples through a
+        rebatched copy of the model, identical to N single invokes from a reset state (:mod:`microinterp.batch`)."""
+        from .batch import invoke_batch
+
+        if self._pager is not None:
+            raise ConfigError("invoke_batch runs in memory; build the interpreter without backing=")
+        return invoke_batch(self, inputs, batch, progress)
+
     def reset(self) -> None:
         """Variable tensors back to their zero point (int8) or 0, resource variables back to their default values
         and every kernel's ``reset``, as TFLM's MicroInterpreter::Reset (all subgraphs)."""

@@ -40,9 +40,12 @@ class Optimized:
         return self.tflm_head - self.predicted_head
 
 
-def rebuild(model: Model, metadata: dict[str, bytes] | None = None) -> ModelBuilder:
+def rebuild(model: Model, metadata: dict[str, bytes] | None = None, *, shape_of: Any = None, data_of: Any = None,
+            options_of: Any = None) -> ModelBuilder:
     """A :class:`~microinterp.testing.builder.ModelBuilder` holding ``model`` (see the module docstring); its
-    metadata replaced by ``metadata`` where given (None values drop an entry)."""
+    metadata replaced by ``metadata`` where given (None values drop an entry). ``shape_of(subgraph, tensor)``,
+    ``data_of(subgraph, tensor)`` and ``options_of(subgraph, op)`` may change what is written (the batching
+    rewrite of :mod:`microinterp.batch` uses them)."""
     b = ModelBuilder(description=model.description)
     for sg in model.subgraphs:
         target = b if sg.index == 0 else b.add_subgraph(sg.name)
@@ -51,13 +54,16 @@ def rebuild(model: Model, metadata: dict[str, bytes] | None = None) -> ModelBuil
         for t in sg.tensors:
             q = t.quantization
             has_q = q is not None and q.scales.size > 0
-            target.add_tensor(t.name, t.shape, t.type_name, data=None if t.data is None else t.data,
+            shape = t.shape if shape_of is None else shape_of(sg, t)
+            data = t.data if data_of is None else data_of(sg, t)
+            target.add_tensor(t.name, shape, t.type_name, data=data,
                               scale=q.scales if has_q else None, zero_point=q.zero_points if has_q else None,
                               axis=q.axis if has_q else 0, is_variable=t.is_variable)
         for op in sg.operators:
             try:
+                options = dict(op.options) if options_of is None else options_of(sg, op)
                 target.add_op(op.name, op.inputs, op.outputs, custom_code=op.custom_code,
-                              custom_options=op.custom_options, intermediates=op.intermediates, **dict(op.options))
+                              custom_options=op.custom_options, intermediates=op.intermediates, **options)
             except ValueError as e:
                 raise ModelError(f"subgraph {sg.index} op {op.index} ({op.key}) cannot be rewritten: {e}") from None
         target.inputs, target.outputs = list(sg.inputs), list(sg.outputs)

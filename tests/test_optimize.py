@@ -44,8 +44,11 @@ def check(model) -> mi.optimize.Optimized:
     before, after = TflmRunner(model, preserve_all=False), TflmRunner(r.data, preserve_all=False)
     before.run(xs)
     after.run(xs)
-    for k in range(mi.Interpreter(model).num_outputs):
-        assert np.array_equal(before.output(k), after.output(k))
+    main = mi.load_model(model).main
+    produced = {ti for op in main.operators for ti in op.outputs} | set(main.inputs)
+    for k, ti in enumerate(main.outputs):
+        if ti in produced:          # an output no op writes holds whatever the arena held: undefined
+            assert np.array_equal(before.output(k), after.output(k))
     return r
 
 

@@ -1,0 +1,151 @@
+"""Exact evaluation at batch speed: N samples of a batch-1 model in one invoke of a rebatched copy of it.
+
+**The rewrite** (:func:`rebatch`). Every non-constant tensor of subgraph 0 whose leading dimension is 1 gets a
+leading dimension of ``n`` (inputs, outputs, activations, variable state); a RESHAPE's target shape (its constant
+shape tensor and its ``new_shape`` option) whose first entry is 1 gets ``n`` there. The TFLM kernels treat the
+batch dimension as independent samples (convolutions, pools, fully connected rows, softmax rows, elementwise ops),
+so sample ``i`` of the batched run is computed by exactly the arithmetic of a single invoke on sample ``i``.
+Models with control flow or ops that mix the batch dimension are refused (:class:`~microinterp.errors.ConfigError`),
+and every rebatched interpreter is checked once when it is built: a probe of distinct random samples must give, per
+sample, the single-invoke result.
+
+**Running** (:func:`invoke_batch`, ``Interpreter.invoke_batch``). Samples go through in chunks of ``batch`` (the
+rebatched interpreters are cached per chunk size; memory is bounded by the chunk's arena), outputs are concatenated
+along the leading axis. ``tests/test_batch.py`` checks that the result equals N single invokes on every zoo model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError, InputError
+
+#: Ops that may not treat the leading dimension as independent samples (or run other subgraphs).
+NOT_BATCHABLE = frozenset({"IF", "WHILE", "CALL_ONCE", "BATCH_MATMUL", "TRANSPOSE", "GATHER", "GATHER_ND",
+                           "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND", "CUMSUM", "REVERSE_V2", "CONCATENATION",
+                           "PACK", "UNPACK", "SPLIT", "SPLIT_V", "SLICE", "STRIDED_SLICE", "VAR_HANDLE",
+                           "READ_VARIABLE", "ASSIGN_VARIABLE", "BROADCAST_TO", "EMBEDDING_LOOKUP", "SHAPE",
+                           "DYNAMIC_UPDATE_SLICE", "SELECT_V2"})
+
+
+def rebatch(model: Any, n: int) -> bytes:
+    """``model`` with batch ``n`` instead of 1 (see the module docstring)."""
+    from .model import load_model
+    from .optimize import rebuild
+
+    m = load_model(model)
+    if len(m.subgraphs) != 1:
+        raise ConfigError("batch evaluation runs single-subgraph models (this one has control flow)")
+    mixing = sorted({op.key for op in m.main.operators if op.key in NOT_BATCHABLE})
+    if mixing:
+        raise ConfigError(f"batch evaluation is not supported for models with {', '.join(mixing)} (they may mix "
+                          "samples along the leading dimension); evaluate sample by sample")
+    for i in m.main.inputs:
+        t = m.main.tensors[i]
+        if not t.shape or t.shape[0] != 1:
+            raise ConfigError(f"input {t.name!r} has shape {t.shape}: batch evaluation needs a leading batch of 1")
+    reshape_shapes = {op.inputs[1] for op in m.main.operators if op.key == "RESHAPE" and len(op.inputs) > 1}
+
+    def shape_of(sg: Any, t: Any) -> tuple[int, ...]:
+        if t.data is None and t.shape and t.shape[0] == 1:
+            return (n, *t.shape[1:])
+        return t.shape
+
+    def data_of(sg: Any, t: Any) -> Any:
+        if t.index in reshape_shapes and t.data is not None and t.data.size and int(t.data.reshape(-1)[0]) == 1:
+            out = np.array(t.data, copy=True).reshape(-1)
+            out[0] = n
+            return out.reshape(t.data.shape)
+        return t.data
+
+    def options_of(sg: Any, op: Any) -> dict[str, Any]:
+        options = dict(op.options)
+        shape = options.get("new_shape")
+        if op.key == "RESHAPE" and shape and int(shape[0]) == 1:
+            options["new_shape"] = [n, *shape[1:]]
+        return options
+
+    return rebuild(m, {"OfflineMemoryAllocation": None}, shape_of=shape_of, data_of=data_of,
+                   options_of=options_of).build()
+
+
+class BatchRunner:
+    """Rebatched interpreters of one model, cached per chunk size, each checked against single invokes once."""
+
+    def __init__(self, interp: Any):
+        self.interp = interp
+        self.cache: dict[int, Any] = {}
+
+    def runner(self, n: int) -> Any:
+        it = self.cache.get(n)
+        if it is None:
+            from .interpreter import Interpreter
+
+            src = self.interp
+            it = Interpreter(rebatch(src.model, n), resolver=src.resolver, optimized=src.optimized)
+            self._check(it, n)
+            self.cache[n] = it
+        return it
+
+    def _check(self, batched: Any, n: int) -> None:
+        """A probe of ``n`` distinct random samples: per sample, the single-invoke result."""
+        src, rng = self.interp, np.random.default_rng(12345)
+        probe = [_random_batch(src.get_input_details(i), n, rng) for i in range(src.num_inputs)]
+        got = _run(batched, probe)
+        for k in range(n):
+            want = _run(src, [x[k:k + 1] for x in probe])
+            if not all(np.array_equal(g[k:k + 1], w) for g, w in zip(got, want)):
+                raise ConfigError("this model's batched run differs from its single invokes (an op mixes "
+                                  "samples); evaluate sample by sample")
+
+
+def _random_batch(details: dict, n: int, rng: np.random.Generator) -> np.ndarray:
+    dt, shape = np.dtype(details["dtype"]), (n, *details["shape"][1:])
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return rng.integers(info.min, int(info.max) + 1, size=shape).astype(dt)
+    return rng.standard_normal(shape).astype(dt)
+
+
+def _run(it: Any, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    it.reset()
+    for i, x in enumerate(inputs):
+        it.set_input(np.ascontiguousarray(x), i)
+    it.invoke()
+    return [it.get_output(k) for k in range(it.num_outputs)]
+
+
+def invoke_batch(interp: Any, inputs: Any, batch: int = 64, progress: Callable[[int, int], None] | None = None
+                 ) -> Any:
+    """Outputs for every sample of ``inputs`` (one array ``[N, ...]`` per input, or one array for a one-input
+    model), identical to N single invokes (each from a reset state); one array, or a list for several outputs."""
+    arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
+    if len(arrays) != interp.num_inputs:
+        raise InputError(f"the model has {interp.num_inputs} input(s), got {len(arrays)} array(s)")
+    total = None
+    for i, x in enumerate(arrays):
+        d = interp.get_input_details(i)
+        if not isinstance(x, np.ndarray) or x.dtype != d["dtype"] or tuple(x.shape[1:]) != tuple(d["shape"][1:]):
+            raise InputError(f"input {i}: expected an array of {np.dtype(d['dtype'])} shaped [N, "
+                             f"{', '.join(map(str, d['shape'][1:]))}], got "
+                             f"{getattr(x, 'dtype', type(x).__name__)} {getattr(x, 'shape', '')}")
+        if total is not None and len(x) != total:
+            raise InputError(f"input {i} has {len(x)} samples, input 0 has {total}")
+        total = len(x)
+    if batch < 1:
+        raise InputError(f"batch must be >= 1, got {batch}")
+    runner = getattr(interp, "_batch_runner", None)
+    if runner is None:
+        runner = interp._batch_runner = BatchRunner(interp)
+    outs: list[list[np.ndarray]] = [[] for _ in range(interp.num_outputs)]
+    for start in range(0, total, batch):
+        chunk = [x[start:start + batch] for x in arrays]
+        for k, y in enumerate(_run(runner.runner(len(chunk[0])), chunk)):
+            outs[k].append(y)
+        if progress is not None:
+            progress(min(start + batch, total), total)
+    result = [np.concatenate(o) if o else np.zeros((0,)) for o in outs]
+    return result[0] if len(result) == 1 else result

@@ -1,0 +1,102 @@
+"""invoke_batch: N samples through a rebatched copy of the model equal N single invokes (from a reset state) on
+every zoo model and on random builder networks, chunked or not; what cannot be batched is refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import microinterp as mi
+from microinterp.errors import ConfigError, InputError
+from microinterp.testing.models import demo_cnn
+
+from .kernels.test_resource_variables import accumulator_model
+from .pager.conftest import small_net
+
+ZOO = Path(__file__).resolve().parents[2] / "shared" / "models"
+
+
+def singles(it: mi.Interpreter, xs: np.ndarray) -> list[np.ndarray]:
+    out = []
+    for x in xs:
+        it.reset()
+        it.set_input(x[None])
+        it.invoke()
+        out.append(it.get_output())
+    return out
+
+
+def samples(it: mi.Interpreter, n: int, seed: int) -> np.ndarray:
+    d = it.get_input_details(0)
+    dt = np.dtype(d["dtype"])
+    rng = np.random.default_rng(seed)
+    shape = (n, *d["shape"][1:])
+    return (rng.integers(-128, 128, size=shape) if dt.kind in "iu" else rng.standard_normal(shape)).astype(dt)
+
+
+@settings(max_examples=8)
+@given(seed=st.integers(0, 2**16), n=st.integers(1, 9), batch=st.integers(1, 5))
+def test_random_networks(seed, n, batch):
+    it = mi.Interpreter(small_net(seed, 32 + 8 * (seed % 3), 2 + seed % 4))
+    xs = samples(it, n, seed)
+    got = it.invoke_batch(xs, batch)
+    assert got.shape[0] == n
+    assert all(np.array_equal(got[k:k + 1], s) for k, s in enumerate(singles(it, xs)))
+
+
+@pytest.mark.skipif(not (ZOO / "person_detect.tflite").exists(), reason="../shared/models not present")
+@pytest.mark.parametrize("name", sorted(p.name for p in ZOO.glob("*.tflite") if "mobilenet" not in p.name)
+                         if ZOO.exists() else [])
+def test_zoo_models(name):
+    it = mi.Interpreter(ZOO / name)
+    if it.num_inputs != 1 or len(it.model.subgraphs) != 1:
+        with pytest.raises(ConfigError):
+            it.invoke_batch([samples(it, 2, 0)] * it.num_inputs)
+        return
+    try:
+        xs = samples(it, 7, 1)
+        got = it.invoke_batch(xs, 4)
+    except ConfigError as e:        # an op that may mix samples: refused, never a wrong answer
+        assert "batch" in str(e)
+        return
+    outs = got if isinstance(got, list) else [got]
+    for k, s in enumerate(singles(it, xs)):
+        assert np.array_equal(outs[0][k:k + 1], s)
+
+
+def test_refusals_and_input_checks():
+    it = mi.Interpreter(demo_cnn())
+    with pytest.raises(InputError, match="expected an array"):
+        it.invoke_batch(np.zeros((3, 64, 64, 3), np.float32))
+    with pytest.raises(InputError, match="1 input"):
+        it.invoke_batch([np.zeros((3, 64, 64, 3), np.int8)] * 2)
+    with pytest.raises(InputError, match="batch must be"):
+        it.invoke_batch(np.zeros((3, 64, 64, 3), np.int8), 0)
+    with pytest.raises(ConfigError, match="control flow|VAR_HANDLE"):
+        mi.Interpreter(accumulator_model()).invoke_batch(np.zeros((2, 4), np.int8))
+
+
+def test_cli_eval(tmp_path, capsys):
+    import json
+
+    from microinterp.cli import main
+
+    model = tmp_path / "m.tflite"
+    model.write_bytes(demo_cnn())
+    it = mi.Interpreter(model)
+    xs = samples(it, 6, 3)
+    np.save(tmp_path / "x.npy", xs)
+    want = np.concatenate(singles(it, xs))
+    labels = want.reshape(6, -1).argmax(axis=1)
+    labels[0] = (labels[0] + 1) % 10                    # one wrong label
+    np.save(tmp_path / "y.npy", labels)
+    assert main(["eval", str(model), "--inputs", str(tmp_path / "x.npy"), "--labels", str(tmp_path / "y.npy"),
+                 "--batch", "4", "--json", "--output", str(tmp_path / "out.npy")]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["samples"] == 6 and doc["accuracy"] == pytest.approx(5 / 6)
+    assert np.array_equal(np.load(tmp_path / "out.npy"), want)
+    assert sum(map(sum, doc["confusion"])) == 6
