@@ -148,7 +148,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
             def progress(done: int, total: int) -> None:
                 print(f"\r{done}/{total} samples", end="", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    ys = it.invoke_batch(xs, args.batch, progress)
+    if args.jobs or args.ray is not None:
+        from .scaleout import evaluate
+
+        ys = evaluate(args.model, xs, args.batch, jobs=args.jobs, ray=args.ray, progress=progress)
+    else:
+        ys = it.invoke_batch(xs, args.batch, progress)
     seconds = time.perf_counter() - t0
     if bar is not None:
         bar.close()
@@ -480,6 +485,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--labels", default=None, help=".npy with N integer labels")
     s.add_argument("--output", default=None, help="write the first output's N results to this .npy")
     s.add_argument("--batch", type=int, default=64)
+    s.add_argument("--jobs", type=int, default=None, help="spread the chunks over N local processes")
+    s.add_argument("--ray", nargs="?", const="local", default=None,
+                   help="spread the chunks over Ray ('local' starts one, 'auto' or an address joins a cluster)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_eval)
 

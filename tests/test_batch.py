@@ -100,3 +100,19 @@ def test_cli_eval(tmp_path, capsys):
     assert doc["samples"] == 6 and doc["accuracy"] == pytest.approx(5 / 6)
     assert np.array_equal(np.load(tmp_path / "out.npy"), want)
     assert sum(map(sum, doc["confusion"])) == 6
+
+
+def test_processes_and_ray_give_the_single_process_result():
+    from microinterp.scaleout import evaluate
+
+    model = demo_cnn()
+    it = mi.Interpreter(model)
+    xs = samples(it, 11, 5)
+    want = it.invoke_batch(xs, 4)
+    assert np.array_equal(evaluate(model, xs, 4, jobs=2, chunks=3), want)
+    ray = pytest.importorskip("ray")
+    try:
+        got = evaluate(model, xs, 4, ray="local", chunks=4)
+    finally:
+        ray.shutdown()
+    assert np.array_equal(got, want)
