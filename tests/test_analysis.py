@@ -122,3 +122,19 @@ def test_person_detect_on_apollo3(zoo):
     assert a.totals["counts"]["compute-bound"] == 0
     assert not any(math.isinf(r.n) for r in a.layers)
     assert np.isfinite(a.totals["cycles"])
+
+
+def test_analyze_profile_and_schedule_give_one_estimate(tmp_path):
+    """In memory, analyze, profile (and simulate) and the scheduler's latency are the same cycles."""
+    from microinterp.schedule.run import Config, run
+    from microinterp.testing.models import demo_cnn
+
+    model = demo_cnn()
+    for mcu in ("stm32f746", "apollo3"):
+        a = analyze(model, mcu)
+        it = Interpreter(model, mcu=mcu)
+        it.invoke()
+        assert sum(r.total_cycles for r in it.profile) == pytest.approx(a.totals["cycles"], rel=1e-12)
+        assert sum(r.total_cycles for r in it.simulate()) == pytest.approx(a.totals["cycles"], rel=1e-12)
+        r, *_ = run(model, Config(sram=1 << 22, tile=None, frames=1, mcu=mcu), "demo", tmp_path / "sd.img")
+        assert not r.out_of_core and r.latency_s == pytest.approx(a.totals["seconds"], rel=1e-9)

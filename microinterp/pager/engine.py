@@ -250,7 +250,7 @@ class Engine:
             macs, elements = work
             rec.macs, rec.elements = macs, elements
             rec.compute_cycles = coeff.cycles_per_mac * macs + coeff.cycles_per_element * elements + \
-                (coeff.fixed_cycles if first else 0)
+                (coeff.fixed_cycles + self.mcu.interpreter_cycles_per_op if first else 0)
             self._write_outputs(plan, tile, rec)
             self._annotate(rec)
             record.tiles.append(rec)
@@ -466,7 +466,7 @@ class Engine:
                 rec.macs, rec.elements = work
                 coeff = self.mcu.op_cycles[self.kernels][op_class(p.op.key)]
                 rec.compute_cycles = coeff.cycles_per_mac * rec.macs + coeff.cycles_per_element * rec.elements + \
-                    (coeff.fixed_cycles if firsts[i] else 0)
+                    (coeff.fixed_cycles + self.mcu.interpreter_cycles_per_op if firsts[i] else 0)
                 if i == len(lines):
                     self._write_outputs(p, tile, rec)
                 else:
