@@ -494,7 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("deploy", help="what goes into the firmware: the MicroMutableOpResolver, the arena size for a "
                                       "32-bit target, latency, memory against the part, out-of-core settings")
     s.add_argument("model")
-    s.add_argument("--mcu", default="stm32f746", help="MCU profile (stm32f746, apollo3)")
+    s.add_argument("--mcu", default="stm32f746", help="MCU profile: stm32f746, apollo3, stm32l4r5, stm32h7a3, stm32u575, nrf5340")
     s.add_argument("--kernels", default="optimized", help="optimized (CMSIS-NN) or reference")
     s.add_argument("--per-op", action="store_true", help="list the cycles of every op")
     s.add_argument("--json", action="store_true")
@@ -517,7 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("analyze", help="per layer W (MOps), Q (MB), N and compute-/IO-bound class for an MCU")
     s.add_argument("model")
-    s.add_argument("--mcu", default="stm32f746", help="MCU profile (stm32f746, apollo3; default stm32f746)")
+    s.add_argument("--mcu", default="stm32f746", help="MCU profile: stm32f746 (default), apollo3, stm32l4r5, stm32h7a3, stm32u575, nrf5340")
     s.add_argument("--kernels", default="cmsis-nn", help="kernel set for S_cpu and cycles: cmsis-nn or reference")
     s.add_argument("--json", action="store_true", help="machine-readable output (schema: docs/cost-model.md)")
     s.add_argument("--memory", action="store_true", help="also predict the arena on a 32-bit MCU")
@@ -528,7 +528,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("model")
     s.add_argument("--arena", type=_size, default=None, help="arena bytes (e.g. 512K); default: what the plan needs")
     s.add_argument("--backing", default=None, help="SD image file: run out of core when the plan does not fit")
-    s.add_argument("--mcu", default="stm32f746", help="MCU profile (stm32f746, apollo3)")
+    s.add_argument("--mcu", default="stm32f746", help="MCU profile: stm32f746, apollo3, stm32l4r5, stm32h7a3, stm32u575, nrf5340")
     s.add_argument("--kernels", default="optimized", help="kernel set the cycles assume: optimized (cmsis-nn) or "
                                                            "reference")
     s.add_argument("--flash", type=_size, default=None, help="flash budget for weights (default: the MCU's flash)")

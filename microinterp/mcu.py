@@ -91,6 +91,13 @@ OP_CYCLES: Mapping[str, Mapping[str, Mapping[str, OpCycles]]] = MappingProxyType
     "apollo3": MappingProxyType({"optimized": _costs(_M4_CMSIS_NN), "reference": _costs(_M4_REFERENCE)}),
     "stm32f746": MappingProxyType({"optimized": _costs(_M4_CMSIS_NN, M7_CYCLE_SCALE),
                                    "reference": _costs(_M4_REFERENCE, M7_CYCLE_SCALE)}),
+    # not calibrated (docs/cost-model.md): the core's cycles per op class are taken from the calibrated profile of
+    # the same core family (M4F and M33: the Apollo3's; M7: the STM32F746's)
+    "stm32l4r5": MappingProxyType({"optimized": _costs(_M4_CMSIS_NN), "reference": _costs(_M4_REFERENCE)}),
+    "stm32h7a3": MappingProxyType({"optimized": _costs(_M4_CMSIS_NN, M7_CYCLE_SCALE),
+                                   "reference": _costs(_M4_REFERENCE, M7_CYCLE_SCALE)}),
+    "stm32u575": MappingProxyType({"optimized": _costs(_M4_CMSIS_NN), "reference": _costs(_M4_REFERENCE)}),
+    "nrf5340": MappingProxyType({"optimized": _costs(_M4_CMSIS_NN), "reference": _costs(_M4_REFERENCE)}),
 })
 
 
@@ -253,6 +260,40 @@ _PROFILE_DATA = {
                 "hash_accel_algorithms": ("crc32",), "interpreter_cycles_per_op": 140.0,
                 "aes_gcm_cycles_per_byte": 90.0, "aes_accel_cycles_per_byte": 0.0, "has_aes_accelerator": False,
                 "power_active_mw": 5.0, "power_idle_mw": 0.5, "power_sd_read_mw": 70.0, "power_sd_write_mw": 100.0},
+
+    # datasheet figures (clock, SRAM, flash, SD interface, crypto unit); SD, flash and power figures are estimates
+    # by analogy with the two calibrated parts (docs/cost-model.md)
+    "stm32l4r5": {"core": "Cortex-M4F", "clock_hz": 120e6, "sram_bytes": 640 * 1024, "flash_bytes": 2048 * 1024,
+                  "sd_read_bytes_per_s": 12e6, "sd_write_bytes_per_s": 6e6, "sd_command_latency_s": 100e-6,
+                  "flash_read_cycles_per_byte": 0.3, "hash_cycles_per_byte": _hash_costs(6, 40, 4),
+                  "hash_accel_cycles_per_byte": 1.0, "has_hash_accelerator": True,
+                  "hash_accel_algorithms": ("crc32",), "interpreter_cycles_per_op": 140.0,
+                  "aes_gcm_cycles_per_byte": 90.0, "aes_accel_cycles_per_byte": 0.0, "has_aes_accelerator": False,
+                  "power_active_mw": 40.0, "power_idle_mw": 10.0, "power_sd_read_mw": 100.0,
+                  "power_sd_write_mw": 150.0},
+    "stm32h7a3": {"core": "Cortex-M7", "clock_hz": 280e6, "sram_bytes": 1376 * 1024, "flash_bytes": 2048 * 1024,
+                  "sd_read_bytes_per_s": 25e6, "sd_write_bytes_per_s": 12e6, "sd_command_latency_s": 100e-6,
+                  "flash_read_cycles_per_byte": 0.25, "hash_cycles_per_byte": _hash_costs(4, 30, 3),
+                  "hash_accel_cycles_per_byte": 1.0, "has_hash_accelerator": True,
+                  "hash_accel_algorithms": ("crc32",), "interpreter_cycles_per_op": round(140 * M7_CYCLE_SCALE),
+                  "aes_gcm_cycles_per_byte": 70.0, "aes_accel_cycles_per_byte": 0.0, "has_aes_accelerator": False,
+                  "power_active_mw": 180.0, "power_idle_mw": 60.0, "power_sd_read_mw": 120.0,
+                  "power_sd_write_mw": 180.0},
+    "stm32u575": {"core": "Cortex-M33", "clock_hz": 160e6, "sram_bytes": 786 * 1024, "flash_bytes": 2048 * 1024,
+                  "sd_read_bytes_per_s": 20e6, "sd_write_bytes_per_s": 10e6, "sd_command_latency_s": 100e-6,
+                  "flash_read_cycles_per_byte": 0.3, "hash_cycles_per_byte": _hash_costs(6, 40, 4),
+                  "hash_accel_cycles_per_byte": 1.0, "has_hash_accelerator": True,
+                  "hash_accel_algorithms": ("crc32",), "interpreter_cycles_per_op": 140.0,
+                  "aes_gcm_cycles_per_byte": 90.0, "aes_accel_cycles_per_byte": 0.0, "has_aes_accelerator": False,
+                  "power_active_mw": 30.0, "power_idle_mw": 8.0, "power_sd_read_mw": 100.0,
+                  "power_sd_write_mw": 150.0},
+    "nrf5340": {"core": "Cortex-M33", "clock_hz": 128e6, "sram_bytes": 512 * 1024, "flash_bytes": 1024 * 1024,
+                "sd_read_bytes_per_s": 3e6, "sd_write_bytes_per_s": 1.5e6, "sd_command_latency_s": 200e-6,
+                "flash_read_cycles_per_byte": 0.4, "hash_cycles_per_byte": _hash_costs(6, 40, 4),
+                "hash_accel_cycles_per_byte": 0.0, "has_hash_accelerator": False, "hash_accel_algorithms": (),
+                "interpreter_cycles_per_op": 140.0, "aes_gcm_cycles_per_byte": 90.0,
+                "aes_accel_cycles_per_byte": 2.0, "has_aes_accelerator": True,
+                "power_active_mw": 15.0, "power_idle_mw": 3.0, "power_sd_read_mw": 70.0, "power_sd_write_mw": 100.0},
 }
 
 MCU_PROFILES: Mapping[str, McuProfile] = MappingProxyType({
@@ -263,6 +304,8 @@ MCU_PROFILES: Mapping[str, McuProfile] = MappingProxyType({
 ALIASES: Mapping[str, str] = MappingProxyType({
     "stm32f746ng": "stm32f746", "stm32f7": "stm32f746", "f746": "stm32f746", "stm32f746-disco": "stm32f746",
     "apollo3-blue": "apollo3", "sparkfun-edge": "apollo3",
+    "nucleo-l4r5zi": "stm32l4r5", "stm32l4r5zi": "stm32l4r5", "stm32h7a3zi": "stm32h7a3", "nucleo-h7a3zi-q": "stm32h7a3",
+    "stm32u575zi": "stm32u575", "nucleo-u575zi-q": "stm32u575", "nrf5340-dk": "nrf5340",
 })
 
 

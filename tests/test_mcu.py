@@ -180,3 +180,18 @@ def test_bad_profile_values_raise_config_error():
     with pytest.raises(ConfigError) as info:
         get_profile("esp32")
     assert isinstance(info.value, ValueError) and isinstance(info.value, MicroInterpError)
+
+
+def test_the_boards_people_benchmark_tflm_on_are_selectable():
+    from microinterp.analysis import analyze
+    from microinterp.mcu import MCU_PROFILES
+    from microinterp.testing.models import demo_cnn
+
+    assert {"stm32l4r5", "stm32h7a3", "stm32u575", "nrf5340", "stm32f746", "apollo3"} <= set(MCU_PROFILES)
+    for alias, name in (("Nucleo-L4R5ZI", "stm32l4r5"), ("stm32h7a3zi", "stm32h7a3"), ("nrf5340-dk", "nrf5340")):
+        assert get_profile(alias).name == name
+    seconds = {m: analyze(demo_cnn(), m).totals["seconds"] for m in MCU_PROFILES}
+    assert all(s > 0 for s in seconds.values())
+    # same core family, same cycles: the faster clock is the faster part
+    assert seconds["stm32h7a3"] < seconds["stm32f746"] and seconds["stm32u575"] < seconds["nrf5340"]
+    assert get_profile("nrf5340").crypto_cycles(100) == 200       # its CryptoCell does AES
