@@ -168,6 +168,7 @@ class Interpreter(LiteRTMixin):
             if sizing:
                 kernels = [self.resolver.find(op.key, False) for op in sg.operators]
             op_data.append(prepare_ops(ctx, kernels, sg.operators))
+        self._scratch = scratch
         infos = allocation_infos(self.model, scratch, unplanned=set(graph.resources.handles))
         requests, owners = buffer_requests(infos)
         if self.preserve_all_tensors:

@@ -34,6 +34,7 @@ class Optimized:
     predicted_head: int
     lower_bound: int
     offsets: tuple[int, ...]        # one per tensor of all subgraphs (-1: not offline-planned)
+    order: tuple[int, ...] | None = None    # subgraph 0's op order when reordered (positions), else None
 
     @property
     def saved(self) -> int:
@@ -41,11 +42,12 @@ class Optimized:
 
 
 def rebuild(model: Model, metadata: dict[str, bytes] | None = None, *, shape_of: Any = None, data_of: Any = None,
-            options_of: Any = None) -> ModelBuilder:
+            options_of: Any = None, op_order: list[int] | None = None) -> ModelBuilder:
     """A :class:`~microinterp.testing.builder.ModelBuilder` holding ``model`` (see the module docstring); its
     metadata replaced by ``metadata`` where given (None values drop an entry). ``shape_of(subgraph, tensor)``,
     ``data_of(subgraph, tensor)`` and ``options_of(subgraph, op)`` may change what is written (the batching
-    rewrite of :mod:`microinterp.batch` uses them)."""
+    rewrite of :mod:`microinterp.batch` uses them); ``op_order`` runs subgraph 0's ops in that order (positions in
+    its op list; :mod:`microinterp.planner.reorder`)."""
     b = ModelBuilder(description=model.description)
     for sg in model.subgraphs:
         target = b if sg.index == 0 else b.add_subgraph(sg.name)
@@ -59,7 +61,8 @@ def rebuild(model: Model, metadata: dict[str, bytes] | None = None, *, shape_of:
             target.add_tensor(t.name, shape, t.type_name, data=data,
                               scale=q.scales if has_q else None, zero_point=q.zero_points if has_q else None,
                               axis=q.axis if has_q else 0, is_variable=t.is_variable)
-        for op in sg.operators:
+        ops = sg.operators if sg.index or op_order is None else [sg.operators[i] for i in op_order]
+        for op in ops:
             try:
                 options = dict(op.options) if options_of is None else options_of(sg, op)
                 target.add_op(op.name, op.inputs, op.outputs, custom_code=op.custom_code,
@@ -75,28 +78,56 @@ def rebuild(model: Model, metadata: dict[str, bytes] | None = None, *, shape_of:
     return b
 
 
-def optimize(model: Any, budget_s: float = 2.0) -> Optimized:
-    """The model with the optimal offline plan (never worse than TFLM's own: when the search finds nothing
-    smaller, the plan written is TFLM's greedy one, so the head stays the same)."""
+def optimize(model: Any, budget_s: float = 2.0, reorder: bool = True) -> Optimized:
+    """The model with the optimal offline plan -- for the best op order found (``reorder``,
+    :mod:`microinterp.planner.reorder`) when that lowers the head -- never worse than TFLM's own: when the search
+    finds nothing smaller, the plan written is TFLM's greedy one in the original order, so the head stays the same."""
     from .interpreter import Interpreter
 
     loaded = load_model(model)
     interp = Interpreter(loaded)
-    infos, owners, requests = interp._plan["infos"], interp._plan["owners"], interp._plan["requests"]
-    tflm = plan_size(requests, plan_greedy(requests))
-    is_tensor = [infos[owner].kind == "tensor" for owner in owners]
+    tflm = plan_size(interp._plan["requests"], plan_greedy(interp._plan["requests"]))
+    candidates = [None]
+    if reorder:
+        from .planner.reorder import best_order
 
-    def as_offline(plan: list[int]) -> tuple[dict, int]:
-        """The tensors' offsets of ``plan`` and the head TFLM gets with them fixed and the scratch buffers planned
-        online around them."""
-        fixed = [replace(r, offline_offset=plan[i]) if is_tensor[i] else r for i, r in enumerate(requests)]
-        at = {(infos[o].subgraph, infos[o].index): plan[i] for i, o in enumerate(owners) if is_tensor[i]}
-        return at, plan_size(fixed, plan_greedy(fixed))
-
-    tensor_offsets, predicted = as_offline(plan_optimal(requests, budget_s=budget_s))
+        order, _ = best_order(loaded, interp._scratch, set(interp._graph.resources.handles))
+        if order != list(range(len(order))):
+            candidates.append(order)
+    best = None
+    for order in candidates:
+        found = _plan_for(loaded, interp, order, budget_s)
+        if best is None or found[1] < best[1]:
+            best = (*found, order)
+    tensor_offsets, predicted, bound, order = best
     if predicted > tflm:     # scratch placement undid the gain: keep TFLM's own plan, written out
-        tensor_offsets, predicted = as_offline(plan_greedy(requests))
+        tensor_offsets, predicted, bound = _plan_for(loaded, interp, None, budget_s, greedy=True)
+        order = None
     offsets = tuple(tensor_offsets.get((sg.index, t.index), -1) for sg in loaded.subgraphs for t in sg.tensors)
-    b = rebuild(loaded, {"OfflineMemoryAllocation": None})
+    b = rebuild(loaded, {"OfflineMemoryAllocation": None}, op_order=order)
     b.add_offline_plan(offsets)
-    return Optimized(b.build(), tflm, predicted, lower_bound(requests), offsets)
+    return Optimized(b.build(), tflm, predicted, bound, offsets, tuple(order) if order else None)
+
+
+def _plan_for(loaded: Model, interp: Any, order: list[int] | None, budget_s: float, greedy: bool = False
+              ) -> tuple[dict, int, int]:
+    """Tensor offsets (TFLM's greedy or the optimal search) for ``order`` (None: the model's), the head TFLM gets
+    with the tensors fixed and the scratch buffers planned online around them, and the lower bound."""
+    from .planner.lifetimes import allocation_infos, buffer_requests
+    from .planner.reorder import requests_for_order
+
+    handles = set(interp._graph.resources.handles)
+    if order is None:
+        infos, owners, requests = interp._plan["infos"], interp._plan["owners"], interp._plan["requests"]
+    else:
+        requests = requests_for_order(loaded, order, interp._scratch, handles)
+        main = loaded.main
+        permuted = replace(loaded, subgraphs=(replace(main, operators=tuple(main.operators[i] for i in order)),
+                                              *loaded.subgraphs[1:]))
+        infos = allocation_infos(permuted, interp._scratch, handles)
+        owners = buffer_requests(infos)[1]
+    is_tensor = [infos[owner].kind == "tensor" for owner in owners]
+    plan = plan_greedy(requests) if greedy else plan_optimal(requests, budget_s=budget_s)
+    fixed = [replace(r, offline_offset=plan[i]) if is_tensor[i] else r for i, r in enumerate(requests)]
+    at = {(infos[o].subgraph, infos[o].index): plan[i] for i, o in enumerate(owners) if is_tensor[i]}
+    return at, plan_size(fixed, plan_greedy(fixed)), lower_bound(requests)

@@ -313,6 +313,7 @@ class _Builder:
         writes_of: dict[int, list[Task]] = {}               # home offset -> writes (fallback barrier)
         reads_of: dict[int, list[Task]] = {}                # home offset -> reads of that activation
         pending_deps: list[tuple[Task, int, int, int]] = []
+        chain_last: dict[int, Task] = {}                    # fused chain -> its last compute so far
         for layer, (rec, tiles) in enumerate(self._sequence()):
             p = self.plans.get(rec.index)
             if not rec.tiles:
@@ -358,8 +359,8 @@ class _Builder:
                         if expected is not None:
                             if read_k < len(expected):
                                 role, epool, epayload, home, lo, hi = expected[read_k][:6]
-                                if len(expected[read_k]) > 6:        # a fused PAD's band lives with this read
-                                    t.buffer += expected[read_k][6]
+                                if len(expected[read_k]) > 6 and not in_chain:   # a fused PAD's band lives
+                                    t.buffer += expected[read_k][6]             # with this read
                                 if epool != pool or epayload != payload:
                                     self.precise = False
                                     expected = None
@@ -461,6 +462,11 @@ class _Builder:
                     for w in writes.get((rec.index, tile.index), []):
                         self.edge(c, w)
                 last = compute_tasks[-1]
+                if in_chain:    # a fused chain's ops pass bands through line buffers: they compute in turn
+                    prev = chain_last.get(rec.chain)
+                    if prev is not None:
+                        self.edge(prev, compute_tasks[0])
+                    chain_last[rec.chain] = last
                 last.frees.extend(band_bufs)
                 if stream_buf is not None:
                     last.frees.append(stream_buf)
