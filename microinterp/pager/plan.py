@@ -53,9 +53,9 @@ class Pools:
     @classmethod
     def split(cls, start: int, nbytes: int, fractions: tuple[float, float, float], cap: int | None) -> Pools:
         total = sum(fractions)
-        a = align_down(int(nbytes * fractions[0] / total), ALIGN)
-        b = align_down(int(nbytes * fractions[1] / total), ALIGN)
-        c = align_down(max(nbytes - a - b, 0), ALIGN)
+        # each pool rounded down on its own, so every pool grows with the arena (a larger arena never fails where
+        # a smaller one works); the at most 3 x 15 bytes left over stay unused
+        a, b, c = (align_down(int(nbytes * f / total), ALIGN) for f in fractions)
         return cls(a, b, c, start, start + a, start + a + b, cap)
 
     def limit(self, pool: str) -> int:
