@@ -55,6 +55,10 @@ def evaluate(model: Any, inputs: Any, batch: int = 64, *, jobs: int | None = Non
     n = len(arrays[0]) if arrays else 0
     workers = jobs or 1
     if ray is not None:
+        try:
+            import ray as _ray  # noqa: F401 - a clear error before any work
+        except ImportError:
+            raise ConfigError("--ray needs the 'ray' package: pip install 'microinterp[ray]'") from None
         return _concat(_with_ray(data, arrays, batch, ray, chunks, progress, n))
     spans = _chunks(n, chunks or 4 * workers)
     results: list[list[np.ndarray] | None] = [None] * len(spans)
@@ -72,8 +76,11 @@ def evaluate(model: Any, inputs: Any, batch: int = 64, *, jobs: int | None = Non
     return _concat(results)
 
 
-def _with_ray(data: bytes, arrays: list[np.ndarray], batch: int, address: str, chunks: int | None,
-              progress: Any, n: int) -> list[list[np.ndarray]]:
+def ray_map(fn: Callable[..., Any], args: Sequence[tuple], address: str | None = "local",
+            shared: tuple = (), progress: Callable[[int], None] | None = None) -> list[Any]:
+    """``[fn(*shared, *a) for a in args]`` as Ray tasks, results in order. ``shared`` arguments travel once through
+    Ray's object store. Ray is started (``"local"``/None: a local instance, else ``ray.init(address)``) unless it
+    already runs."""
     try:
         import ray as ray_mod
     except ImportError:
@@ -81,21 +88,34 @@ def _with_ray(data: bytes, arrays: list[np.ndarray], batch: int, address: str, c
     if not ray_mod.is_initialized():
         ray_mod.init(address=None if address in (None, "", "local") else address, ignore_reinit_error=True,
                      include_dashboard=False, log_to_driver=False)
-    task = ray_mod.remote(_run_chunk)
-    ref = ray_mod.put(data)
-    workers = int(ray_mod.cluster_resources().get("CPU", 1))
-    spans = _chunks(n, chunks or 4 * workers)
-    pending = {task.remote(ref, [a[s:e] for a in arrays], batch): k for k, (s, e) in enumerate(spans)}
-    results: list[list[np.ndarray] | None] = [None] * len(spans)
-    done = 0
+    task = ray_mod.remote(fn)
+    refs = [ray_mod.put(x) for x in shared]
+    pending = {task.remote(*refs, *a): k for k, a in enumerate(args)}
+    results: list[Any] = [None] * len(args)
     while pending:
         ready, _ = ray_mod.wait(list(pending), num_returns=1)
         k = pending.pop(ready[0])
         results[k] = ray_mod.get(ready[0])
-        done += spans[k][1] - spans[k][0]
         if progress is not None:
-            progress(done, n)
+            progress(k)
     return results
+
+
+def _with_ray(data: bytes, arrays: list[np.ndarray], batch: int, address: str, chunks: int | None,
+              progress: Any, n: int) -> list[list[np.ndarray]]:
+    import ray as ray_mod  # ray_map reports a missing package first
+
+    workers = int(ray_mod.cluster_resources().get("CPU", 1)) if ray_mod.is_initialized() else 2
+    spans = _chunks(n, chunks or 4 * workers)
+    done = [0]
+
+    def tick(k: int) -> None:
+        done[0] += spans[k][1] - spans[k][0]
+        if progress is not None:
+            progress(done[0], n)
+
+    return ray_map(_run_chunk, [([a[s:e] for a in arrays], batch) for s, e in spans], address, shared=(data,),
+                   progress=tick)
 
 
 def _concat(results: list[list[np.ndarray] | None]) -> Any:

@@ -113,6 +113,21 @@ def test_processes_and_ray_give_the_single_process_result():
     ray = pytest.importorskip("ray")
     try:
         got = evaluate(model, xs, 4, ray="local", chunks=4)
+        sweep_rows = _sweep(ray="local")
     finally:
         ray.shutdown()
     assert np.array_equal(got, want)
+    assert sweep_rows == _sweep(ray=None)         # the schedule sweep's grid points over Ray: the same rows
+
+
+def _sweep(ray):
+    import json
+    import tempfile
+
+    from microinterp.cli import main
+
+    with tempfile.TemporaryDirectory() as out:
+        args = ["sweep", "gen:demo_cnn", "--sram", "40K,60K", "--tile", "8K", "--frames", "1", "--out", out]
+        assert main(args + (["--ray", ray] if ray else [])) == 0
+        rows = json.loads(Path(out, "demo_cnn-sweep.json").read_text())["results"]
+    return [{k: v for k, v in r.items() if "seconds" not in k and k != "host_s"} for r in rows]

@@ -195,7 +195,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="microinterp-sweep-") as work:
         path, name = resolve_model(args.model, work)
         jobs = [(path, name, _config(args, s, t, v), v, work) for v in variants for s in srams for t in tiles]
-        if args.jobs > 1:
+        if args.ray is not None:       # grid points as Ray tasks (workers share this machine's filesystem)
+            from ..scaleout import ray_map
+
+            rows = ray_map(_sweep_one, [(j,) for j in jobs], args.ray)
+        elif args.jobs > 1:
             with ProcessPoolExecutor(max_workers=args.jobs) as ex:
                 rows = list(ex.map(_sweep_one, jobs))
         else:
@@ -273,6 +277,9 @@ def add_parsers(sub: Any, size: Callable[[str], int]) -> None:
     s.add_argument("--sram", default="512K,1M,4M,8M", help="comma-separated SRAM sizes (default 512K,1M,4M,8M)")
     s.add_argument("--tile", default="16K,32K,64K,128K,256K,512K", help="comma-separated tile sizes")
     s.add_argument("--jobs", type=int, default=1, help="parallel processes (default 1)")
+    s.add_argument("--ray", nargs="?", const="local", default=None,
+                   help="run the grid points as Ray tasks ('local' starts an instance; workers must see the model "
+                        "and output paths)")
     s.add_argument("--out", default=".", help="directory for MODEL-sweep.csv/.json and the plots (default .)")
     s.add_argument("--plots", action="store_true", help="also draw latency/throughput and task-count plots")
     s.add_argument("--variants", default="base",
