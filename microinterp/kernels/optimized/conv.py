@@ -180,10 +180,16 @@ class ConvBands:
         w2 = w.reshape(c_out, self.k).astype(np.int64)
         bias64 = np.zeros(c_out, np.int64) if bias is None else bias.astype(np.int64).reshape(-1)
         self.ranges = accumulator_range(w2, self.zp_in, bias64)
-        self.constant = Epilogue(data.multipliers, data.shifts, data.output_offset, int(data.act_min),
-                                 int(data.act_max), self.ranges).constant
+        full = Epilogue(data.multipliers, data.shifts, data.output_offset, int(data.act_min), int(data.act_max),
+                        self.ranges)
+        self.constant = full.constant
         bound = 128 * np.abs(w2).sum(axis=1) + np.abs(bias64 - self.zp_in * w2.sum(axis=1))
         self.dtype = np.float32 if int(bound[~self.constant].max(initial=0)) < (1 << 24) else np.float64
+        # the folded GEMM of the in-memory plan (1x1 filters, few input channels, unsigned rounding): a float64
+        # operand with the requantization inside, so the epilogue only clamps (Epilogue.fold checks exactness)
+        self.fold = kh == kw == 1 and self.k < _FOLD_BELOW and not full.signed
+        if self.fold:
+            self.dtype = np.float64
         self.geometries: dict[tuple, Im2col] = {}
         self.epilogues: dict[tuple[int, int], Epilogue] = {}
         self.operands: dict[tuple[int, int], np.ndarray] = {}      # (c0, channels) -> operand
@@ -205,32 +211,41 @@ class ConvBands:
                 int(data.act_max), (self.ranges[0][c0:c1], self.ranges[1][c0:c1]))
         return ep
 
-    def operand(self, w: np.ndarray, bias: np.ndarray | None, c0: int) -> np.ndarray:
-        """``[C_tile, K + 1]`` (the GEMM takes its transpose): the filter tile's rows, ``bias' = bias - zp_in
-        sum_k w`` last, constant channels zeroed (their accumulators are not used), built from the tile in the
-        pool. A layer keeps its operands up to :data:`OPERAND_CACHE_BYTES` and reuses them for the same channel
-        range: every read into the pool is verified against the record's checksum (or tag), so the pool holds the
-        bytes it was built from whenever a tile is computed."""
+    def operand(self, data: ConvData, w: np.ndarray, bias: np.ndarray | None, c0: int) -> tuple[np.ndarray, bool]:
+        """``(operand, folded)``. Unfolded: ``[C_tile, K + 1]`` (the GEMM takes its transpose), the filter tile's
+        rows and ``bias' = bias - zp_in sum_k w`` last, constant channels zeroed (their accumulators are not used).
+        Folded (:attr:`fold`, when that channel range's epilogue allows it): ``[K + 1, C_tile]`` float64 with the
+        requantization scale and offset inside (:meth:`._epilogue.Epilogue.fold`). Built from the tile in the pool;
+        a layer keeps its operands up to :data:`OPERAND_CACHE_BYTES` and reuses them for the same channel range:
+        every read into the pool is verified against the record's checksum (or tag), so the pool holds the bytes
+        it was built from whenever a tile is computed."""
         ct, k = w.shape[0], self.k
         hit = self.operands.get((c0, ct))
         if hit is not None:
             return hit
-        cache = (k + 1) * ct * np.dtype(self.dtype).itemsize + self.cached <= OPERAND_CACHE_BYTES
-        op = np.empty((ct, k + 1), self.dtype) if cache else work_buffer("conv_band_operand", (ct, k + 1),
-                                                                         self.dtype)
         w2 = w.reshape(ct, k)
-        np.copyto(op[:, :k], w2)
-        folded = op[:, :k].sum(axis=1, dtype=np.float64) * -self.zp_in      # exact: integers below 2^53
+        folded_bias = -self.zp_in * w2.sum(axis=1, dtype=np.int64)
         if bias is not None:
-            folded += bias.reshape(-1)
-        op[:, k] = folded
+            folded_bias = folded_bias + bias.reshape(-1).astype(np.int64)
         const = self.constant[c0:c0 + ct]
-        if const.any():
-            op[const] = 0
-        if cache:
-            self.cached += op.nbytes
-            self.operands[(c0, ct)] = op
-        return op
+        result = None
+        if self.fold:
+            exact = np.concatenate([w2.T.astype(np.int64), folded_bias[None, :]])
+            exact[:, const] = 0
+            op = self.epilogue(data, c0, c0 + ct).fold(exact)
+            if op is not None:
+                result = (np.ascontiguousarray(op), True)
+        if result is None:
+            op = np.empty((ct, k + 1), self.dtype)
+            np.copyto(op[:, :k], w2)
+            op[:, k] = folded_bias
+            if const.any():
+                op[const] = 0
+            result = (op, False)
+        if result[0].nbytes + self.cached <= OPERAND_CACHE_BYTES:
+            self.cached += result[0].nbytes
+            self.operands[(c0, ct)] = result
+        return result
 
 
 def conv_band(data: FastConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray, y0: int,
@@ -249,14 +264,15 @@ def conv_band(data: FastConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray
     if memo.get("im2col") is not geo:
         geo.fill(x)
         memo["im2col"] = geo
-    acc = gemm(geo.cols, bands.operand(w, bias, c0).T, "conv_band_acc")
+    op, folded = bands.operand(data, w, bias, c0)
     ep = bands.epilogue(data, c0, c0 + w.shape[0])
-    if out.flags.c_contiguous:
-        ep(acc, out)
+    target = out if out.flags.c_contiguous else work_buffer("conv_band_out", out.shape, np.int8)
+    if folded:
+        ep.finish(gemm(geo.cols, op, "conv_band_acc"), target)
     else:
-        tmp = work_buffer("conv_band_out", out.shape, np.int8)
-        ep(acc, tmp)
-        out[...] = tmp
+        ep(gemm(geo.cols, op.T, "conv_band_acc"), target)
+    if target is not out:
+        out[...] = target
 
 
 def _view(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
