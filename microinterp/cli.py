@@ -119,8 +119,8 @@ def _plan_strategies(args: argparse.Namespace) -> int:
     it = Interpreter(args.model, optimized=not args.reference)
     req = it._plan["requests"]
     tflm = plan_size(req, plan_greedy(req))
-    order, _ = best_order(it.model, it._scratch, set(it._graph.resources.handles))
-    reordered = requests_for_order(it.model, order, it._scratch, set(it._graph.resources.handles))
+    order, _ = best_order(it.model, it._plan["scratch"], it._plan["unplanned"])
+    reordered = requests_for_order(it.model, order, it._plan["scratch"], it._plan["unplanned"])
     rows = {"tflm": tflm, "lower_bound": lower_bound(req), "optimal": plan_size(req, plan_optimal(req)),
             "reordered_lower_bound": lower_bound(reordered),
             "reordered_optimal": plan_size(reordered, plan_optimal(reordered))}

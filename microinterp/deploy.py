@@ -137,7 +137,7 @@ def deploy(model: Any, mcu: str | McuProfile = "stm32f746", kernels: str = "opti
     per_op = tuple((op.index, op.key, c) for op, c in zip(m.main.operators, cycles))
     ooc = None
     if size > p.sram_bytes or weights > p.flash_bytes:
-        ooc = _out_of_core(m, p, model)
+        ooc = _out_of_core(m, p)
     return Deployment(m.source or m.description or "model", p, ks, tuple(ops), resolver_snippet(ops), arena, size,
                       est.head_bytes, est.persistent_bytes, weights, per_op, ooc)
 
@@ -146,7 +146,7 @@ def deploy(model: Any, mcu: str | McuProfile = "stm32f746", kernels: str = "opti
 POOL_SPLITS = ((1, 2, 1), (2, 1, 1), (1, 1, 1), (3, 1, 1))
 
 
-def _out_of_core(m: Model, p: McuProfile, model: Any) -> dict[str, Any]:
+def _out_of_core(m: Model, p: McuProfile) -> dict[str, Any]:
     """Settings that run the model on this part out of core: the arena 3/4 of the SRAM (the rest for the
     application and TFLM's structs), or the smallest arena the pager names when that is too small and still fits
     the SRAM, for the first pool split of :data:`POOL_SPLITS` that works; with the pager's dry-run cycles and SD

@@ -151,10 +151,11 @@ class Interpreter(LiteRTMixin):
             raise UnsupportedOpError(missing)
         return [[self.resolver.find(op.key, self.optimized) for op in sg.operators] for sg in self.model.subgraphs]
 
-    def _allocate(self, arena: Any) -> tuple[list[list[Any]], MicroGraph, list, list[int], list, list[int], dict]:
+    def _allocate(self, arena: Any) -> tuple[list[list[Any]], MicroGraph, list, list[int], list, list[int], dict,
+                                             list]:
         """Prepare every op of every subgraph against ``arena`` (subgraph 0 first, then in index order, as TFLM's
         PrepareSubgraphs; tail allocations happen here), plan and size the head, then put the variable tensors in
-        the tail. Works the same on a real :class:`Arena` and on a :class:`SizingArena`."""
+        the tail; the scratch requests come last. Works the same on a real :class:`Arena` and on a :class:`SizingArena`."""
         sizing = isinstance(arena, SizingArena)
         graph = MicroGraph(self.model)
         scratch: list = []
@@ -168,7 +169,6 @@ class Interpreter(LiteRTMixin):
             if sizing:
                 kernels = [self.resolver.find(op.key, False) for op in sg.operators]
             op_data.append(prepare_ops(ctx, kernels, sg.operators))
-        self._scratch = scratch
         infos = allocation_infos(self.model, scratch, unplanned=set(graph.resources.handles))
         requests, owners = buffer_requests(infos)
         if self.preserve_all_tensors:
@@ -183,7 +183,7 @@ class Interpreter(LiteRTMixin):
             t = self._variable_tensor(info)
             if t is not None:
                 variables[(info.subgraph, t.index)] = arena.allocate_persistent(t.nbytes)
-        return op_data, graph, infos, owners, requests, offsets, variables
+        return op_data, graph, infos, owners, requests, offsets, variables, scratch
 
     def _measure(self) -> int:
         """Smallest arena for this model: head + tail + variables, measured without a real arena."""
@@ -200,7 +200,7 @@ class Interpreter(LiteRTMixin):
     def _build(self, arena: Arena | TenantArena) -> None:
         tenant = arena if isinstance(arena, TenantArena) else None
         try:
-            op_data, graph, infos, owners, requests, offsets, variables = self._allocate(arena)
+            op_data, graph, infos, owners, requests, offsets, variables, scratch = self._allocate(arena)
         except ArenaOverflowError as e:
             if tenant is not None:
                 raise tenant.overflow(e, self) from None
@@ -217,7 +217,10 @@ class Interpreter(LiteRTMixin):
         self.arena = arena
         self._graph = graph
         self._op_data = op_data[0]
-        self._plan = {"infos": infos, "owners": owners, "offsets": offsets, "requests": requests}
+        # what the planner saw: also the scratch requests and the tensors no plan holds (VAR_HANDLE outputs), so
+        # other plans (optimize, reorder) can be derived from the same prepare
+        self._plan = {"infos": infos, "owners": owners, "offsets": offsets, "requests": requests,
+                      "scratch": scratch, "unplanned": set(graph.resources.handles)}
 
         # views[s][-1] is None so that an optional input (index -1) reads as None.
         all_views: list[list[np.ndarray | None]] = [[None] * (len(sg.tensors) + 1) for sg in self.model.subgraphs]

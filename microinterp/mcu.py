@@ -87,17 +87,18 @@ _M4_REFERENCE = {"conv": (1.73, 24, 500), "depthwise": (2.77, 24, 500), "fc": (1
 M7_CYCLE_SCALE = 0.85
 
 #: THE table of compute coefficients: profile -> kernel set -> op class -> (cycles/MAC, cycles/element, fixed).
+_M4_CYCLES = MappingProxyType({"optimized": _costs(_M4_CMSIS_NN), "reference": _costs(_M4_REFERENCE)})
+_M7_CYCLES = MappingProxyType({"optimized": _costs(_M4_CMSIS_NN, M7_CYCLE_SCALE),
+                               "reference": _costs(_M4_REFERENCE, M7_CYCLE_SCALE)})
 OP_CYCLES: Mapping[str, Mapping[str, Mapping[str, OpCycles]]] = MappingProxyType({
-    "apollo3": MappingProxyType({"optimized": _costs(_M4_CMSIS_NN), "reference": _costs(_M4_REFERENCE)}),
-    "stm32f746": MappingProxyType({"optimized": _costs(_M4_CMSIS_NN, M7_CYCLE_SCALE),
-                                   "reference": _costs(_M4_REFERENCE, M7_CYCLE_SCALE)}),
+    "apollo3": _M4_CYCLES,
+    "stm32f746": _M7_CYCLES,
     # not calibrated (docs/cost-model.md): the core's cycles per op class are taken from the calibrated profile of
     # the same core family (M4F and M33: the Apollo3's; M7: the STM32F746's)
-    "stm32l4r5": MappingProxyType({"optimized": _costs(_M4_CMSIS_NN), "reference": _costs(_M4_REFERENCE)}),
-    "stm32h7a3": MappingProxyType({"optimized": _costs(_M4_CMSIS_NN, M7_CYCLE_SCALE),
-                                   "reference": _costs(_M4_REFERENCE, M7_CYCLE_SCALE)}),
-    "stm32u575": MappingProxyType({"optimized": _costs(_M4_CMSIS_NN), "reference": _costs(_M4_REFERENCE)}),
-    "nrf5340": MappingProxyType({"optimized": _costs(_M4_CMSIS_NN), "reference": _costs(_M4_REFERENCE)}),
+    "stm32l4r5": _M4_CYCLES,
+    "stm32h7a3": _M7_CYCLES,
+    "stm32u575": _M4_CYCLES,
+    "nrf5340": _M4_CYCLES,
 })
 
 
@@ -243,56 +244,51 @@ def _hash_costs(crc32: float, blake2b: float, xxh3: float) -> Mapping[str, float
     return MappingProxyType({"crc32": crc32, "blake2b": blake2b, "blake2b-64": blake2b, "xxh3": xxh3})
 
 
+#: What a profile takes from its CPU core family (M33 parts: the M4F figures, by analogy): software checksums and
+#: AES-GCM, and TFLM's own work per op.
+_M4_CORE = {"hash_cycles_per_byte": _hash_costs(6, 40, 4), "aes_gcm_cycles_per_byte": 90.0,
+            "interpreter_cycles_per_op": 140.0}
+_M7_CORE = {"hash_cycles_per_byte": _hash_costs(4, 30, 3), "aes_gcm_cycles_per_byte": 70.0,
+            "interpreter_cycles_per_op": round(140 * M7_CYCLE_SCALE)}
+#: A CRC-32 engine at 1 cycle/byte (the STM32 CRC unit, the Apollo3's security block), and no AES engine.
+_CRC32_ENGINE = {"hash_accel_cycles_per_byte": 1.0, "has_hash_accelerator": True, "hash_accel_algorithms": ("crc32",)}
+_NO_AES_ENGINE = {"aes_accel_cycles_per_byte": 0.0, "has_aes_accelerator": False}
+
 #: Everything but the compute coefficients, per profile (sources and estimates: docs/cost-model.md).
 _PROFILE_DATA = {
     "stm32f746": {"core": "Cortex-M7", "clock_hz": 216e6, "sram_bytes": 340 * 1024, "flash_bytes": 1024 * 1024,
                   "sd_read_bytes_per_s": 20e6, "sd_write_bytes_per_s": 10e6, "sd_command_latency_s": 100e-6,
-                  "flash_read_cycles_per_byte": 0.25, "hash_cycles_per_byte": _hash_costs(4, 30, 3),
-                  "hash_accel_cycles_per_byte": 1.0, "has_hash_accelerator": True,
-                  "hash_accel_algorithms": ("crc32",), "interpreter_cycles_per_op": round(140 * M7_CYCLE_SCALE),
-                  "aes_gcm_cycles_per_byte": 70.0, "aes_accel_cycles_per_byte": 2.0, "has_aes_accelerator": False,
+                  "flash_read_cycles_per_byte": 0.25, **_M7_CORE, **_CRC32_ENGINE,
+                  "aes_accel_cycles_per_byte": 2.0, "has_aes_accelerator": False,   # the F756's CRYP unit, if set
                   "power_active_mw": 330.0, "power_idle_mw": 110.0, "power_sd_read_mw": 120.0,
                   "power_sd_write_mw": 180.0},
     "apollo3": {"core": "Cortex-M4F", "clock_hz": 96e6, "sram_bytes": 384 * 1024, "flash_bytes": 1024 * 1024,
                 "sd_read_bytes_per_s": 4e6, "sd_write_bytes_per_s": 2e6, "sd_command_latency_s": 200e-6,
-                "flash_read_cycles_per_byte": 0.5, "hash_cycles_per_byte": _hash_costs(6, 40, 4),
-                "hash_accel_cycles_per_byte": 1.0, "has_hash_accelerator": True,
-                "hash_accel_algorithms": ("crc32",), "interpreter_cycles_per_op": 140.0,
-                "aes_gcm_cycles_per_byte": 90.0, "aes_accel_cycles_per_byte": 0.0, "has_aes_accelerator": False,
+                "flash_read_cycles_per_byte": 0.5, **_M4_CORE, **_CRC32_ENGINE, **_NO_AES_ENGINE,
                 "power_active_mw": 5.0, "power_idle_mw": 0.5, "power_sd_read_mw": 70.0, "power_sd_write_mw": 100.0},
 
     # datasheet figures (clock, SRAM, flash, SD interface, crypto unit); SD, flash and power figures are estimates
     # by analogy with the two calibrated parts (docs/cost-model.md)
     "stm32l4r5": {"core": "Cortex-M4F", "clock_hz": 120e6, "sram_bytes": 640 * 1024, "flash_bytes": 2048 * 1024,
                   "sd_read_bytes_per_s": 12e6, "sd_write_bytes_per_s": 6e6, "sd_command_latency_s": 100e-6,
-                  "flash_read_cycles_per_byte": 0.3, "hash_cycles_per_byte": _hash_costs(6, 40, 4),
-                  "hash_accel_cycles_per_byte": 1.0, "has_hash_accelerator": True,
-                  "hash_accel_algorithms": ("crc32",), "interpreter_cycles_per_op": 140.0,
-                  "aes_gcm_cycles_per_byte": 90.0, "aes_accel_cycles_per_byte": 0.0, "has_aes_accelerator": False,
+                  "flash_read_cycles_per_byte": 0.3, **_M4_CORE, **_CRC32_ENGINE, **_NO_AES_ENGINE,
                   "power_active_mw": 40.0, "power_idle_mw": 10.0, "power_sd_read_mw": 100.0,
                   "power_sd_write_mw": 150.0},
     "stm32h7a3": {"core": "Cortex-M7", "clock_hz": 280e6, "sram_bytes": 1376 * 1024, "flash_bytes": 2048 * 1024,
                   "sd_read_bytes_per_s": 25e6, "sd_write_bytes_per_s": 12e6, "sd_command_latency_s": 100e-6,
-                  "flash_read_cycles_per_byte": 0.25, "hash_cycles_per_byte": _hash_costs(4, 30, 3),
-                  "hash_accel_cycles_per_byte": 1.0, "has_hash_accelerator": True,
-                  "hash_accel_algorithms": ("crc32",), "interpreter_cycles_per_op": round(140 * M7_CYCLE_SCALE),
-                  "aes_gcm_cycles_per_byte": 70.0, "aes_accel_cycles_per_byte": 0.0, "has_aes_accelerator": False,
+                  "flash_read_cycles_per_byte": 0.25, **_M7_CORE, **_CRC32_ENGINE, **_NO_AES_ENGINE,
                   "power_active_mw": 180.0, "power_idle_mw": 60.0, "power_sd_read_mw": 120.0,
                   "power_sd_write_mw": 180.0},
     "stm32u575": {"core": "Cortex-M33", "clock_hz": 160e6, "sram_bytes": 786 * 1024, "flash_bytes": 2048 * 1024,
                   "sd_read_bytes_per_s": 20e6, "sd_write_bytes_per_s": 10e6, "sd_command_latency_s": 100e-6,
-                  "flash_read_cycles_per_byte": 0.3, "hash_cycles_per_byte": _hash_costs(6, 40, 4),
-                  "hash_accel_cycles_per_byte": 1.0, "has_hash_accelerator": True,
-                  "hash_accel_algorithms": ("crc32",), "interpreter_cycles_per_op": 140.0,
-                  "aes_gcm_cycles_per_byte": 90.0, "aes_accel_cycles_per_byte": 0.0, "has_aes_accelerator": False,
+                  "flash_read_cycles_per_byte": 0.3, **_M4_CORE, **_CRC32_ENGINE, **_NO_AES_ENGINE,
                   "power_active_mw": 30.0, "power_idle_mw": 8.0, "power_sd_read_mw": 100.0,
                   "power_sd_write_mw": 150.0},
     "nrf5340": {"core": "Cortex-M33", "clock_hz": 128e6, "sram_bytes": 512 * 1024, "flash_bytes": 1024 * 1024,
                 "sd_read_bytes_per_s": 3e6, "sd_write_bytes_per_s": 1.5e6, "sd_command_latency_s": 200e-6,
-                "flash_read_cycles_per_byte": 0.4, "hash_cycles_per_byte": _hash_costs(6, 40, 4),
+                "flash_read_cycles_per_byte": 0.4, **_M4_CORE,
                 "hash_accel_cycles_per_byte": 0.0, "has_hash_accelerator": False, "hash_accel_algorithms": (),
-                "interpreter_cycles_per_op": 140.0, "aes_gcm_cycles_per_byte": 90.0,
-                "aes_accel_cycles_per_byte": 2.0, "has_aes_accelerator": True,
+                "aes_accel_cycles_per_byte": 2.0, "has_aes_accelerator": True,     # CryptoCell-312
                 "power_active_mw": 15.0, "power_idle_mw": 3.0, "power_sd_read_mw": 70.0, "power_sd_write_mw": 100.0},
 }
 

@@ -91,7 +91,7 @@ def optimize(model: Any, budget_s: float = 2.0, reorder: bool = True) -> Optimiz
     if reorder:
         from .planner.reorder import best_order
 
-        order, _ = best_order(loaded, interp._scratch, set(interp._graph.resources.handles))
+        order, _ = best_order(loaded, interp._plan["scratch"], interp._plan["unplanned"])
         if order != list(range(len(order))):
             candidates.append(order)
     best = None
@@ -116,15 +116,15 @@ def _plan_for(loaded: Model, interp: Any, order: list[int] | None, budget_s: flo
     from .planner.lifetimes import allocation_infos, buffer_requests
     from .planner.reorder import requests_for_order
 
-    handles = set(interp._graph.resources.handles)
+    handles, scratch = interp._plan["unplanned"], interp._plan["scratch"]
     if order is None:
         infos, owners, requests = interp._plan["infos"], interp._plan["owners"], interp._plan["requests"]
     else:
-        requests = requests_for_order(loaded, order, interp._scratch, handles)
+        requests = requests_for_order(loaded, order, scratch, handles)
         main = loaded.main
         permuted = replace(loaded, subgraphs=(replace(main, operators=tuple(main.operators[i] for i in order)),
                                               *loaded.subgraphs[1:]))
-        infos = allocation_infos(permuted, interp._scratch, handles)
+        infos = allocation_infos(permuted, scratch, handles)
         owners = buffer_requests(infos)[1]
     is_tensor = [infos[owner].kind == "tensor" for owner in owners]
     plan = plan_greedy(requests) if greedy else plan_optimal(requests, budget_s=budget_s)

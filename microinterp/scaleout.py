@@ -55,10 +55,6 @@ def evaluate(model: Any, inputs: Any, batch: int = 64, *, jobs: int | None = Non
     n = len(arrays[0]) if arrays else 0
     workers = jobs or 1
     if ray is not None:
-        try:
-            import ray as _ray  # noqa: F401 - a clear error before any work
-        except ImportError:
-            raise ConfigError("--ray needs the 'ray' package: pip install 'microinterp[ray]'") from None
         return _concat(_with_ray(data, arrays, batch, ray, chunks, progress, n))
     spans = _chunks(n, chunks or 4 * workers)
     results: list[list[np.ndarray] | None] = [None] * len(spans)
@@ -76,11 +72,9 @@ def evaluate(model: Any, inputs: Any, batch: int = 64, *, jobs: int | None = Non
     return _concat(results)
 
 
-def ray_map(fn: Callable[..., Any], args: Sequence[tuple], address: str | None = "local",
-            shared: tuple = (), progress: Callable[[int], None] | None = None) -> list[Any]:
-    """``[fn(*shared, *a) for a in args]`` as Ray tasks, results in order. ``shared`` arguments travel once through
-    Ray's object store. Ray is started (``"local"``/None: a local instance, else ``ray.init(address)``) unless it
-    already runs."""
+def _ray(address: str | None) -> Any:
+    """The ``ray`` module, started (``"local"``/None: a local instance, else ``ray.init(address)``) unless it
+    already runs; a clear error naming the extra when it is not installed."""
     try:
         import ray as ray_mod
     except ImportError:
@@ -88,6 +82,14 @@ def ray_map(fn: Callable[..., Any], args: Sequence[tuple], address: str | None =
     if not ray_mod.is_initialized():
         ray_mod.init(address=None if address in (None, "", "local") else address, ignore_reinit_error=True,
                      include_dashboard=False, log_to_driver=False)
+    return ray_mod
+
+
+def ray_map(fn: Callable[..., Any], args: Sequence[tuple], address: str | None = "local",
+            shared: tuple = (), progress: Callable[[int], None] | None = None) -> list[Any]:
+    """``[fn(*shared, *a) for a in args]`` as Ray tasks (Ray started by :func:`_ray`), results in order.
+    ``shared`` arguments travel once through Ray's object store."""
+    ray_mod = _ray(address)
     task = ray_mod.remote(fn)
     refs = [ray_mod.put(x) for x in shared]
     pending = {task.remote(*refs, *a): k for k, a in enumerate(args)}
@@ -103,9 +105,7 @@ def ray_map(fn: Callable[..., Any], args: Sequence[tuple], address: str | None =
 
 def _with_ray(data: bytes, arrays: list[np.ndarray], batch: int, address: str, chunks: int | None,
               progress: Any, n: int) -> list[list[np.ndarray]]:
-    import ray as ray_mod  # ray_map reports a missing package first
-
-    workers = int(ray_mod.cluster_resources().get("CPU", 1)) if ray_mod.is_initialized() else 2
+    workers = int(_ray(address).cluster_resources().get("CPU", 1))
     spans = _chunks(n, chunks or 4 * workers)
     done = [0]
 

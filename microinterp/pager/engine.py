@@ -194,24 +194,11 @@ class Engine:
                depth: int = 0) -> None:
         if plan.mode in ("alias", "fused"):   # shares its input's records / built inside its reader's reads
             return
-        op, tensors, views = plan.op, self.tensors, self.views
+        op = plan.op
         bufs.reset("weights")
         bufs.reset("input")
-        cls = op_class(op.key)
-        coeff = self.mcu.op_cycles[self.kernels][cls]
         setup = TileRecord(-1)
-        # resident inputs: SD constants (except a streamed filter) and non-row activation inputs
-        flash_fixed = 0
-        for k, ti in enumerate(op.inputs):
-            home = self.homes[ti] if ti >= 0 else None
-            if home is None or k == plan.streamed:
-                continue
-            if home.device == "flash":
-                flash_fixed += home.nbytes          # the kernel reads it in place, once per tile
-            elif home.device == "weights":
-                views[ti] = self.read_whole(ti, "weights", bufs, setup, depth)
-            elif k not in plan.tiler.row_inputs:
-                views[ti] = self.read_whole(ti, "input", bufs, setup, depth)
+        flash_fixed = self._read_residents(plan, bufs, setup, depth)
         w_mark, in_mark = bufs.mark("weights"), bufs.mark("input")
         half = (bufs.weights.nbytes - w_mark) // 2
         filt_k = plan.streamed
@@ -220,19 +207,13 @@ class Engine:
         for tile in plan.tiles:
             if only is not None and tile.index not in only:
                 continue
-            rec = TileRecord(tile.index, (tile.y0, tile.y1) if plan.mode == "rows" else None)
-            if first:       # the resident reads are charged to the first tile
-                for f in TileRecord.__dataclass_fields__:
-                    if f not in ("index", "rows", "channels"):
-                        setattr(rec, f, getattr(setup, f))
-                rec.io = list(setup.io)
+            rec = self._new_tile(tile.index, (tile.y0, tile.y1) if plan.mode == "rows" else None,
+                                 setup if first else None)
             bufs.reset("input", in_mark)
             bufs.reset("output", 0)
             band = self._tile_inputs(plan, tile, bufs, rec, depth)
             self._tile_outputs(plan, tile, bufs)
-            rec.flash_read_bytes += flash_fixed
-            if flash_fixed:
-                rec.io.append(("flash", "weights", flash_fixed, flash_fixed))
+            self._read_flash(rec, flash_fixed)
             for n, (c0, c1) in enumerate(tile.channel_tiles):
                 if filt_k is not None:      # the filter streams: channel tile n into half n % 2 of the pool
                     bufs.reset("weights", w_mark + (n % 2) * half)
@@ -244,17 +225,57 @@ class Engine:
                 rec.io.append(("compute", "cpu", c1 - c0, 0))
             if filt_k is not None:
                 rec.channels = (tile.channel_tiles[0][0], tile.channel_tiles[-1][1])
-            work = plan.work.get(rec.rows)
-            if work is None:
-                work = plan.work[rec.rows] = op_work(op, tensors, rows=rec.rows)
-            macs, elements = work
-            rec.macs, rec.elements = macs, elements
-            rec.compute_cycles = coeff.cycles_per_mac * macs + coeff.cycles_per_element * elements + \
-                (coeff.fixed_cycles + self.mcu.interpreter_cycles_per_op if first else 0)
+            self._charge(plan, rec, first)
             self._write_outputs(plan, tile, rec)
             self._annotate(rec)
             record.tiles.append(rec)
             first = False
+
+    def _read_residents(self, plan: OpPlan, bufs: _Buffers, setup: TileRecord, depth: int) -> int:
+        """An op's resident inputs, read once and charged to ``setup``: SD constants (except a streamed filter)
+        into the weights pool, non-row activation inputs into the input pool. Returns the bytes of its constants
+        in flash (read in place by every tile)."""
+        flash = 0
+        for k, ti in enumerate(plan.op.inputs):
+            home = self.homes[ti] if ti >= 0 else None
+            if home is None or k == plan.streamed:
+                continue
+            if home.device == "flash":
+                flash += home.nbytes
+            elif home.device == "weights":
+                self.views[ti] = self.read_whole(ti, "weights", bufs, setup, depth)
+            elif k not in plan.tiler.row_inputs:
+                self.views[ti] = self.read_whole(ti, "input", bufs, setup, depth)
+        return flash
+
+    @staticmethod
+    def _new_tile(index: int, rows: tuple[int, int] | None, setup: TileRecord | None) -> TileRecord:
+        """A tile's record; the op's resident reads (``setup``) are charged to its first tile."""
+        rec = TileRecord(index, rows)
+        if setup is not None:
+            for f in TileRecord.__dataclass_fields__:
+                if f not in ("index", "rows", "channels"):
+                    setattr(rec, f, getattr(setup, f))
+            rec.io = list(setup.io)
+        return rec
+
+    @staticmethod
+    def _read_flash(rec: TileRecord, flash: int) -> None:
+        """Every tile reads the op's flash constants in place (after its band reads, before computing)."""
+        rec.flash_read_bytes += flash
+        if flash:
+            rec.io.append(("flash", "weights", flash, flash))
+
+    def _charge(self, plan: OpPlan, rec: TileRecord, first: bool) -> None:
+        """A tile's work (MACs, elements of its rows, cached per plan) and compute cycles; the first tile of an op
+        also pays the op's fixed cost and TFLM's per-op overhead."""
+        work = plan.work.get(rec.rows)
+        if work is None:
+            work = plan.work[rec.rows] = op_work(plan.op, self.tensors, rows=rec.rows)
+        rec.macs, rec.elements = work
+        coeff = self.mcu.op_cycles[self.kernels][op_class(plan.op.key)]
+        rec.compute_cycles = coeff.cycles_per_mac * rec.macs + coeff.cycles_per_element * rec.elements + \
+            (coeff.fixed_cycles + self.mcu.interpreter_cycles_per_op if first else 0)
 
     def _slice_bias(self, plan: OpPlan, band: BandViews, c0: int, c1: int) -> None:
         op = plan.op
@@ -374,21 +395,11 @@ class Engine:
             bufs = _Buffers(region[:room], region[room:], bufs.output)
         bufs.reset("output", 0)
         setups, flash_fixed, firsts = [], [], []
-        for p in plans:
+        for p in plans:         # chain ops stream no filter: every card constant is resident
             t0 = time.perf_counter()
-            setup, flash = TileRecord(-1), 0
-            for k, ti in enumerate(p.op.inputs):
-                home = self.homes[ti] if ti >= 0 else None
-                if home is None:
-                    continue
-                if home.device == "flash":
-                    flash += home.nbytes
-                elif home.device == "weights":
-                    views[ti] = self.read_whole(ti, "weights", bufs, setup, depth)
-                elif k not in p.tiler.row_inputs:
-                    views[ti] = self.read_whole(ti, "input", bufs, setup, depth)
+            setup = TileRecord(-1)
+            flash_fixed.append(self._read_residents(p, bufs, setup, depth))
             setups.append(setup)
-            flash_fixed.append(flash)
             firsts.append(True)
             records[p.index].host_seconds += time.perf_counter() - t0
         lines = []
@@ -421,12 +432,7 @@ class Engine:
                     done[i] = max(done[i], keep)
                 if hi <= lo:
                     continue
-                rec = TileRecord(tile.index, (lo, hi))
-                if firsts[i]:
-                    for f in TileRecord.__dataclass_fields__:
-                        if f not in ("index", "rows", "channels"):
-                            setattr(rec, f, getattr(setups[i], f))
-                    rec.io = list(setups[i].io)
+                rec = self._new_tile(tile.index, (lo, hi), setups[i] if firsts[i] else None)
                 bufs.reset("input", mark)
                 inputs: dict[int, np.ndarray] = {}
                 row0: dict[int, int] = {}
@@ -455,18 +461,10 @@ class Engine:
                     views[out_ti] = bufs.take("output", math.prod(shape) * t.dtype.itemsize).view(
                         t.dtype).reshape(shape)
                 band = BandViews(inputs, row0, None, lo, 0, p.channel_tiles[0][1], self.ctx)
-                rec.flash_read_bytes += flash_fixed[i]
-                if flash_fixed[i]:
-                    rec.io.append(("flash", "weights", flash_fixed[i], flash_fixed[i]))
+                self._read_flash(rec, flash_fixed[i])
                 self._compute(p, band)
                 rec.io.append(("compute", "cpu", band.c1, 0))
-                work = p.work.get(rec.rows)
-                if work is None:
-                    work = p.work[rec.rows] = op_work(p.op, tensors, rows=rec.rows)
-                rec.macs, rec.elements = work
-                coeff = self.mcu.op_cycles[self.kernels][op_class(p.op.key)]
-                rec.compute_cycles = coeff.cycles_per_mac * rec.macs + coeff.cycles_per_element * rec.elements + \
-                    (coeff.fixed_cycles + self.mcu.interpreter_cycles_per_op if firsts[i] else 0)
+                self._charge(p, rec, firsts[i])
                 if i == len(lines):
                     self._write_outputs(p, tile, rec)
                 else:
