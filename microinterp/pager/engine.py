@@ -25,7 +25,7 @@ from ..errors import IntegrityError
 from ..kernels.pad import pad_input_rows, pad_rows
 from ..mcu import McuProfile, op_class
 from ..storage.sd import RecordRun
-from .fusion import band_rows, new_rows
+from .fusion import LineBuffer, band_rows, new_rows
 from .layout import Home, line_bytes
 from .plan import ALIGN, OpPlan, region_ranges
 from .profile import OpRecord, TileRecord
@@ -406,30 +406,23 @@ class Engine:
         for cap, ti in zip(chain.capacity, chain.intermediates()):
             t = tensors[ti]
             shape = (t.shape[0], cap, *t.shape[2:])
-            lines.append(bufs.take("input", math.prod(shape) * t.dtype.itemsize).view(t.dtype).reshape(shape))
+            lines.append(LineBuffer(bufs.take("input", math.prod(shape) * t.dtype.itemsize).view(t.dtype)
+                                    .reshape(shape)))
         mark = bufs.mark("input")
-        start = [0] * len(lines)        # the row line buffer i holds at its index 0
-        done = [0] * len(lines)         # rows [start, done) are in it
         previous = None
         for tile in chain.tiles:
             if only is not None and tile.index not in only:
                 continue
             rows = band_rows(chain, tensors, tile.y0, tile.y1)
             if previous is None or tile.index != previous + 1:       # the buffers do not hold the last band
-                done = [lo for lo, _ in rows[:-1]]
-                start = list(done)
+                for line, (lo, _) in zip(lines, rows):
+                    line.restart(lo)
             previous = tile.index
-            for i, (lo, hi) in enumerate(new_rows(rows, done)):
+            for i, (lo, hi) in enumerate(new_rows(rows, [line.done for line in lines])):
                 t0 = time.perf_counter()
                 p = plans[i]
                 if i < len(lines):
-                    keep = rows[i][0]
-                    if keep > start[i] and not self.dry:       # the overlap rows move to the front
-                        n = done[i] - keep
-                        if n > 0:
-                            lines[i][:, :n] = lines[i][:, keep - start[i]:done[i] - start[i]].copy()
-                    start[i] = keep
-                    done[i] = max(done[i], keep)
+                    lines[i].keep(rows[i][0], move=not self.dry)
                 if hi <= lo:
                     continue
                 rec = self._new_tile(tile.index, (lo, hi), setups[i] if firsts[i] else None)
@@ -440,10 +433,7 @@ class Engine:
                     if ti < 0:
                         continue
                     if i > 0 and k == chain.links[i - 1]:
-                        qlo, qhi = p.tiler.input_rows(p.data, k, lo, hi)
-                        qlo, qhi = max(qlo, start[i - 1]), min(max(qhi, qlo), done[i - 1])
-                        inputs[k] = lines[i - 1][:, qlo - start[i - 1]:max(qhi, qlo) - start[i - 1]]
-                        row0[k] = qlo if qhi > qlo else 0
+                        inputs[k], row0[k] = lines[i - 1].read(*p.tiler.input_rows(p.data, k, lo, hi))
                     elif k in p.tiler.row_inputs:
                         qlo, qhi = p.tiler.input_rows(p.data, k, lo, hi)
                         inputs[k], row0[k] = self.read_region(ti, p.tiler.row_inputs[k], qlo, qhi, bufs, rec, depth)
@@ -453,7 +443,7 @@ class Engine:
                         inputs[k] = views[ti]
                 out_ti = p.op.outputs[0]
                 if i < len(lines):
-                    views[out_ti] = lines[i][:, lo - start[i]:hi - start[i]]
+                    views[out_ti] = lines[i].rows(lo, hi)
                 else:
                     bufs.reset("output", 0)
                     t = tensors[out_ti]
@@ -468,7 +458,7 @@ class Engine:
                 if i == len(lines):
                     self._write_outputs(p, tile, rec)
                 else:
-                    done[i] = hi
+                    lines[i].produced(hi)
                 self._annotate(rec)
                 records[p.index].tiles.append(rec)
                 records[p.index].host_seconds += time.perf_counter() - t0

@@ -52,6 +52,9 @@ class Chain:
     tiles: list[TileSpec] = field(default_factory=list)
     capacity: list[int] = field(default_factory=list)
     weights: int = 0                # bytes of the ops' card-resident weights (aligned), at the weights pool's end
+    #: a tree (phased execution): per plan but the last, the position of the plan reading its output and the input
+    #: slot it reads it as; None: a chain (plan ``i + 1`` reads plan ``i``'s output as its input ``links[i]``)
+    readers: list[tuple[int, int]] | None = None
 
     @property
     def last(self) -> OpPlan:
@@ -60,9 +63,23 @@ class Chain:
     def intermediates(self) -> list[int]:
         return [p.op.outputs[0] for p in self.plans[:-1]]
 
+    def reader(self, i: int) -> tuple[int, int]:
+        """Position of the plan reading plan ``i``'s output, and the input slot it reads it as."""
+        return self.readers[i] if self.readers is not None else (i + 1, self.links[i])
 
-def find_chains(plans: list[OpPlan], graph_outputs: set[int]) -> list[Chain]:
-    """Maximal chains of two or more row-band ops (see the module docstring)."""
+    def sources(self, i: int) -> dict[int, int]:
+        """Input slot -> position of the plan of this chain (or tree) producing it, for plan ``i``."""
+        out = {}
+        for j in range(len(self.plans) - 1):
+            r, k = self.reader(j)
+            if r == i:
+                out[k] = j
+        return out
+
+
+def _feeds(plans: list[OpPlan], graph_outputs: set[int]) -> dict[int, tuple[OpPlan, int]]:
+    """``{p: (q, k)}``: op ``p``'s output is read only by ``q``, once, as its row input ``k`` (see the module
+    docstring), so ``q``'s bands can take it from a line buffer."""
     readers: dict[int, list[OpPlan]] = {}
     for p in plans:
         if p.mode == "fused":
@@ -86,6 +103,25 @@ def find_chains(plans: list[OpPlan], graph_outputs: set[int]) -> list[Chain]:
         ks = [k for k, ti in enumerate(q.op.inputs) if ti == out]
         if len(ks) == 1 and q.tiler.row_inputs.get(ks[0]) == 1:
             nxt[p.index] = (q, ks[0])
+    return nxt
+
+
+def find_chains(plans: list[OpPlan], graph_outputs: set[int]) -> list[Chain]:
+    """Maximal disjoint chains of two or more row-band ops (see the module docstring). An op fed by several
+    (a residual ADD of two computed branches) continues the chain of the feeder with the longest chain above it;
+    the others end before it."""
+    nxt = _feeds(plans, graph_outputs)
+    feeders: dict[int, list[int]] = {}
+    for p, (q, _) in nxt.items():
+        feeders.setdefault(q.index, []).append(p)
+    depth: dict[int, int] = {}
+    for p in plans:             # op order: every feeder comes before its reader
+        depth[p.index] = 1 + max((depth[f] for f in feeders.get(p.index, [])), default=0)
+    for fs in feeders.values():
+        keep = max(fs, key=lambda f: (depth[f], -f))
+        for f in fs:
+            if f != keep:
+                del nxt[f]
     heads = set(nxt) - {q.index for q, _ in nxt.values()}
     by_index = {p.index: p for p in plans}
     chains = []
@@ -99,13 +135,35 @@ def find_chains(plans: list[OpPlan], graph_outputs: set[int]) -> list[Chain]:
     return chains
 
 
+def find_trees(plans: list[OpPlan], graph_outputs: set[int]) -> list[Chain]:
+    """Maximal in-trees of two or more row-band ops: every op but the root feeds exactly one op of the tree
+    (``_feeds``), an op may be fed by several (both branches of a residual block). Plans in op order,
+    ``readers`` set."""
+    nxt = _feeds(plans, graph_outputs)
+    by_index = {p.index: p for p in plans}
+    members: dict[int, list[int]] = {}
+    for p in nxt:
+        root = p
+        while root in nxt:
+            root = nxt[root][0].index
+        members.setdefault(root, [root]).append(p)
+    trees = []
+    for root in sorted(members):
+        order = sorted(members[root])
+        pos = {op: i for i, op in enumerate(order)}
+        readers = [(pos[nxt[op][0].index], nxt[op][1]) for op in order[:-1]]
+        trees.append(Chain([by_index[i] for i in order], [k for _, k in readers], readers=readers))
+    return trees
+
+
 def band_rows(chain: Chain, tensors: list[Any], y0: int, y1: int) -> list[tuple[int, int]]:
     """Output rows every op of the chain must have produced for rows ``[y0, y1)`` of the last op's output."""
     rows: list[tuple[int, int]] = [(0, 0)] * len(chain.plans)
     rows[-1] = (y0, y1)
     for i in range(len(chain.plans) - 2, -1, -1):
-        q = chain.plans[i + 1]
-        lo, hi = q.tiler.input_rows(q.data, chain.links[i], *rows[i + 1])
+        j, k = chain.reader(i)
+        q = chain.plans[j]
+        lo, hi = q.tiler.input_rows(q.data, k, *rows[j])
         height = tensors[chain.plans[i].op.outputs[0]].shape[1]
         rows[i] = (max(lo, 0), min(max(hi, 0), height))
     return rows
@@ -116,6 +174,62 @@ def new_rows(rows: list[tuple[int, int]], done: list[int]) -> list[tuple[int, in
     band is always new)."""
     out = [(max(lo, done[i]), hi) for i, (lo, hi) in enumerate(rows[:-1])]
     return [*out, rows[-1]]
+
+
+class LineBuffer:
+    """The rows ``[start, done)`` of an intermediate tensor, held from row 0 of ``array`` (``capacity`` rows along
+    axis 1). Per band: :meth:`keep` drops the rows before the band's first needed row (the overlap rows move to the
+    front), the producer writes its new rows into :meth:`rows` and marks them :meth:`produced`, the consumer reads
+    them through :meth:`read`."""
+
+    def __init__(self, array: Any):
+        self.array = array
+        self.start = self.done = 0
+
+    def restart(self, row: int) -> None:
+        """Forget what the buffer holds: the next rows produced start at ``row``."""
+        self.start = self.done = row
+
+    def keep(self, row: int, move: bool = True) -> tuple[int, int] | None:
+        """Rows before ``row`` are no longer needed: the rows ``[row, done)`` move to the front (``move=False``:
+        only the bookkeeping, for dry runs and for callers that move later). Returns the buffer rows ``[a, b)``
+        that move to the front, if any."""
+        moved = None
+        if row > self.start:
+            n = self.done - row
+            if n > 0:
+                moved = (row - self.start, self.done - self.start)
+                if move:
+                    self.array[:, :n] = self.array[:, moved[0]:moved[1]].copy()
+            self.start = row
+            self.done = max(self.done, row)
+        return moved
+
+    def rows(self, lo: int, hi: int) -> Any:
+        """The view rows ``[lo, hi)`` are written to (``lo`` must be ``done``)."""
+        return self.array[:, lo - self.start:hi - self.start]
+
+    def produced(self, hi: int) -> None:
+        self.done = hi
+
+    def read(self, lo: int, hi: int) -> tuple[Any, int]:
+        """Rows ``[lo, hi)`` clipped to what the buffer holds, and the row its first index is (0 when empty)."""
+        lo, hi = max(lo, self.start), min(max(hi, lo), self.done)
+        hi = max(hi, lo)
+        return self.array[:, lo - self.start:hi - self.start], (lo if hi > lo else 0)
+
+
+def band_layout(chain: Chain, tensors: list[Any], b: int) -> tuple[list[TileSpec], list[list[tuple[int, int]]],
+                                                                    list[int]]:
+    """Bands of ``b`` rows of the chain's last output: the tiles, every op's output rows per band
+    (:func:`band_rows`) and the rows each line buffer must hold (the largest band of its tensor)."""
+    last = chain.last
+    height = tensors[last.op.outputs[0]].shape[1]
+    channels = tensors[last.op.outputs[0]].shape[-1]
+    tiles = [TileSpec(n, y0, min(height, y0 + b), [(0, channels)]) for n, y0 in enumerate(range(0, height, b))]
+    bands = [band_rows(chain, tensors, t.y0, t.y1) for t in tiles]
+    capacity = [max(r[i][1] - r[i][0] for r in bands) for i in range(len(chain.plans) - 1)]
+    return tiles, bands, capacity
 
 
 class ChainPlanner:
@@ -217,11 +331,7 @@ class ChainPlanner:
         """Tiles of height ``b``, line-buffer capacities, and the worst input-pool, biggest single read and
         output-pool bytes."""
         last = chain.last
-        height = self.tensors[last.op.outputs[0]].shape[1]
-        tiles = [TileSpec(n, y0, min(height, y0 + b), [(0, self.planner._channels(last))])
-                 for n, y0 in enumerate(range(0, height, b))]
-        bands = [band_rows(chain, self.tensors, t.y0, t.y1) for t in tiles]
-        capacity = [max(r[i][1] - r[i][0] for r in bands) for i in range(len(chain.plans) - 1)]
+        tiles, bands, capacity = band_layout(chain, self.tensors, b)
         lines = sum(align_up(c * self._line(ti), ALIGN) for c, ti in zip(capacity, chain.intermediates()))
         fixed = sum(self.planner._whole_inputs(p) for p in chain.plans) + lines
         done = [0] * (len(chain.plans) - 1)

@@ -32,10 +32,7 @@ import numpy as np
 
 from ..arena import Arena, SizingArena, align_up
 from ..errors import ArenaOverflowError, ConfigError, InputError
-from ..kernels import REFERENCE_KERNELS
 from ..kernels.base import InvokeContext, PrepareContext, prepare_ops
-from ..kernels.optimized import conv as optimized_conv
-from ..kernels.optimized import depthwise_conv as optimized_depthwise
 from ..mcu import McuProfile, get_profile
 from ..storage.sd import SdImage
 from .engine import Engine, _Buffers
@@ -43,11 +40,9 @@ from .fusion import ChainPlanner, find_chains
 from .layout import RECORD_TARGET, Home
 from .plan import ALIGN, NoFit, OpPlan, Planner, Pools, fold_data, fuse_pads, layout_homes
 from .profile import OpRecord, TileRecord
-from .tiling import tiler_for
+from .tiling import band_kernel, has_bands, tiler_for
 
 DEFAULT_POOLS = (1.0, 2.0, 1.0)
-#: Optimized kernels with row-band functions (prepared out of core, they keep per-channel metadata, not plans).
-BAND_KERNELS = {"CONV_2D": optimized_conv.KERNEL, "DEPTHWISE_CONV_2D": optimized_depthwise.KERNEL}
 #: Ops that reach beyond their own tensors (other subgraphs, resource variables): not paged yet.
 GRAPH_OPS = frozenset({"IF", "WHILE", "CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"})
 
@@ -88,7 +83,7 @@ class Pager:
         # tiles call band functions: the optimized CONV_2D / DEPTHWISE_CONV_2D ones when the interpreter runs the
         # optimized layer and it resolves to them, the reference layer's for everything else (their OpData is what
         # the reference band functions read); plugins and explicit kernels stay
-        kernels = [self._kernel(interp, op.key) for op in self.subgraph.operators]
+        kernels = [band_kernel(interp.resolver, op.key, interp.optimized) for op in self.subgraph.operators]
         # a sizing pass first: the tail it measures decides the pools, and an arena too small even for the tail
         # still gets the smallest arena that works in its error
         sizing = SizingArena()
@@ -96,7 +91,7 @@ class Pager:
         variables = self._variables(sizing)
         self.tail_bytes = sizing.tail_bytes
         self.scratch_bytes = max(self._scratch_region(ctx), default=0)
-        self.plans = [OpPlan(op.index, op, k, d, tiler_for(op, d, self.tensors, self._is_reference(op, k)))
+        self.plans = [OpPlan(op.index, op, k, d, tiler_for(op, d, self.tensors, has_bands(op, k)))
                       for op, k, d in zip(self.subgraph.operators, kernels, op_data)]
         self.virtual = fuse_pads(self.plans, set(self.subgraph.outputs), self.tensors)
         self.homes, weights_bytes, act_bytes, records = layout_homes(
@@ -160,17 +155,6 @@ class Pager:
         ctx = PrepareContext(self.model, self.subgraph, arena)
         ctx.weights_resident = False
         return prepare_ops(ctx, kernels, self.subgraph.operators), ctx
-
-    @staticmethod
-    def _kernel(interp: Any, key: str) -> Any:
-        if interp.optimized and key in BAND_KERNELS and interp.resolver.find(key, True) is BAND_KERNELS[key]:
-            return BAND_KERNELS[key]
-        return interp.resolver.find(key, False)
-
-    @staticmethod
-    def _is_reference(op: Any, kernel: Any) -> bool:
-        """A built-in kernel whose band functions the tiles may call (reference, or optimized with bands)."""
-        return REFERENCE_KERNELS.get(op.key) is kernel or BAND_KERNELS.get(op.key) is kernel
 
     def _variables(self, arena: Any) -> dict[int, np.ndarray]:
         out = {}

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..kernels import average_pool, conv, depthwise_conv, max_pool, pad
+from ..kernels import REFERENCE_KERNELS, average_pool, conv, depthwise_conv, max_pool, pad
 from ..kernels.optimized import conv as optimized_conv
 from ..kernels.optimized import depthwise_conv as optimized_depthwise
 from ..kernels.padding import input_rows_for
@@ -233,6 +233,26 @@ class FusedPadTiler(Tiler):
 WHOLE = WholeTiler()
 ALIAS = AliasTiler()
 ALIASES = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
+
+
+#: Optimized kernels with row-band functions (prepared with ``weights_resident = False`` they keep per-channel
+#: metadata instead of whole-tensor plans).
+BAND_KERNELS = {"CONV_2D": optimized_conv.KERNEL,
+                "DEPTHWISE_CONV_2D": optimized_depthwise.KERNEL}
+
+
+def band_kernel(resolver: Any, key: str, optimized: bool) -> Any:
+    """The kernel whose band functions run an op in bands: the optimized CONV_2D / DEPTHWISE_CONV_2D when the
+    interpreter is optimized and resolves to them, else what the resolver gives for the reference layer (plugins and
+    explicit registrations stay themselves, and run whole)."""
+    if optimized and key in BAND_KERNELS and resolver.find(key, True) is BAND_KERNELS[key]:
+        return BAND_KERNELS[key]
+    return resolver.find(key, False)
+
+
+def has_bands(op: Any, kernel: Any) -> bool:
+    """A built-in kernel whose band functions the tiles may call (reference, or optimized with bands)."""
+    return REFERENCE_KERNELS.get(op.key) is kernel or BAND_KERNELS.get(op.key) is kernel
 
 
 def _batch1_nhwc(*tensors) -> bool:

@@ -109,6 +109,10 @@ class QuantNet:
         """The current tensor and its quantization, for a later :meth:`add` (a residual connection)."""
         return self.x, self.scale, self.zp, self.std, self.shape
 
+    def resume(self, mark: tuple) -> None:
+        """Continue from a marked tensor: a second branch reading it (e.g. a residual block's shortcut conv)."""
+        self.x, self.scale, self.zp, self.std, self.shape = mark
+
     def add(self, mark: tuple, act: str = "NONE") -> int:
         """ADD the current tensor and the marked one (same shape): a residual connection."""
         other, _, _, other_std, shape = mark

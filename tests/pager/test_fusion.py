@@ -97,3 +97,37 @@ def test_find_chains_stops_at_tensors_with_two_readers(tmp_path):
         first = it._pager.plans[0].op.outputs[0]
         assert all(first not in c.intermediates() for c in chains)
         assert any([p.op.key for p in c.plans] == ["CONV_2D", "ADD", "MAX_POOL_2D"] for c in chains)
+
+
+def resnet_block_net(size: int = 32) -> bytes:
+    """ResNet's downsampling block: conv s2 -> conv on one branch, a 1x1 s2 shortcut conv on the other, ADD: the
+    ADD is fed by two row-band ops."""
+    from microinterp.testing.models import QuantNet
+
+    net = QuantNet((1, size, size, 4), seed=2)
+    net.conv(8, 3)
+    block = net.mark()
+    net.conv(16, 3, stride=2)
+    net.conv(16, 3, act="NONE")
+    branch = net.mark()
+    net.resume(block)
+    net.conv(16, 1, stride=2, act="NONE")
+    net.add(branch, act="RELU")
+    net.pool("AVERAGE", 2, 2)
+    net.flatten()
+    net.fc(5, act="NONE")
+    return net.build()
+
+
+@pytest.mark.parametrize("arena", [9_000, 14_000])
+def test_an_op_fed_by_two_branches_continues_one_chain(tmp_path, arena):
+    """Regression: both feeders of a residual ADD started a chain through it, so the ADD ran in one of them while
+    the other's intermediate never reached the card (an IntegrityError on pretrainedResnet_quant)."""
+    model = resnet_block_net()
+    x = random_input(model, 5)
+    out, _, pager = run(model, x, tmp_path / "a.img", arena)
+    assert np.array_equal(out, in_memory(model, x))
+    members = [p.index for c in pager.chains for p in c.plans]
+    assert len(members) == len(set(members))
+    keys = [[p.op.key for p in c.plans] for c in find_chains(pager.plans, set(pager.subgraph.outputs))]
+    assert ["CONV_2D", "CONV_2D", "ADD", "AVERAGE_POOL_2D"] in keys
