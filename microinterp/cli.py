@@ -111,7 +111,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _plan_strategies(args: argparse.Namespace) -> int:
-    """Head bytes per strategy: TFLM's greedy plan, the lower bound, the optimal search."""
+    """Head bytes per strategy: TFLM's greedy plan, the lower bound, the optimal search, reordered ops, phased
+    execution (with its cost in kernel calls and MCU cycles); ``--picture``: the arena over time per strategy."""
+    from .analysis import predict_cycles
+    from .mcu import get_profile
     from .planner.greedy import plan_greedy, plan_size
     from .planner.optimal import lower_bound, plan_optimal
     from .planner.reorder import best_order, requests_for_order
@@ -121,16 +124,33 @@ def _plan_strategies(args: argparse.Namespace) -> int:
     tflm = plan_size(req, plan_greedy(req))
     order, _ = best_order(it.model, it._plan["scratch"], it._plan["unplanned"])
     reordered = requests_for_order(it.model, order, it._plan["scratch"], it._plan["unplanned"])
+    phased_it = Interpreter(it.model, optimized=not args.reference, planner="phased")
+    phased = phased_it._phased
     rows = {"tflm": tflm, "lower_bound": lower_bound(req), "optimal": plan_size(req, plan_optimal(req)),
             "reordered_lower_bound": lower_bound(reordered),
-            "reordered_optimal": plan_size(reordered, plan_optimal(reordered))}
+            "reordered_optimal": plan_size(reordered, plan_optimal(reordered)), "phased": phased_it.head_bytes}
+    mcu = get_profile(args.mcu)
+    kernels = "reference" if args.reference else "optimized"
+    base = sum(predict_cycles(it.model, mcu, kernels))
+    extra = phased.extra_cycles(mcu, kernels)
+    cost = {"segments": [s.ops for s in phased.segments], "extra_kernel_calls": phased.extra_calls(),
+            "moved_bytes": phased.moved_bytes(), "mcu": mcu.name, "kernels": kernels, "cycles": base,
+            "extra_cycles": extra, "throughput_decrease_percent": 100 * (1 - base / (base + extra)) if base else 0.0}
     if args.json:
-        json.dump({"model": str(args.model), "heads": rows}, sys.stdout, indent=2)
+        json.dump({"model": str(args.model), "heads": rows, "phased": cost}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     print(f"{'strategy':<22} {'head bytes':>11} {'below TFLM':>11}")
     for name, head in rows.items():
         print(f"{name:<22} {head:>11,d} {100 * (tflm - head) / tflm if tflm else 0:>10.1f}%")
+    print(f"\nphased: {len(phased.segments)} segments, {cost['extra_kernel_calls']} extra kernel calls, "
+          f"{cost['moved_bytes']:,d} line-buffer bytes moved per invoke; on {mcu.name} ({kernels}) "
+          f"{base:,.0f} -> {base + extra:,.0f} cycles, throughput -{cost['throughput_decrease_percent']:.1f}%")
+    if args.picture:
+        optimal = Interpreter(it.model, optimized=not args.reference, planner="optimal")
+        for name, interp in (("tflm", it), ("optimal", optimal), ("phased", phased_it)):
+            print(f"\n{name}: head {interp.head_bytes:,d} bytes")
+            print(arena_picture(interp.plan_table(), interp.head_bytes, width=args.width))
     return 0
 
 
@@ -479,8 +499,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.add_argument("--width", type=int, default=64, help="columns of the arena picture")
     s.add_argument("--reference", action="store_true", help="reference kernels only")
-    s.add_argument("--strategy", default="tflm", choices=("tflm", "optimal", "all"),
-                   help="tflm (TFLM's greedy plan, default), optimal (the smallest found), all (a table)")
+    s.add_argument("--strategy", default="tflm", choices=("tflm", "optimal", "phased", "all"),
+                   help="tflm (TFLM's greedy plan, default), optimal (the smallest found), phased (row-band phases "
+                        "with line buffers), all (a table)")
+    s.add_argument("--picture", action="store_true", help="with --strategy all: the arena over time per strategy")
+    s.add_argument("--mcu", default="stm32f746", help="MCU profile for the phased cycle cost (--strategy all)")
     s.set_defaults(fn=cmd_plan)
 
     s = sub.add_parser("eval", help="a dataset (.npy, samples along the first axis) through invoke_batch: exact "

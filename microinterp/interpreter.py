@@ -51,6 +51,10 @@ from .shared_arena import SharedArena, TenantArena
 MAX_ARENA = 256 << 20
 
 
+def _nothing() -> None:
+    """An op of a phased segment other than its last: the segment ran (or will run) its bands."""
+
+
 def _reset_variable(t: Any, view: np.ndarray | None) -> None:
     """TFLM's ResetTensorData: memset a variable tensor with its zero point (INT8 tensors; only the low byte
     counts) or 0."""
@@ -59,9 +63,10 @@ def _reset_variable(t: Any, view: np.ndarray | None) -> None:
         view.view(np.uint8)[...] = zp & 0xFF
 
 
-#: ``planner=``: TFLM's greedy plan (what the device does), or the smallest plan microinterp finds (what the device
-#: does with the model ``microinterp optimize`` writes).
-PLANNERS = ("tflm", "optimal")
+#: ``planner=``: TFLM's greedy plan (what the device does), the smallest plan microinterp finds (what the device
+#: does with the model ``microinterp optimize`` writes), or phased execution (row-local ops in row-band phases with
+#: line buffers, :mod:`microinterp.planner.phased`; a runtime that runs phases is needed, so it stays here).
+PLANNERS = ("tflm", "optimal", "phased")
 
 
 class Interpreter(LiteRTMixin):
@@ -88,7 +93,10 @@ class Interpreter(LiteRTMixin):
         self.preserve_all_tensors = preserve_all_tensors
         if planner not in PLANNERS:
             raise ConfigError(f"unknown planner {planner!r}; use one of {', '.join(PLANNERS)}")
+        if planner == "phased" and preserve_all_tensors:
+            raise ConfigError("planner='phased' keeps only bands of intermediate tensors; it cannot preserve them all")
         self.planner = planner
+        self._phased: Any = None
         self.mcu = mcu if isinstance(mcu, McuProfile) else get_profile(mcu)
         self.cost_kernels = kernel_set(cost_kernels)
         self._subgraph = self.model.main
@@ -169,10 +177,14 @@ class Interpreter(LiteRTMixin):
             if sizing:
                 kernels = [self.resolver.find(op.key, False) for op in sg.operators]
             op_data.append(prepare_ops(ctx, kernels, sg.operators))
-        infos = allocation_infos(self.model, scratch, unplanned=set(graph.resources.handles))
+        op_scopes: dict[int, tuple[int, int]] = {}
+        infos = allocation_infos(self.model, scratch, unplanned=set(graph.resources.handles), op_scopes=op_scopes)
         requests, owners = buffer_requests(infos)
         if self.preserve_all_tensors:
             offsets = plan_linear(requests)
+        elif self.planner == "phased":
+            phased = self._phased_plan(infos, op_scopes)
+            requests, offsets = phased.requests, phased.offsets
         elif self.planner == "optimal":     # as if the model carried this plan as OfflineMemoryAllocation
             offsets = plan_optimal(requests)
         else:
@@ -184,6 +196,17 @@ class Interpreter(LiteRTMixin):
             if t is not None:
                 variables[(info.subgraph, t.index)] = arena.allocate_persistent(t.nbytes)
         return op_data, graph, infos, owners, requests, offsets, variables, scratch
+
+    def _phased_plan(self, infos: list, op_scopes: dict[int, tuple[int, int]]) -> Any:
+        """The phased plan (computed once: the sizing pass and the build see the same lifetimes)."""
+        if self._phased is None:
+            from .phases import band_plans
+            from .planner.phased import plan_phased
+
+            self._band_plans = band_plans(self.model, self.resolver, self.optimized)
+            self._phased = plan_phased(self._subgraph.tensors, self._band_plans, infos, op_scopes,
+                                       set(self._subgraph.outputs))
+        return self._phased
 
     def _measure(self) -> int:
         """Smallest arena for this model: head + tail + variables, measured without a real arena."""
@@ -224,6 +247,7 @@ class Interpreter(LiteRTMixin):
 
         # views[s][-1] is None so that an optional input (index -1) reads as None.
         all_views: list[list[np.ndarray | None]] = [[None] * (len(sg.tensors) + 1) for sg in self.model.subgraphs]
+        line_rows = self._phased.view_rows() if self.planner == "phased" else {}
         n_scratch = sum(1 for info in infos if info.kind == "scratch")
         scratch_views: list[np.ndarray] = [np.empty(0, np.uint8)] * n_scratch
         for owner, offset in zip(owners, offsets):
@@ -232,7 +256,11 @@ class Interpreter(LiteRTMixin):
                 scratch_views[info.index] = arena.head_view(offset, info.nbytes)
             else:
                 t = self.model.subgraphs[info.subgraph].tensors[info.index]
-                all_views[info.subgraph][t.index] = arena.head_view(offset, t.nbytes).view(t.dtype).reshape(t.shape)
+                shape = t.shape
+                if info.subgraph == 0 and t.index in line_rows:     # a phased line buffer: some rows of it
+                    shape = (shape[0], line_rows[t.index], *shape[2:])
+                nbytes = int(np.prod(shape)) * t.dtype.itemsize
+                all_views[info.subgraph][t.index] = arena.head_view(offset, nbytes).view(t.dtype).reshape(shape)
         for (si, ti), raw in variables.items():
             t = self.model.subgraphs[si].tensors[ti]
             all_views[si][ti] = raw.view(t.dtype).reshape(t.shape)
@@ -251,6 +279,13 @@ class Interpreter(LiteRTMixin):
             self._all_steps.append((ctx, steps))
             graph.views[sg.index] = views
             graph.calls[sg.index] = [self._bind(ctx, *step) for step in steps]
+        if self.planner == "phased":    # a segment runs at its last op's turn; its other ops do nothing then
+            from .phases import SegmentRun
+
+            for seg in self._phased.segments:
+                for i in seg.ops:
+                    graph.calls[0][i] = _nothing
+                graph.calls[0][seg.ops[-1]] = SegmentRun(seg, all_views[0], scratch_views)
         views = all_views[0]
         self._views = views
         self._ctx, self._steps = self._all_steps[0]
@@ -383,6 +418,9 @@ class Interpreter(LiteRTMixin):
         view = self._views[index]
         if view is None:
             raise InputError(f"tensor {index} has no data (type {self._subgraph.tensors[index].type_name})")
+        if self._phased is not None and index in self._phased.view_rows():
+            raise InputError(f"tensor {index} ({self._subgraph.tensors[index].name!r}) is an intermediate of a phased "
+                             "segment: only a band of its rows is ever in the arena (planner='tflm' keeps it whole)")
         return np.array(view, copy=True)
 
     # -- memory figures ------------------------------------------------------------------------------------------------

@@ -77,7 +77,7 @@ class Chain:
         return out
 
 
-def _feeds(plans: list[OpPlan], graph_outputs: set[int]) -> dict[int, tuple[OpPlan, int]]:
+def feeds(plans: list[OpPlan], graph_outputs: set[int]) -> dict[int, tuple[OpPlan, int]]:
     """``{p: (q, k)}``: op ``p``'s output is read only by ``q``, once, as its row input ``k`` (see the module
     docstring), so ``q``'s bands can take it from a line buffer."""
     readers: dict[int, list[OpPlan]] = {}
@@ -110,7 +110,7 @@ def find_chains(plans: list[OpPlan], graph_outputs: set[int]) -> list[Chain]:
     """Maximal disjoint chains of two or more row-band ops (see the module docstring). An op fed by several
     (a residual ADD of two computed branches) continues the chain of the feeder with the longest chain above it;
     the others end before it."""
-    nxt = _feeds(plans, graph_outputs)
+    nxt = feeds(plans, graph_outputs)
     feeders: dict[int, list[int]] = {}
     for p, (q, _) in nxt.items():
         feeders.setdefault(q.index, []).append(p)
@@ -137,9 +137,9 @@ def find_chains(plans: list[OpPlan], graph_outputs: set[int]) -> list[Chain]:
 
 def find_trees(plans: list[OpPlan], graph_outputs: set[int]) -> list[Chain]:
     """Maximal in-trees of two or more row-band ops: every op but the root feeds exactly one op of the tree
-    (``_feeds``), an op may be fed by several (both branches of a residual block). Plans in op order,
+    (:func:`feeds`), an op may be fed by several (both branches of a residual block). Plans in op order,
     ``readers`` set."""
-    nxt = _feeds(plans, graph_outputs)
+    nxt = feeds(plans, graph_outputs)
     by_index = {p.index: p for p in plans}
     members: dict[int, list[int]] = {}
     for p in nxt:

@@ -68,13 +68,14 @@ def align_up(n: int, alignment: int = ALIGNMENT) -> int:
 
 
 def allocation_infos(model: Model, scratch: list[ScratchRequest],
-                     unplanned: frozenset[tuple[int, int]] | set[tuple[int, int]] = frozenset()
-                     ) -> list[AllocationInfo]:
+                     unplanned: frozenset[tuple[int, int]] | set[tuple[int, int]] = frozenset(),
+                     op_scopes: dict[int, tuple[int, int]] | None = None) -> list[AllocationInfo]:
     """Build TFLM's AllocationInfo array (tensors of all subgraphs, then scratch requests) with lifetimes.
 
     ``unplanned`` holds ``(subgraph, tensor)`` pairs whose data a kernel's Prepare pointed elsewhere (VAR_HANDLE
     points its output at the resource id in its OpData): TFLM builds this array after Prepare and plans only
-    tensors whose data pointer is still null."""
+    tensors whose data pointer is still null. ``op_scopes`` (optional) receives, per op of subgraph 0, the scopes
+    ``(start, end)`` its inputs and outputs are used in (they differ only for control-flow ops)."""
     infos: list[AllocationInfo] = []
     base: list[int] = []
     offline = model.offline_offsets
@@ -119,6 +120,8 @@ def allocation_infos(model: Model, scratch: list[ScratchRequest],
             for t in op.outputs:
                 if t >= 0:
                     infos[base[si] + t].last_used = scope[0]
+            if si == 0 and op_scopes is not None:
+                op_scopes[op.index] = (start, scope[0])
             for req, info in zip(scratch, scratch_infos):
                 if req.subgraph == si and req.node == op.index:
                     if info.first_created == -1:
