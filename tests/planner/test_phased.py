@@ -147,3 +147,27 @@ def test_zoo_phased_is_exact_and_smaller(name):
         phased.invoke()
         for o in range(tflm.num_outputs):
             assert np.array_equal(tflm.get_output(o), phased.get_output(o))
+
+
+def test_plan_command_shows_the_phased_strategy(tmp_path, capsys):
+    import json
+
+    from microinterp.cli import main
+    from microinterp.testing.models import demo_cnn
+
+    path = tmp_path / "demo.tflite"
+    path.write_bytes(demo_cnn())
+    assert main(["plan", str(path), "--strategy", "all", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    it = mi.Interpreter(path, planner="phased")
+    assert doc["heads"]["phased"] == it.head_bytes < doc["heads"]["tflm"]
+    cost = doc["phased"]
+    assert cost["segments"] == [s.ops for s in it._phased.segments]
+    assert cost["extra_kernel_calls"] == it._phased.extra_calls() > 0
+    assert 0 < cost["extra_cycles"] and 0 < cost["throughput_decrease_percent"] < 10
+    assert main(["plan", str(path), "--strategy", "all", "--picture", "--width", "32"]) == 0
+    text = capsys.readouterr().out
+    assert "phased: head" in text and "optimal: head" in text and "tflm: head" in text
+    assert main(["plan", str(path), "--strategy", "phased", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["planner"] == "phased" and doc["head_bytes"] == it.head_bytes
