@@ -16,9 +16,12 @@ elementwise, softmax, other (:func:`op_class` maps TFLite operator names). Each 
 ``optimized`` (alias ``cmsis-nn``: TFLM's CMSIS-NN kernels for Cortex-M) and ``reference`` (TFLM's portable C
 kernels). A whole inference also pays ``interpreter_cycles_per_op`` per op (TFLM's own overhead).
 
-Every coefficient lives in :data:`OP_CYCLES` and :data:`_PROFILE_DATA` below, nowhere else. What each number is and
-where it comes from (datasheets, the TFLM paper's person_detect figures the Apollo3 table is calibrated against,
-the SwapNN study, or an estimate marked E) is in ``docs/cost-model.md``. Bad names and values raise
+Every coefficient lives in :data:`OP_CYCLES` and :data:`_PROFILE_DATA` below, nowhere else. The compute coefficients
+are calibrated on published TFLM latencies (:mod:`microinterp.published`): the Apollo3 on the TFLM paper's
+person_detect cycles, the STM32L4R5 on MLPerf Tiny's TFLM reference submission, the STM32F746 on a published TFLM 2.5
+figure; boards without a TFLM figure take the L4R5's by published same-stack cycle ratios. What each number is and
+where it comes from (datasheets, those figures, the SwapNN study, or an estimate marked E) is in
+``docs/cost-model.md``. Bad names and values raise
 :class:`~microinterp.errors.ConfigError`.
 """
 
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .errors import ConfigError
+from .published import cycle_ratio
 
 OP_CLASS_NAMES = ("conv", "depthwise", "fc", "pool", "elementwise", "softmax", "other")
 KERNEL_SETS = ("optimized", "reference")
@@ -70,9 +74,9 @@ class OpCycles:
     fixed_cycles: float
 
 
-def _costs(table: dict[str, tuple[float, float, float]], scale: float = 1.0) -> Mapping[str, OpCycles]:
+def _costs(table: dict[str, tuple[float, float, float]]) -> Mapping[str, OpCycles]:
     assert set(table) == set(OP_CLASS_NAMES), sorted(table)
-    return MappingProxyType({k: OpCycles(*(round(x * scale, 4) for x in v)) for k, v in table.items()})
+    return MappingProxyType({k: OpCycles(*v) for k, v in table.items()})
 
 
 # Cortex-M4 (Apollo3) per op class: (cycles/MAC, cycles/output element, fixed cycles per op). The conv and
@@ -83,22 +87,48 @@ _M4_CMSIS_NN = {"conv": (0.53, 4, 500), "depthwise": (0.66, 4, 500), "fc": (0.6,
 _M4_REFERENCE = {"conv": (1.73, 24, 500), "depthwise": (2.77, 24, 500), "fc": (1.73, 24, 500),
                  "pool": (3.0, 20, 500), "elementwise": (0, 40, 500), "softmax": (0, 150, 1000),
                  "other": (0, 1, 300)}
-#: Cortex-M7 cycles = M4 cycles x this (E: puts the F746's CMSIS-NN conv rate at SwapNN's 480 MOPS).
-M7_CYCLE_SCALE = 0.85
+#: The STM32L4R5 (Nucleo-L4R5ZI) per op class: its published TFLM latencies (MLPerf Tiny v0.5's reference
+#: submission, :data:`microinterp.published.TFLM_LATENCIES`) divided by the Apollo3 coefficients' prediction, fitted
+#: to the smallest largest error over kws / vww / ResNet-8 / the FC autoencoder. conv, depthwise and fc are fitted;
+#: the other classes take the conv factor (E). The reference kernel set takes the same factors (E: no published
+#: reference-kernel figure for the board). docs/cost-model.md explains the size of the factors (flash wait states,
+#: TFLM 2.3.1's kernels and build).
+L4R5_FACTORS = MappingProxyType({"conv": 12.6, "depthwise": 16.8, "fc": 6.5})
+
+
+def _scaled(table: dict[str, tuple[float, float, float]], factors: Mapping[str, float],
+            ratio: float = 1.0) -> Mapping[str, OpCycles]:
+    """``table`` with every coefficient of a class multiplied by its factor (default: the conv factor) x ratio."""
+    assert set(table) == set(OP_CLASS_NAMES), sorted(table)
+    return MappingProxyType({k: OpCycles(*(round(x * factors.get(k, factors["conv"]) * ratio, 4) for x in v))
+                             for k, v in table.items()})
+
+
+def _board(ratio: float = 1.0) -> Mapping[str, Mapping[str, OpCycles]]:
+    """The L4R5's fitted tables carried to another board by its published same-stack cycle ratio."""
+    return MappingProxyType({"optimized": _scaled(_M4_CMSIS_NN, L4R5_FACTORS, ratio),
+                             "reference": _scaled(_M4_REFERENCE, L4R5_FACTORS, ratio)})
+
+
+#: Cycles a board needs per L4R5 cycle for the same inference with the software held fixed: the geometric mean over
+#: the four MLPerf Tiny v1.0 benchmarks of one stack run on both boards (microinterp.published.cycle_ratio; rounded).
+BOARD_CYCLE_RATIOS = MappingProxyType({b: round(cycle_ratio(b)[0], 3)
+                                       for b in ("stm32f746", "stm32h7a3", "stm32u575", "nrf5340")})
+
+#: TFLM 2.5's CMSIS-NN build per cycle of the L4R5's TFLM 2.3.1 build on the same board: Plumerai's TFLM 2.5 figure on
+#: the STM32F746 (MobileNetV2 0.3 at 80x80, 129 ms) divided by the L4R5 fit carried to the F746 by its cycle ratio
+#: (228.8 ms). Fitted, one figure for one number, as the Apollo3's flavours are.
+TFLM_2_5_FACTOR = 0.564
 
 #: THE table of compute coefficients: profile -> kernel set -> op class -> (cycles/MAC, cycles/element, fixed).
-_M4_CYCLES = MappingProxyType({"optimized": _costs(_M4_CMSIS_NN), "reference": _costs(_M4_REFERENCE)})
-_M7_CYCLES = MappingProxyType({"optimized": _costs(_M4_CMSIS_NN, M7_CYCLE_SCALE),
-                               "reference": _costs(_M4_REFERENCE, M7_CYCLE_SCALE)})
 OP_CYCLES: Mapping[str, Mapping[str, Mapping[str, OpCycles]]] = MappingProxyType({
-    "apollo3": _M4_CYCLES,
-    "stm32f746": _M7_CYCLES,
-    # not calibrated (docs/cost-model.md): the core's cycles per op class are taken from the calibrated profile of
-    # the same core family (M4F and M33: the Apollo3's; M7: the STM32F746's)
-    "stm32l4r5": _M4_CYCLES,
-    "stm32h7a3": _M7_CYCLES,
-    "stm32u575": _M4_CYCLES,
-    "nrf5340": _M4_CYCLES,
+    # the TFLM paper's person_detect figures on the SparkFun Edge
+    "apollo3": MappingProxyType({"optimized": _costs(_M4_CMSIS_NN), "reference": _costs(_M4_REFERENCE)}),
+    # MLPerf Tiny v0.5's TFLM 2.3.1 reference submission on the Nucleo-L4R5ZI
+    "stm32l4r5": _board(),
+    # Plumerai's TFLM 2.5 figure on the F746; the boards without a published TFLM figure are carried from the L4R5
+    # by their same-stack cycle ratio at the newest TFLM build measured (2.5)
+    **{b: _board(r * TFLM_2_5_FACTOR) for b, r in BOARD_CYCLE_RATIOS.items()},
 })
 
 
@@ -249,7 +279,7 @@ def _hash_costs(crc32: float, blake2b: float, xxh3: float) -> Mapping[str, float
 _M4_CORE = {"hash_cycles_per_byte": _hash_costs(6, 40, 4), "aes_gcm_cycles_per_byte": 90.0,
             "interpreter_cycles_per_op": 140.0}
 _M7_CORE = {"hash_cycles_per_byte": _hash_costs(4, 30, 3), "aes_gcm_cycles_per_byte": 70.0,
-            "interpreter_cycles_per_op": round(140 * M7_CYCLE_SCALE)}
+            "interpreter_cycles_per_op": 119.0}
 #: A CRC-32 engine at 1 cycle/byte (the STM32 CRC unit, the Apollo3's security block), and no AES engine.
 _CRC32_ENGINE = {"hash_accel_cycles_per_byte": 1.0, "has_hash_accelerator": True, "hash_accel_algorithms": ("crc32",)}
 _NO_AES_ENGINE = {"aes_accel_cycles_per_byte": 0.0, "has_aes_accelerator": False}

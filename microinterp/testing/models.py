@@ -3,7 +3,8 @@
 :class:`QuantNet` adds layers one at a time to a :class:`~microinterp.testing.builder.ModelBuilder`, keeping track of
 the current tensor and of an estimate of its real-valued spread. Weights are uniform int8 with per-channel scales from
 He initialisation; each output scale is chosen from the propagated spread so that activations use the int8 range
-without saturating. Architectures: :func:`demo_cnn` (small), :func:`vgg16`, :func:`alexnet`, :func:`mobilenet_v1`.
+without saturating. Architectures: :func:`demo_cnn` (small), :func:`vgg16`, :func:`alexnet`, :func:`mobilenet_v1`,
+:func:`mobilenet_v2`.
 """
 
 from __future__ import annotations
@@ -241,6 +242,45 @@ def mobilenet_v1(seed: int = 0, input_size: int = 224, classes: int = 1000) -> b
         net.depthwise(3, stride=stride, act="RELU6")
         net.conv(filters, 1, act="RELU6")
     net.pool("AVERAGE", net.shape[1], net.shape[1])
+    net.flatten()
+    net.fc(classes, act="NONE")
+    net.softmax()
+    return net.build()
+
+
+def _make_divisible(value: float, divisor: int = 8) -> int:
+    """Keras' channel rounding for width multipliers: nearest multiple of ``divisor``, never below 90 %."""
+    rounded = max(divisor, int(value + divisor / 2) // divisor * divisor)
+    return rounded + divisor if rounded < 0.9 * value else rounded
+
+
+def mobilenet_v2(seed: int = 0, alpha: float = 1.0, input_size: int = 224, classes: int = 1000) -> bytes:
+    """MobileNet v2 shaped int8 model (Keras' architecture: width multiplier ``alpha`` with its channel rounding,
+    17 inverted-residual blocks with ADD shortcuts, a 1280-channel head, average pool, FC, softmax). Each layer's
+    input spread is reset to 1 as batch normalisation keeps it: the linear bottlenecks would otherwise grow the
+    estimated spread without bound and saturate the logits (a 1000-way tie TFLM's softmax refuses)."""
+    net = QuantNet((1, input_size, input_size, 3), seed=seed, name=f"MobileNet-v2-{alpha}-{input_size} int8")
+    net.conv(_make_divisible(32 * alpha), 3, stride=2, act="RELU6")
+    # (expansion, output channels, repeats, first stride) of the Keras / paper table
+    for t, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                       (6, 320, 1, 1)):
+        filters = _make_divisible(c * alpha)
+        for i in range(n):
+            stride = s if i == 0 else 1
+            shortcut = net.mark() if stride == 1 and net.shape[3] == filters else None
+            if t != 1:
+                net.std = 1.0
+                net.conv(net.shape[3] * t, 1, act="RELU6")
+            net.std = 1.0
+            net.depthwise(3, stride=stride, act="RELU6")
+            net.std = 1.0
+            net.conv(filters, 1, act="NONE")
+            if shortcut is not None:
+                net.add(shortcut)
+    net.std = 1.0
+    net.conv(1280 if alpha <= 1.0 else _make_divisible(1280 * alpha), 1, act="RELU6")
+    net.std = 1.0
+    net.pool("AVERAGE", net.shape[1], net.shape[2])
     net.flatten()
     net.fc(classes, act="NONE")
     net.softmax()
