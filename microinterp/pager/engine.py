@@ -70,6 +70,25 @@ class Engine:
         self.recover = pager.recover
         self.recoveries: list[dict[str, Any]] = []
         self.dry = False        # True: count every tile's IO and work exactly, but move and compute nothing
+        # the plans and chains are fixed once built, so the row arithmetic of every band is too: computed once
+        self._input_rows: dict[tuple[int, int, int, int], tuple[int, int]] = {}
+        self._band_rows: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+
+    def input_rows(self, plan: OpPlan, k: int, lo: int, hi: int) -> tuple[int, int]:
+        """``plan.tiler.input_rows`` for output rows ``[lo, hi)``, remembered per plan, input and rows."""
+        key = (plan.index, k, lo, hi)
+        rows = self._input_rows.get(key)
+        if rows is None:
+            rows = self._input_rows[key] = plan.tiler.input_rows(plan.data, k, lo, hi)
+        return rows
+
+    def band_rows(self, chain: Any, tile: Any) -> list[tuple[int, int]]:
+        """:func:`.fusion.band_rows` of a chain's tile, remembered per chain (by its last op) and tile."""
+        key = (chain.last.index, tile.y0, tile.y1)
+        rows = self._band_rows.get(key)
+        if rows is None:
+            rows = self._band_rows[key] = band_rows(chain, self.tensors, tile.y0, tile.y1)
+        return rows
 
     # -- SD access with counting (and recovery) ----------------------------------------------------------------------
     @staticmethod
@@ -301,7 +320,7 @@ class Engine:
             if ti < 0:
                 continue
             if plan.mode == "rows" and k in plan.tiler.row_inputs:
-                lo, hi = plan.tiler.input_rows(plan.data, k, tile.y0, tile.y1)
+                lo, hi = self.input_rows(plan, k, tile.y0, tile.y1)
                 inputs[k], row0[k] = self.read_region(ti, plan.tiler.row_inputs[k], lo, hi, bufs, rec, depth)
                 if plan.tiler.row_inputs[k] == 1 and hi <= lo:
                     row0[k] = 0
@@ -413,7 +432,7 @@ class Engine:
         for tile in chain.tiles:
             if only is not None and tile.index not in only:
                 continue
-            rows = band_rows(chain, tensors, tile.y0, tile.y1)
+            rows = self.band_rows(chain, tile)
             if previous is None or tile.index != previous + 1:       # the buffers do not hold the last band
                 for line, (lo, _) in zip(lines, rows):
                     line.restart(lo)
@@ -433,9 +452,9 @@ class Engine:
                     if ti < 0:
                         continue
                     if i > 0 and k == chain.links[i - 1]:
-                        inputs[k], row0[k] = lines[i - 1].read(*p.tiler.input_rows(p.data, k, lo, hi))
+                        inputs[k], row0[k] = lines[i - 1].read(*self.input_rows(p, k, lo, hi))
                     elif k in p.tiler.row_inputs:
-                        qlo, qhi = p.tiler.input_rows(p.data, k, lo, hi)
+                        qlo, qhi = self.input_rows(p, k, lo, hi)
                         inputs[k], row0[k] = self.read_region(ti, p.tiler.row_inputs[k], qlo, qhi, bufs, rec, depth)
                         if p.tiler.row_inputs[k] == 1 and qhi <= qlo:
                             row0[k] = 0
