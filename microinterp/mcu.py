@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .errors import ConfigError
-from .published import cycle_ratio
+from .published import TFLM_PAPER_PERSON_DETECT, cycle_ratio  # noqa: F401 (re-exported: the Apollo3's fit)
 
 OP_CLASS_NAMES = ("conv", "depthwise", "fc", "pool", "elementwise", "softmax", "other")
 KERNEL_SETS = ("optimized", "reference")
@@ -57,14 +57,6 @@ OP_CLASS_OF: Mapping[str, str] = MappingProxyType({
     "SOFTMAX": "softmax", "LOG_SOFTMAX": "softmax",
 })
 
-#: The TFLM paper's figures for person_detect.tflite on the SparkFun Edge (Apollo3, Cortex-M4 @ 96 MHz), in cycles:
-#: the total of one inference and the part spent in kernels. shared/docs/out-of-core.md.
-TFLM_PAPER_PERSON_DETECT: Mapping[str, Mapping[str, float]] = MappingProxyType({
-    "reference": MappingProxyType({"total": 18_990.8e3, "kernels": 18_987.1e3}),
-    "optimized": MappingProxyType({"total": 4_857.7e3, "kernels": 4_852.9e3}),
-})
-
-
 @dataclass(frozen=True)
 class OpCycles:
     """Cycle coefficients of one op class: per MAC (or window op), per output element, and fixed per op."""
@@ -72,11 +64,6 @@ class OpCycles:
     cycles_per_mac: float
     cycles_per_element: float
     fixed_cycles: float
-
-
-def _costs(table: dict[str, tuple[float, float, float]]) -> Mapping[str, OpCycles]:
-    assert set(table) == set(OP_CLASS_NAMES), sorted(table)
-    return MappingProxyType({k: OpCycles(*v) for k, v in table.items()})
 
 
 # Cortex-M4 (Apollo3) per op class: (cycles/MAC, cycles/output element, fixed cycles per op). The conv and
@@ -96,18 +83,21 @@ _M4_REFERENCE = {"conv": (1.73, 24, 500), "depthwise": (2.77, 24, 500), "fc": (1
 L4R5_FACTORS = MappingProxyType({"conv": 12.6, "depthwise": 16.8, "fc": 6.5})
 
 
-def _scaled(table: dict[str, tuple[float, float, float]], factors: Mapping[str, float],
-            ratio: float = 1.0) -> Mapping[str, OpCycles]:
-    """``table`` with every coefficient of a class multiplied by its factor (default: the conv factor) x ratio."""
+def _costs(table: dict[str, tuple[float, float, float]], factors: Mapping[str, float] | None = None,
+           ratio: float = 1.0) -> Mapping[str, OpCycles]:
+    """``table`` as :class:`OpCycles`; with ``factors``, every coefficient of a class multiplied by its factor (the
+    classes not in ``factors``: the conv factor) x ``ratio``, rounded to 4 decimals."""
     assert set(table) == set(OP_CLASS_NAMES), sorted(table)
+    if factors is None:
+        return MappingProxyType({k: OpCycles(*v) for k, v in table.items()})
     return MappingProxyType({k: OpCycles(*(round(x * factors.get(k, factors["conv"]) * ratio, 4) for x in v))
                              for k, v in table.items()})
 
 
 def _board(ratio: float = 1.0) -> Mapping[str, Mapping[str, OpCycles]]:
     """The L4R5's fitted tables carried to another board by its published same-stack cycle ratio."""
-    return MappingProxyType({"optimized": _scaled(_M4_CMSIS_NN, L4R5_FACTORS, ratio),
-                             "reference": _scaled(_M4_REFERENCE, L4R5_FACTORS, ratio)})
+    return MappingProxyType({"optimized": _costs(_M4_CMSIS_NN, L4R5_FACTORS, ratio),
+                             "reference": _costs(_M4_REFERENCE, L4R5_FACTORS, ratio)})
 
 
 #: Cycles a board needs per L4R5 cycle for the same inference with the software held fixed: the geometric mean over

@@ -196,7 +196,7 @@ def test_the_boards_people_benchmark_tflm_on_are_selectable():
 
 def _published_cases():
     from microinterp.published import TFLM_LATENCIES
-    return [pytest.param(f, id=f"{f.board}-{f.model}") for f in TFLM_LATENCIES]
+    return [pytest.param(f, id=f"{f.board}-{f.model}-{f.kernels}") for f in TFLM_LATENCIES]
 
 
 @pytest.mark.parametrize("fig", _published_cases())
