@@ -26,6 +26,8 @@ class QuantNet:
         self.shape = tuple(int(d) for d in input_shape)
         self.scale, self.zp = 1.0 / 64, 0          # input: real values in about [-2, 2)
         self.std = 74 * self.scale                  # spread of uniform int8 inputs, in real units
+        #: True: every conv / depthwise / FC sees an input spread of 1, as batch normalisation keeps it
+        self.batch_norm = False
         self.x = self._tensor("input", self.shape)
         self.b.inputs = [self.x]
         self.n = 0
@@ -33,6 +35,11 @@ class QuantNet:
     # -- helpers ---------------------------------------------------------------------------------------------------
     def _tensor(self, name: str, shape: Sequence[int]) -> int:
         return self.b.add_tensor(name, shape, "INT8", scale=self.scale, zero_point=self.zp)
+
+    @property
+    def _in_std(self) -> float:
+        """The spread a layer's scales are chosen from: the tracked one, or 1 under :attr:`batch_norm`."""
+        return 1.0 if self.batch_norm else self.std
 
     def _out_quant(self, std: float, act: str) -> None:
         if act in ("RELU", "RELU6"):
@@ -62,7 +69,7 @@ class QuantNet:
         w_idx = self.b.add_tensor(f"w{self.n + 1}", wt.shape, "INT8", data=wt, scale=ws, zero_point=0, axis=0)
         b_idx = self._bias(filters, ws)
         oh, ow = _out_size(h, kernel, stride, padding), _out_size(w, kernel, stride, padding)
-        self._out_quant(self.std * math.sqrt(2.0), act)
+        self._out_quant(self._in_std * math.sqrt(2.0), act)
         y = self._tensor(f"conv{self.n}", (n, oh, ow, filters))
         self.b.add_op("CONV_2D", [self.x, w_idx, b_idx], [y], padding=padding, stride_w=stride, stride_h=stride,
                       fused_activation_function=act)
@@ -77,7 +84,7 @@ class QuantNet:
         w_idx = self.b.add_tensor(f"w{self.n + 1}", wt.shape, "INT8", data=wt, scale=ws, zero_point=0, axis=3)
         b_idx = self._bias(oc, ws)
         oh, ow = _out_size(h, kernel, stride, padding), _out_size(w, kernel, stride, padding)
-        self._out_quant(self.std * math.sqrt(2.0), act)
+        self._out_quant(self._in_std * math.sqrt(2.0), act)
         y = self._tensor(f"dw{self.n}", (n, oh, ow, oc))
         self.b.add_op("DEPTHWISE_CONV_2D", [self.x, w_idx, b_idx], [y], padding=padding, stride_w=stride,
                       stride_h=stride, depth_multiplier=multiplier, fused_activation_function=act)
@@ -142,7 +149,7 @@ class QuantNet:
         ws = np.full(units, ws.mean(), dtype=np.float32)  # per-tensor, as the converter emits for FC
         w_idx = self.b.add_tensor(f"w{self.n + 1}", wt.shape, "INT8", data=wt, scale=ws[:1], zero_point=0)
         b_idx = self._bias(units, ws[:1].repeat(units))
-        self._out_quant(self.std * math.sqrt(2.0), act)
+        self._out_quant(self._in_std * math.sqrt(2.0), act)
         y = self._tensor(f"fc{self.n}", (n, units))
         self.b.add_op("FULLY_CONNECTED", [self.x, w_idx, b_idx], [y], fused_activation_function=act)
         self.x, self.shape = y, (n, units)
@@ -256,11 +263,12 @@ def _make_divisible(value: float, divisor: int = 8) -> int:
 
 def mobilenet_v2(seed: int = 0, alpha: float = 1.0, input_size: int = 224, classes: int = 1000) -> bytes:
     """MobileNet v2 shaped int8 model (Keras' architecture: width multiplier ``alpha`` with its channel rounding,
-    17 inverted-residual blocks with ADD shortcuts, a 1280-channel head, average pool, FC, softmax). Each layer's
-    input spread is reset to 1 as batch normalisation keeps it: the linear bottlenecks would otherwise grow the
+    17 inverted-residual blocks with ADD shortcuts, a 1280-channel head, average pool, FC, softmax). After the stem
+    every layer's input spread is 1 (:attr:`QuantNet.batch_norm`): the linear bottlenecks would otherwise grow the
     estimated spread without bound and saturate the logits (a 1000-way tie TFLM's softmax refuses)."""
     net = QuantNet((1, input_size, input_size, 3), seed=seed, name=f"MobileNet-v2-{alpha}-{input_size} int8")
     net.conv(_make_divisible(32 * alpha), 3, stride=2, act="RELU6")
+    net.batch_norm = True
     # (expansion, output channels, repeats, first stride) of the Keras / paper table
     for t, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
                        (6, 320, 1, 1)):
@@ -269,17 +277,12 @@ def mobilenet_v2(seed: int = 0, alpha: float = 1.0, input_size: int = 224, class
             stride = s if i == 0 else 1
             shortcut = net.mark() if stride == 1 and net.shape[3] == filters else None
             if t != 1:
-                net.std = 1.0
                 net.conv(net.shape[3] * t, 1, act="RELU6")
-            net.std = 1.0
             net.depthwise(3, stride=stride, act="RELU6")
-            net.std = 1.0
             net.conv(filters, 1, act="NONE")
             if shortcut is not None:
                 net.add(shortcut)
-    net.std = 1.0
     net.conv(1280 if alpha <= 1.0 else _make_divisible(1280 * alpha), 1, act="RELU6")
-    net.std = 1.0
     net.pool("AVERAGE", net.shape[1], net.shape[2])
     net.flatten()
     net.fc(classes, act="NONE")
