@@ -135,25 +135,14 @@ def find_chains(plans: list[OpPlan], graph_outputs: set[int]) -> list[Chain]:
     return chains
 
 
-def find_trees(plans: list[OpPlan], graph_outputs: set[int]) -> list[Chain]:
-    """Maximal in-trees of two or more row-band ops: every op but the root feeds exactly one op of the tree
-    (:func:`feeds`), an op may be fed by several (both branches of a residual block). Plans in op order,
+def tree_chain(nodes: list[int], nxt: dict[int, tuple[OpPlan, int]], by_index: dict[int, OpPlan]) -> Chain:
+    """The in-tree of fed ops (:func:`feeds`) ``nodes`` (op indices; every one but the last op feeds another of
+    them, an op may be fed by several: both branches of a residual block) as a Chain: plans in op order,
     ``readers`` set."""
-    nxt = feeds(plans, graph_outputs)
-    by_index = {p.index: p for p in plans}
-    members: dict[int, list[int]] = {}
-    for p in nxt:
-        root = p
-        while root in nxt:
-            root = nxt[root][0].index
-        members.setdefault(root, [root]).append(p)
-    trees = []
-    for root in sorted(members):
-        order = sorted(members[root])
-        pos = {op: i for i, op in enumerate(order)}
-        readers = [(pos[nxt[op][0].index], nxt[op][1]) for op in order[:-1]]
-        trees.append(Chain([by_index[i] for i in order], [k for _, k in readers], readers=readers))
-    return trees
+    order = sorted(nodes)
+    pos = {op: i for i, op in enumerate(order)}
+    readers = [(pos[nxt[op][0].index], nxt[op][1]) for op in order[:-1]]
+    return Chain([by_index[i] for i in order], [k for _, k in readers], readers=readers)
 
 
 def band_rows(chain: Chain, tensors: list[Any], y0: int, y1: int) -> list[tuple[int, int]]:

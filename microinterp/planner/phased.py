@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..mcu import kernel_set
-from ..pager.fusion import Chain, band_layout, feeds, new_rows
+from ..pager.fusion import Chain, LineBuffer, band_layout, feeds, new_rows, tree_chain
 from ..pager.layout import line_bytes
 from .greedy import plan_greedy, plan_size
 from .lifetimes import AllocationInfo, BufferRequest, align_up
@@ -151,18 +151,19 @@ class SegmentBuilder:
                     whole[ti] = align_up(self.infos[ti].nbytes)
         calls = moved = 0
         op_calls = [0] * len(chain.plans)
-        done = [0] * len(inner)
-        starts = [0] * len(inner)
+        # line buffers' bookkeeping only (no array): the rows each holds, and the overlap rows moved to its front
+        lines = [LineBuffer(None) for _ in chain.intermediates()]
+        row_bytes = [self._line(ti) for ti in chain.intermediates()]
         reads: dict[int, list[int]] = {}         # whole input -> lowest row read per band (axis-1 readers)
         for b, band in enumerate(rows):
             if b == 0:
-                done = [lo for lo, _ in band[:-1]]
-                starts = list(done)
-            for i, (lo, hi) in enumerate(new_rows(band, done)):
-                if i < len(done) and band[i][0] > starts[i]:
-                    moved += max(done[i] - band[i][0], 0) * self._line(chain.intermediates()[i])
-                    starts[i] = band[i][0]
-                    done[i] = max(done[i], starts[i])
+                for line, (lo, _) in zip(lines, band):
+                    line.restart(lo)
+            for i, (lo, hi) in enumerate(new_rows(band, [line.done for line in lines])):
+                if i < len(lines):
+                    shifted = lines[i].keep(band[i][0], move=False)
+                    if shifted is not None:
+                        moved += (shifted[1] - shifted[0]) * row_bytes[i]
                 if hi <= lo:
                     continue
                 calls += 1
@@ -175,8 +176,8 @@ class SegmentBuilder:
                         if qhi > qlo:
                             low = reads.setdefault(ti, [1 << 60] * len(rows))
                             low[b] = min(low[b], max(qlo, 0))
-                if i < len(done):
-                    done[i] = hi
+                if i < len(lines):
+                    lines[i].produced(hi)
         seg = Segment(chain, tiles, rows, capacity, line_sizes, whole, calls=calls, moved=moved, op_calls=op_calls)
         self._merge(seg, reads)
         return seg
@@ -238,11 +239,7 @@ class _Trees:
         return out
 
     def segment(self, nodes: list[int]) -> Segment:
-        order = sorted(nodes)
-        pos = {o: i for i, o in enumerate(order)}
-        readers = [(pos[self.nxt[o][0].index], self.nxt[o][1]) for o in order[:-1]]
-        return self.builder.build(Chain([self.by_index[o] for o in order], [k for _, k in readers],
-                                        readers=readers))
+        return self.builder.build(tree_chain(nodes, self.nxt, self.by_index))
 
     def cut(self, root: int) -> tuple[int, int, list[Segment]]:
         """(largest working set, extra kernel calls, segments) of the tree rooted at ``root``: a dynamic program
