@@ -29,6 +29,27 @@ class Kernel(Protocol):
     def invoke(self, ctx: InvokeContext, op: Operator, data: Any) -> None: ...
 
 
+class HostBudget:
+    """Bytes of host memory (the Python heap, not the arena) that the kernels of one interpreter may keep across
+    invokes for derived data, such as out-of-core GEMM operands: :meth:`take` grants a request while the total
+    stays within ``limit``."""
+
+    def __init__(self, limit: int):
+        self.limit = int(limit)
+        self.used = 0
+
+    def take(self, nbytes: int) -> bool:
+        if self.used + nbytes > self.limit:
+            return False
+        self.used += nbytes
+        return True
+
+
+#: The default :class:`HostBudget` of one preparation (one interpreter): out of core it bounds the GEMM operands the
+#: band kernels keep (converted filter tiles), whatever the model's size.
+HOST_CACHE_BYTES = 8 << 20
+
+
 class PrepareContext:
     """What a kernel may look at and ask for while preparing (shapes, quantization, constants, memory)."""
 
@@ -45,6 +66,8 @@ class PrepareContext:
         #: False when the interpreter runs out of core: constant tensors may live on the SD card, so a kernel must
         #: not derive weight-sized host arrays from them at prepare (it gets weight tiles at invoke instead).
         self.weights_resident = True
+        #: host memory the kernels of this preparation may keep across invokes (shared by all its ops)
+        self.host_budget = HostBudget(HOST_CACHE_BYTES)
 
     # -- tensors -------------------------------------------------------------------------------------------------
     def tensor(self, index: int) -> Tensor:

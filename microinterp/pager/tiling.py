@@ -8,7 +8,8 @@ How an op runs (``Tiler.mode``):
   output-channel tiles when the whole filter does not fit the weights pool: the input band stays resident while the
   channel tiles go by, and the output band is written once all its channels are done.
 - ``channels``: FULLY_CONNECTED (batch 1): the input vector and the output are resident, the filter streams in
-  output-channel tiles.
+  output-channel tiles (computed by the optimized ``fc_band`` in channel groups when the interpreter is optimized
+  and the layer is int8, else by the reference ``fc_channels``).
 - ``whole``: every other op (and tiled ops whose tensors are not batch-1 NHWC): inputs are read whole into the input
   pool, the kernel's ``invoke`` runs on pool views, outputs are written whole. The op must fit its pools.
 - ``alias``: RESHAPE-like ops of an activation share their input's records and move nothing.
@@ -16,7 +17,8 @@ How an op runs (``Tiler.mode``):
 
 Row-band computations call the kernels' band functions -- the optimized CONV_2D / DEPTHWISE_CONV_2D ones
 (``conv_band``, ``depthwise_band``: the optimized kernels' GEMM and epilogue on the band, bit-exact with the
-reference) when the interpreter runs optimized kernels, else the reference ones (``conv_rows``, ``depthwise_rows``),
+reference; a streamed filter's channel tiles are multiplied in groups, :mod:`..kernels.optimized._group`) when the
+interpreter runs optimized kernels, else the reference ones (``conv_rows``, ``depthwise_rows``),
 and the reference ``pool_rows`` / ``pad_rows`` -- the same code that computes the whole tensor in memory -- or the
 kernel's ``invoke`` on band views for elementwise ops, whose result at a position depends only on the inputs at that
 position.
@@ -30,9 +32,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..kernels import REFERENCE_KERNELS, average_pool, conv, depthwise_conv, max_pool, pad
+from ..kernels import REFERENCE_KERNELS, average_pool, conv, depthwise_conv, fully_connected, max_pool, pad
 from ..kernels.optimized import conv as optimized_conv
 from ..kernels.optimized import depthwise_conv as optimized_depthwise
+from ..kernels.optimized import fully_connected as optimized_fc
 from ..kernels.padding import input_rows_for
 from ..kernels.pooling_common import input_rows as pool_input_rows
 
@@ -125,10 +128,11 @@ class ConvTiler(_ConvLike):
     def compute(self, kernel, op, data, band):
         w = band.inputs[1]
         bias = band.inputs.get(2)
-        out = band.out[..., band.c0:band.c1]
         if getattr(data, "bands", None) is not None:    # the optimized kernel's band function
-            optimized_conv.conv_band(data, band.inputs[0], w, bias, out, band.y0, band.row0[0], band.c0, band.memo)
+            optimized_conv.conv_band(data, band.inputs[0], w, bias, band.out, band.y0, band.row0[0], band.c0,
+                                     band.memo)
             return
+        out = band.out[..., band.c0:band.c1]
         per_row = out.shape[2] * w.shape[1] * w.shape[2] * w.shape[3] * 8
         step = max(1, IM2COL_BYTES // max(per_row, 1))
         for r in range(0, out.shape[1], step):
@@ -204,9 +208,10 @@ class FullyConnectedTiler(Tiler):
     channel_input = 1
 
     def compute(self, kernel, op, data, band):
-        from ..kernels.fully_connected import fc_channels
-
-        fc_channels(data, band.inputs[0], band.inputs[1], band.inputs.get(2), band.out, band.c0)
+        if getattr(data, "bands", None) is not None:    # the optimized kernel's band function
+            optimized_fc.fc_band(data, band.inputs[0], band.inputs[1], band.out, band.c0, band.memo)
+            return
+        fully_connected.fc_channels(data, band.inputs[0], band.inputs[1], band.inputs.get(2), band.out, band.c0)
 
 
 class WholeTiler(Tiler):
@@ -238,7 +243,8 @@ ALIASES = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
 #: Optimized kernels with row-band functions (prepared with ``weights_resident = False`` they keep per-channel
 #: metadata instead of whole-tensor plans).
 BAND_KERNELS = {"CONV_2D": optimized_conv.KERNEL,
-                "DEPTHWISE_CONV_2D": optimized_depthwise.KERNEL}
+                "DEPTHWISE_CONV_2D": optimized_depthwise.KERNEL,
+                "FULLY_CONNECTED": optimized_fc.KERNEL}
 
 
 def band_kernel(resolver: Any, key: str, optimized: bool) -> Any:

@@ -60,7 +60,12 @@ def test_vgg16_at_512k_is_exact_with_a_small_heap(tmp_path):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < 16 * 1024 * 1024, f"Python heap peak {peak} bytes"
+    # The heap holds what does not grow with the weights: the host blocks every band kernel shares (the largest
+    # band's im2col, one channel-group block of at most GROUP_BYTES, epilogue work arrays), kept GEMM operands
+    # within the interpreter's HOST_CACHE_BYTES, and the card's record table -- about 27 MB measured, against
+    # ~138 MB of weights and ~1 GB of host buffers the in-memory optimized run builds. (The bound was 16 MB while
+    # tiles ran the reference band functions in 2 MB sub-bands.)
+    assert peak < 32 * 1024 * 1024, f"Python heap peak {peak} bytes"
     assert {r.mode for r in ops if r.op == "FULLY_CONNECTED"} == {"channels"}
     mem = mi.Interpreter(model_path, optimized=False)
     mem.set_input(x)

@@ -44,9 +44,19 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from .._qutil import unpack_int4
+from ..base import HOST_CACHE_BYTES, HostBudget
 from ..conv import KERNEL as REFERENCE
 from ..conv import ConvData
-from ._epilogue import Epilogue, accumulator_range, gemm, gemm_weights, work_buffer
+from ._epilogue import (
+    Epilogue,
+    accumulator_range,
+    claimed_buffer,
+    gemm,
+    gemm_weights,
+    still_claimed,
+    work_buffer,
+)
+from ._group import GROUP_BYTES, block_rows, group_done, group_for
 
 _FOLD_BELOW = 48     # folded GEMM (float64, requantization scale inside) for 1x1 filters with C_in below this: the
                      # float64 product costs less than the epilogue passes it saves (measured; an im2col in float64
@@ -58,9 +68,7 @@ _FOLD_OUTPUTS = 1 << 17     # ... and at most this many outputs: on larger layer
 #: a layer above it (a mutated stride or dilation asking for gigabytes of padding) runs the reference invoke instead.
 #: VGG16's largest layer (224x224 rows of 577 columns) takes ~230 MB.
 _MAX_PLAN_BYTES = 512 << 20
-_SCATTER_COST = 128
-#: Out of core: a layer keeps its band GEMM operands (float copies of its filter tiles) up to this many bytes.
-OPERAND_CACHE_BYTES = 8 << 20  # constant channels skip the GEMM when K (C_out - live) >= this times the live channels
+_SCATTER_COST = 128     # constant channels skip the GEMM when K (C_out - live) >= this times the live channels
 
 
 @dataclass(frozen=True)
@@ -77,46 +85,85 @@ class Im2col:
     with the padding margins is kept, its margins written once). 1x1 convolutions without padding copy the (strided)
     input straight into the block. ``data`` gives strides, dilations and padding; ``x_shape`` / ``y_shape`` the
     geometry (a row band is the same convolution on the band's rows with ``pad_h`` moved: see
-    :func:`conv_band`)."""
+    :func:`conv_band`).
 
-    __slots__ = ("cols", "cols_source", "image", "interior", "rows", "source", "target")
+    In memory the block and image are the layer's own (allocated here). ``shared=True`` (out of core) takes them
+    from the host work buffers every band kernel shares (:func:`._epilogue.claimed_buffer`): the 1.0 column and the
+    margins are rewritten only when another geometry used the blocks since, so the heap holds one block, not one per
+    layer and band geometry."""
 
-    def __init__(self, data: ConvData, x_shape, y_shape, kernel_hw: tuple[int, int], dtype) -> None:
+    __slots__ = ("cols", "cols_source", "dtype", "geometry", "image", "image_shape", "interior", "k", "rows",
+                 "shared", "source", "target", "zp_in")
+
+    def __init__(self, data: ConvData, x_shape, y_shape, kernel_hw: tuple[int, int], dtype,
+                 shared: bool = False) -> None:
         n, in_h, in_w, c_in = x_shape
         kh, kw = kernel_hw
         _, oh, ow, _ = y_shape
-        zp_in = -data.input_offset
-        k = kh * kw * c_in
+        self.zp_in, self.dtype, self.shared = -data.input_offset, np.dtype(dtype), shared
+        self.k = kh * kw * c_in
         self.rows = n * oh * ow
-        self.cols = np.full((self.rows, k + 1), zp_in, dtype)
-        self.cols[:, k] = 1.0
-        windows = _view(self.cols[:, :k], (n, oh, ow, kh, kw, c_in))
         sh, sw, dh, dw, ph, pw = (data.stride_h, data.stride_w, data.dilation_h, data.dilation_w, data.pad_h,
                                   data.pad_w)
+        self.geometry = (n, oh, ow, kh, kw, c_in, sh, sw, dh, dw)
         if kh == kw == 1 and ph == pw == 0 and (oh - 1) * sh < in_h and (ow - 1) * sw < in_w:
             # 1x1 without padding: every tap is inside the image, the strided input is the column block
-            self.image = self.interior = self.cols_source = None
+            self.image_shape = None
             self.source = (slice(None), slice(0, (oh - 1) * sh + 1, sh), slice(0, (ow - 1) * sw + 1, sw))
+        else:
+            # zp-filled image covering every tap position: input rows [-ph, -ph + h), columns [-pw, -pw + wd)
+            h, wd = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
+            self.image_shape = (n, h, wd, c_in)
+            r0, r1 = max(0, -ph), min(in_h, h - ph)
+            c0, c1 = max(0, -pw), min(in_w, wd - pw)
+            self.source = (slice(None), slice(r0, max(r0, r1)), slice(c0, max(c0, c1)))
+            self.interior = (slice(None), slice(r0 + ph, max(r0, r1) + ph), slice(c0 + pw, max(c0, c1) + pw))
+        self.cols = self.image = None
+        if not shared:
+            image = None if self.image_shape is None else np.empty(self.image_shape, self.dtype)
+            self._bind(np.empty((self.rows, self.k + 1), self.dtype), image)
+
+    def _bind(self, cols: np.ndarray, image: np.ndarray | None) -> None:
+        """Point the views at ``cols`` / ``image`` and write their constant parts (1.0 column, zp margins)."""
+        n, oh, ow, kh, kw, c_in, sh, sw, dh, dw = self.geometry
+        self.cols, self.image = cols, image
+        cols[:, self.k] = 1.0
+        windows = _view(cols[:, :self.k], (n, oh, ow, kh, kw, c_in))
+        if image is None:
             self.target = windows[:, :, :, 0, 0, :]
             return
-        # zp-filled image covering every tap position: input rows [-ph, -ph + h), columns [-pw, -pw + wd)
-        h, wd = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
-        self.image = np.full((n, h, wd, c_in), zp_in, dtype)
-        r0, r1 = max(0, -ph), min(in_h, h - ph)
-        c0, c1 = max(0, -pw), min(in_w, wd - pw)
-        self.source = (slice(None), slice(r0, max(r0, r1)), slice(c0, max(c0, c1)))
-        self.interior = self.image[:, r0 + ph:max(r0, r1) + ph, c0 + pw:max(c0, c1) + pw]
-        s = self.image.strides
+        image.fill(self.zp_in)
         self.target = windows
+        s = image.strides
         self.cols_source = np.lib.stride_tricks.as_strided(
-            self.image, (n, oh, ow, kh, kw, c_in), (s[0], sh * s[1], sw * s[2], dh * s[1], dw * s[2], s[3]),
+            image, (n, oh, ow, kh, kw, c_in), (s[0], sh * s[1], sw * s[2], dh * s[1], dw * s[2], s[3]),
             writeable=False)
 
+    def _claim(self) -> None:
+        cols, kept = claimed_buffer("band_im2col", (self.rows, self.k + 1), self.dtype, self)
+        image = None
+        if self.image_shape is not None:
+            image, kept_image = claimed_buffer("band_im2col_image", self.image_shape, self.dtype, self)
+            kept = kept and kept_image
+        if not kept or cols is not self.cols:
+            self._bind(cols, image)
+
+    def release(self) -> None:
+        """Another geometry claimed the shared blocks: drop the views of them."""
+        self.cols = self.image = self.target = self.cols_source = None
+
+    def holds(self) -> bool:
+        """Out of core: True while the shared block still holds this geometry's last fill (no other claim since)."""
+        return not self.shared or (self.cols is not None and still_claimed("band_im2col", self, self.cols)
+                                   and (self.image is None or still_claimed("band_im2col_image", self, self.image)))
+
     def fill(self, x: np.ndarray) -> np.ndarray:
+        if self.shared:
+            self._claim()
         if self.image is None:
             np.copyto(self.target, x[self.source])
         else:
-            np.copyto(self.interior, x[self.source])
+            np.copyto(self.image[self.interior], x[self.source])
             np.copyto(self.target, self.cols_source)
         return self.cols
 
@@ -171,36 +218,47 @@ class ConvBands:
     weight-sized buffer. Per-channel metadata from the model's filter, computed once: the accumulator ranges (for
     the epilogue), the channels whose output is constant, and the GEMM precision (float32 when ``128 sum_k |w| +
     |bias'| < 2^24`` for every other channel, as :func:`._epilogue.gemm_weights` decides). Cached by geometry: the
-    im2col blocks (:class:`Im2col`); by channel range: the epilogues. The GEMM operand itself is built from the
-    filter tile the pager read into the weights pool, at every call."""
+    im2col descriptions (:class:`Im2col`, on the shared host blocks); by channel range: the epilogues. The GEMM
+    operand is built from the filter tile the pager read into the weights pool; operands are kept across invokes
+    while the interpreter's :class:`~microinterp.kernels.base.HostBudget` allows."""
 
-    def __init__(self, data: ConvData, w: np.ndarray, bias: np.ndarray | None) -> None:
+    def __init__(self, data: ConvData, w: np.ndarray, bias: np.ndarray | None, budget: HostBudget) -> None:
         c_out, kh, kw, c_in = w.shape
-        self.k, self.kernel_hw, self.zp_in = kh * kw * c_in, (kh, kw), -data.input_offset
-        w2 = w.reshape(c_out, self.k).astype(np.int64)
+        self.k, self.kernel_hw, self.zp_in, self.c_out = kh * kw * c_in, (kh, kw), -data.input_offset, c_out
         bias64 = np.zeros(c_out, np.int64) if bias is None else bias.astype(np.int64).reshape(-1)
-        self.ranges = accumulator_range(w2, self.zp_in, bias64)
+        # per-channel sums in slices of channels, so the int64 copies stay small whatever the filter's size
+        w2 = w.reshape(c_out, self.k)
+        step = max(1, (1 << 17) // max(self.k, 1))
+        lo, hi, magnitude, total = (np.empty(c_out, np.int64) for _ in range(4))
+        for c in range(0, c_out, step):
+            part = w2[c:c + step].astype(np.int64)
+            lo[c:c + step], hi[c:c + step] = accumulator_range(part, self.zp_in, bias64[c:c + step])
+            magnitude[c:c + step] = np.abs(part).sum(axis=1)
+            total[c:c + step] = part.sum(axis=1)
+        self.ranges = (lo, hi)
         full = Epilogue(data.multipliers, data.shifts, data.output_offset, int(data.act_min), int(data.act_max),
                         self.ranges)
         self.constant = full.constant
-        bound = 128 * np.abs(w2).sum(axis=1) + np.abs(bias64 - self.zp_in * w2.sum(axis=1))
+        bound = 128 * magnitude + np.abs(bias64 - self.zp_in * total)
         self.dtype = np.float32 if int(bound[~self.constant].max(initial=0)) < (1 << 24) else np.float64
         # the folded GEMM of the in-memory plan (1x1 filters, few input channels, unsigned rounding): a float64
         # operand with the requantization inside, so the epilogue only clamps (Epilogue.fold checks exactness)
         self.fold = kh == kw == 1 and self.k < _FOLD_BELOW and not full.signed
         if self.fold:
             self.dtype = np.float64
+        # channels per GEMM group when the filter streams in narrower tiles
+        self.group = max(1, min(c_out, GROUP_BYTES // ((self.k + 1) * np.dtype(self.dtype).itemsize)))
+        self.budget = budget
         self.geometries: dict[tuple, Im2col] = {}
         self.epilogues: dict[tuple[int, int], Epilogue] = {}
-        self.operands: dict[tuple[int, int], np.ndarray] = {}      # (c0, channels) -> operand
-        self.cached = 0
+        self.operands: dict[tuple[int, int], tuple[np.ndarray, bool]] = {}      # (c0, channels) -> operand
 
     def im2col(self, data: ConvData, x_shape, y_shape, pad_h: int) -> Im2col:
         key = (tuple(x_shape), tuple(y_shape[:3]), pad_h)      # not the channels: one im2col per band
         geo = self.geometries.get(key)
         if geo is None:
             geo = self.geometries[key] = Im2col(dataclasses.replace(data, pad_h=pad_h), x_shape, y_shape,
-                                                self.kernel_hw, self.dtype)
+                                                self.kernel_hw, self.dtype, shared=True)
         return geo
 
     def epilogue(self, data: ConvData, c0: int, c1: int) -> Epilogue:
@@ -211,66 +269,87 @@ class ConvBands:
                 int(data.act_max), (self.ranges[0][c0:c1], self.ranges[1][c0:c1]))
         return ep
 
-    def operand(self, data: ConvData, w: np.ndarray, bias: np.ndarray | None, c0: int) -> tuple[np.ndarray, bool]:
-        """``(operand, folded)``. Unfolded: ``[C_tile, K + 1]`` (the GEMM takes its transpose), the filter tile's
-        rows and ``bias' = bias - zp_in sum_k w`` last, constant channels zeroed (their accumulators are not used).
-        Folded (:attr:`fold`, when that channel range's epilogue allows it): ``[K + 1, C_tile]`` float64 with the
-        requantization scale and offset inside (:meth:`._epilogue.Epilogue.fold`). Built from the tile in the pool;
-        a layer keeps its operands up to :data:`OPERAND_CACHE_BYTES` and reuses them for the same channel range:
-        every read into the pool is verified against the record's checksum (or tag), so the pool holds the bytes
-        it was built from whenever a tile is computed."""
+    def fill_operand(self, w: np.ndarray, bias: np.ndarray | None, c0: int, op: np.ndarray) -> None:
+        """Write the unfolded operand of the filter tile ``w`` (channels ``[c0, c0 + len(w))``) into ``op``
+        (``[C_tile, K + 1]``): the tile's rows, ``bias' = bias - zp_in sum_k w`` last, constant channels zeroed
+        (their accumulators are not used)."""
         ct, k = w.shape[0], self.k
+        w2 = w.reshape(ct, k)
+        np.copyto(op[:, :k], w2)
+        folded_bias = -self.zp_in * w2.sum(axis=1, dtype=np.int64)
+        if bias is not None:
+            folded_bias += bias.reshape(-1).astype(np.int64)
+        op[:, k] = folded_bias
+        const = self.constant[c0:c0 + ct]
+        if const.any():
+            op[const] = 0
+
+    def operand(self, data: ConvData, w: np.ndarray, bias: np.ndarray | None, c0: int) -> tuple[np.ndarray, bool]:
+        """``(operand, folded)`` of a whole channel tile. Unfolded: ``[C_tile, K + 1]`` (:meth:`fill_operand`; the
+        GEMM takes its transpose). Folded (:attr:`fold`, when that channel range's epilogue allows it): ``[K + 1,
+        C_tile]`` float64 with the requantization scale and offset inside (:meth:`._epilogue.Epilogue.fold`).
+        Built from the tile in the pool and kept for the same channel range while the host budget allows: every
+        read into the pool is verified against the record's checksum (or tag), so the pool holds the bytes it was
+        built from whenever a tile is computed."""
+        ct = w.shape[0]
         hit = self.operands.get((c0, ct))
         if hit is not None:
             return hit
-        w2 = w.reshape(ct, k)
-        folded_bias = -self.zp_in * w2.sum(axis=1, dtype=np.int64)
-        if bias is not None:
-            folded_bias = folded_bias + bias.reshape(-1).astype(np.int64)
-        const = self.constant[c0:c0 + ct]
-        result = None
+        op = np.empty((ct, self.k + 1), self.dtype)
+        self.fill_operand(w, bias, c0, op)
+        result = (op, False)
         if self.fold:
-            exact = np.concatenate([w2.T.astype(np.int64), folded_bias[None, :]])
-            exact[:, const] = 0
-            op = self.epilogue(data, c0, c0 + ct).fold(exact)
-            if op is not None:
-                result = (np.ascontiguousarray(op), True)
-        if result is None:
-            op = np.empty((ct, k + 1), self.dtype)
-            np.copyto(op[:, :k], w2)
-            op[:, k] = folded_bias
-            if const.any():
-                op[const] = 0
-            result = (op, False)
-        if result[0].nbytes + self.cached <= OPERAND_CACHE_BYTES:
-            self.cached += result[0].nbytes
+            folded = self.epilogue(data, c0, c0 + ct).fold(op.T.astype(np.int64))
+            if folded is not None:
+                result = (np.ascontiguousarray(folded), True)
+        if self.budget.take(result[0].nbytes):
             self.operands[(c0, ct)] = result
         return result
 
 
 def conv_band(data: FastConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray, y0: int,
               x_row0: int, c0: int, memo: dict) -> None:
-    """Output rows ``[y0, y0 + out.shape[1])``, channels ``[c0, c0 + w.shape[0])`` from the input band ``x``
-    (rows ``[x_row0, ...)``) and the filter tile ``w``, bit-exact with the reference ``conv_rows``.
+    """Channels ``[c0, c0 + w.shape[0])`` of the output band ``out`` (all channels of output rows ``[y0, y0 +
+    out.shape[1])``) from the input band ``x`` (rows ``[x_row0, ...)``) and the filter tile ``w``, bit-exact with
+    the reference ``conv_rows``.
 
     A row band is the same convolution on the band's rows with the padding moved: output row ``y0 + r`` reads
     input row ``(y0 + r) s_h - pad_h + ...``, i.e. band row ``r s_h - pad_h'`` with ``pad_h' = pad_h + x_row0 -
     y0 s_h``; taps past the band's last row are past the image's (the band carries its halo otherwise), so the
     band is a convolution of a ``band rows``-high image. The im2col block is filled once per band (``memo`` is
-    the band's: the pager keeps the input band resident while the filter's channel tiles stream by) and the
-    GEMM runs on the tile's operand; the epilogue is that channel range's."""
+    the band's: the pager keeps the input band resident while the filter's channel tiles stream by, in order).
+
+    A tile holding every channel runs its GEMM and epilogue at once. Narrower tiles are gathered into a group of
+    up to :attr:`ConvBands.group` channels (their operands copied out of the pool as they arrive), and the group's
+    GEMM and epilogue run when it is full or the band's last tile has arrived: the pager writes the output band
+    only after all its channel tiles, so the results are the same, computed by fewer and wider GEMMs."""
     bands = data.bands
     geo = bands.im2col(data, x.shape, out.shape, data.pad_h + x_row0 - y0 * data.stride_h)
-    if memo.get("im2col") is not geo:
+    if memo.get("im2col") is not geo or not geo.holds():
         geo.fill(x)
         memo["im2col"] = geo
-    op, folded = bands.operand(data, w, bias, c0)
-    ep = bands.epilogue(data, c0, c0 + w.shape[0])
+    ct = w.shape[0]
+    if ct == bands.c_out:
+        op, folded = bands.operand(data, w, bias, c0)
+        _finish(bands.epilogue(data, c0, c0 + ct), geo.cols, op if folded else op.T, folded, out)
+        return
+    group = group_for(memo, "band_group", c0, ct, bands.group, bands.k + 1, bands.dtype)
+    bands.fill_operand(w, bias, c0, group.block[group.filled:group.filled + ct])
+    group.filled += ct
+    c1 = c0 + ct
+    if group_done(memo, group, c1, ct, bands.c_out, bands.group):
+        if not geo.holds():
+            raise RuntimeError("conv_band: the shared im2col block was claimed while a channel group was pending")
+        _finish(bands.epilogue(data, group.c0, c1), geo.cols, block_rows(group).T, False, out[..., group.c0:c1])
+
+
+def _finish(ep: Epilogue, cols: np.ndarray, operand: np.ndarray, folded: bool, out: np.ndarray) -> None:
+    """``out = epilogue(cols @ operand)`` (``out`` possibly a channel slice: through a contiguous buffer)."""
     target = out if out.flags.c_contiguous else work_buffer("conv_band_out", out.shape, np.int8)
     if folded:
-        ep.finish(gemm(geo.cols, op, "conv_band_acc"), target)
+        ep.finish(gemm(cols, operand, "conv_band_acc"), target)
     else:
-        ep(gemm(geo.cols, op.T, "conv_band_acc"), target)
+        ep(gemm(cols, operand, "conv_band_acc"), target)
     if target is not out:
         out[...] = target
 
@@ -320,7 +399,8 @@ def _bands(ctx, op, data: ConvData) -> ConvBands | None:
     if data.int4_packed is not None:
         return None             # out of core, int4 filters run whole (the reference path)
     found = _fast_weights(ctx, op, data)
-    return None if found is None else ConvBands(data, *found)
+    budget = getattr(ctx, "host_budget", None) or HostBudget(HOST_CACHE_BYTES)
+    return None if found is None else ConvBands(data, *found, budget)
 
 
 class Conv2D:

@@ -16,6 +16,10 @@ whose search index is the output code, below 1536 outputs (measured: 1x1280->100
 120 us against 240 us); layers with one input value per batch (the reference's exhaustive table). int16x8 and
 float32 layers, and anything not constant, also run the reference. With int4 weights the unpack scratch stays in the
 arena plan; the fast path does not refill it on every invoke (the weights were unpacked at prepare).
+
+Out of core (prepared with ``ctx.weights_resident = False``) a batch-1 int8 layer keeps per-channel metadata
+(:class:`FullyConnectedBands`) and the pager's channel tiles call :func:`fc_band`, which gathers them into groups and
+computes each group's exact accumulators as float32 slice products summed in float64.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ import numpy as np
 from ..fully_connected import KERNEL as REFERENCE
 from ..fully_connected import FullyConnectedData
 from ..fully_connected_bound import code_padding
-from ._epilogue import Epilogue, accumulator_range, gemm, gemm_weights
+from ._epilogue import Epilogue, accumulator_range, gemm, gemm_weights, work_buffer
+from ._group import GROUP_BYTES, block_rows, group_done, group_for
 
 #: smaller layers keep the reference when it has per-channel step-function requantization: measured on the zoo,
 #: the GEMM + epilogue wins from about 512 outputs or 2^17 multiply-adds on
@@ -44,6 +49,7 @@ class FastFullyConnectedData(FullyConnectedData):
     """The reference OpData (every field, so reference helpers accept it) plus the fast path's plan."""
 
     plan: FullyConnectedPlan | None = None      # None: the reference invoke runs
+    bands: FullyConnectedBands | None = None    # out of core: what fc_band needs (None: the reference fc_channels)
 
 
 class FullyConnectedPlan:
@@ -68,6 +74,96 @@ class FullyConnectedPlan:
         self.epilogue(gemm(self.cols, self.weights, "fc_acc"), out)
 
 
+class FullyConnectedBands:
+    """Out of core (prepared with ``ctx.weights_resident = False``, batch 1, int8): what :func:`fc_band` needs,
+    without a weight-sized buffer. From the model's filter, once, a slice of channels at a time: each channel's exact
+    accumulator range (for the epilogue, which wraps to int32 where TFLM's accumulator can overflow) and its folded
+    bias ``bias' = bias + input_offset sum_k w``.
+
+    **The product in float32, exactly.** The filter streams through the weights pool in narrow channel tiles; a
+    tile's raw int8 rows are copied into a float32 host block as they pass, and once the block holds a group of up to
+    :data:`GROUP_BYTES` (or the last tile arrived) the group's accumulators are computed at once: the raw input
+    values (``|x| <= 128``) times the rows, summed over slices of ``L = 2^24 / (128 max |w|)`` taps (at least
+    1024): every partial sum of a slice is an integer of magnitude at most ``2^24``, exact in float32 whatever the
+    summation order. The slices' sums are added in float64 (exact below 2^53) with ``bias'``."""
+
+    def __init__(self, data: FullyConnectedData, w: np.ndarray):
+        accum, depth = data.accum, data.depth
+        w2 = w.reshape(-1, accum)[:depth]
+        self.zp_in = -data.input_offset
+        bias = np.asarray(data.bias, np.int64).reshape(-1)[:depth]
+        lo, hi, folded = (np.empty(depth, np.int64) for _ in range(3))
+        biggest = 1
+        step = max(1, (1 << 17) // max(accum, 1))
+        for c in range(0, depth, step):
+            part = w2[c:c + step].astype(np.int64)
+            lo[c:c + step], hi[c:c + step] = accumulator_range(part, self.zp_in, bias[c:c + step])
+            folded[c:c + step] = bias[c:c + step] - self.zp_in * part.sum(axis=1)
+            biggest = max(biggest, int(np.abs(part).max(initial=1)))
+        self.ranges, self.folded_bias = (lo, hi), folded.astype(np.float64)
+        self.slice = max(1, min(accum, (1 << 24) // (128 * biggest)))
+        self.accum, self.depth = accum, depth
+        self.group = max(1, min(depth, GROUP_BYTES // (4 * accum)))
+        self.epilogues: dict[tuple[int, int], Epilogue] = {}
+
+    def epilogue(self, data: FullyConnectedData, c0: int, c1: int) -> Epilogue:
+        ep = self.epilogues.get((c0, c1))
+        if ep is None:
+            per_channel = np.ndim(data.multiplier) > 0
+            m = data.multiplier[c0:c1] if per_channel else data.multiplier
+            sh = data.shift[c0:c1] if per_channel else data.shift
+            ep = self.epilogues[(c0, c1)] = Epilogue(m, sh, data.output_offset, int(data.act_min),
+                                                     int(data.act_max), (self.ranges[0][c0:c1], self.ranges[1][c0:c1]))
+        return ep
+
+    def products(self, x: np.ndarray, block: np.ndarray) -> np.ndarray:
+        """``block @ x`` (``block`` ``[channels, accum]`` float32 raw weights, ``x`` raw int8 values) as exact
+        float64 sums of float32 slice products."""
+        n, length = self.accum // self.slice, self.slice
+        main = n * length
+        xf = work_buffer("fc_band_x", (self.accum,), np.float32)
+        np.copyto(xf, x.reshape(-1)[:self.accum])
+        acc = np.zeros(len(block), np.float64)
+        if n:       # the slices of every row, [n, channels, L], a view (rows are accum apart)
+            slices = np.lib.stride_tricks.as_strided(block, (n, len(block), length),
+                                                     (length * block.itemsize, block.strides[0], block.itemsize),
+                                                     writeable=False)
+            parts = np.matmul(slices, xf[:main].reshape(n, length, 1))
+            acc += parts.reshape(n, len(block)).sum(axis=0, dtype=np.float64)
+        if main < self.accum:
+            acc += block[:, main:] @ xf[main:]
+        return acc
+
+
+def fc_band(data: FastFullyConnectedData, x: np.ndarray, w: np.ndarray, out: np.ndarray, c0: int,
+            memo: dict) -> None:
+    """Output channels ``[c0, c0 + w.shape[0])`` of a batch-1 int8 FULLY_CONNECTED from the raw filter rows ``w``
+    (an out-of-core channel tile), bit-exact with the reference ``fc_channels``. Tiles arrive in channel order; they
+    are gathered into groups (:class:`FullyConnectedBands`) and each group's outputs are written when it is complete:
+    the pager writes the output once all channel tiles are done."""
+    bands = data.bands
+    ct = w.shape[0]
+    group = group_for(memo, "band_group", c0, ct, bands.group, bands.accum, np.float32)
+    np.copyto(group.block[group.filled:group.filled + ct], w.reshape(ct, -1)[:, :bands.accum])
+    group.filled += ct
+    c1 = c0 + ct
+    if group_done(memo, group, c1, ct, bands.depth, bands.group):
+        acc = bands.products(x, block_rows(group))
+        acc += bands.folded_bias[group.c0:c1]
+        bands.epilogue(data, group.c0, c1)(acc[None, :], out.reshape(-1)[group.c0:c1][None, :])
+
+
+def _bands(ctx, op, data: FullyConnectedData) -> FullyConnectedBands | None:
+    w = ctx.input(op, 1)
+    if data.type_name != "INT8" or data.int64_acc or data.batches != 1 or data.filter_offset != 0 \
+            or data.scratch is not None or w is None or w.data is None or w.type_name != "INT8":
+        return None
+    bias = ctx.input(op, 2)
+    if bias is not None and bias.data is None:
+        return None
+    return FullyConnectedBands(data, w.data)
+
+
 def _plan(ctx, op, data: FullyConnectedData) -> FullyConnectedPlan | None:
     if data.type_name != "INT8" or data.int64_acc or data.weights is None or data.table is not None:
         return None
@@ -87,8 +183,10 @@ def _plan(ctx, op, data: FullyConnectedData) -> FullyConnectedPlan | None:
 class FullyConnected:
     def prepare(self, ctx, op) -> FastFullyConnectedData:
         data = REFERENCE.prepare(ctx, op)
-        return FastFullyConnectedData(**{f.name: getattr(data, f.name) for f in fields(FullyConnectedData)},
-                                      plan=_plan(ctx, op, data))
+        base = {f.name: getattr(data, f.name) for f in fields(FullyConnectedData)}
+        if not getattr(ctx, "weights_resident", True):      # out of core: channel tiles, no whole-tensor plan
+            return FastFullyConnectedData(**base, bands=_bands(ctx, op, data))
+        return FastFullyConnectedData(**base, plan=_plan(ctx, op, data))
 
     def invoke(self, ctx, op, data: FastFullyConnectedData) -> None:
         if data.plan is None:

@@ -6,6 +6,8 @@ invokes on the persistent buffers, and the reference fallbacks."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import example, given
@@ -280,3 +282,28 @@ def test_a_plan_above_the_host_buffer_cap_falls_back_to_the_reference(monkeypatc
     it.set_input(x, 0)
     it.invoke()
     np.testing.assert_array_equal(it.get_output(0), ref.get_output(0))
+
+
+def test_shared_im2col_blocks_are_rewritten_when_another_geometry_used_them():
+    """Out of core, every layer's Im2col shares one host block (and one image): filling geometries in turn gives
+    each one the block its own (in-memory, owned) Im2col gives, the 1.0 column and zero-point margins included."""
+    from microinterp.kernels.conv import ConvData
+    from microinterp.kernels.optimized.conv import Im2col
+
+    def data(zp, pad, stride):
+        fields = {f.name: 0 for f in dataclasses.fields(ConvData)}
+        fields.update(input_offset=-zp, pad_h=pad, pad_w=pad, stride_h=stride, stride_w=stride, dilation_h=1,
+                      dilation_w=1)
+        return ConvData(**fields)
+
+    rng = np.random.default_rng(3)
+    cases = [(data(5, 1, 1), (1, 6, 7, 3), (1, 6, 7, 4), (3, 3), np.float32),
+             (data(-9, 2, 2), (1, 9, 5, 2), (1, 6, 4, 4), (5, 3), np.float64),
+             (data(0, 0, 2), (1, 8, 8, 5), (1, 4, 4, 2), (1, 1), np.float32)]
+    shared = [Im2col(d, xs, ys, k, t, shared=True) for d, xs, ys, k, t in cases]
+    owned = [Im2col(d, xs, ys, k, t) for d, xs, ys, k, t in cases]
+    for turn in [0, 1, 0, 2, 1, 1, 2, 0]:
+        x = rng.integers(-128, 128, size=cases[turn][1]).astype(np.int8)
+        got = shared[turn].fill(x).copy()
+        assert shared[turn].holds() and not any(g.holds() for i, g in enumerate(shared) if i != turn)
+        assert np.array_equal(got, owned[turn].fill(x))
