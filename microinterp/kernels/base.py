@@ -45,9 +45,9 @@ class HostBudget:
         return True
 
 
-#: The default :class:`HostBudget` of one preparation (one interpreter): out of core it bounds the GEMM operands the
-#: band kernels keep (converted filter tiles), whatever the model's size.
-HOST_CACHE_BYTES = 8 << 20
+#: The default :class:`HostBudget` of one preparation (one interpreter): out of core it bounds what the band kernels
+#: keep across invokes (converted filter tiles, small im2col blocks), whatever the model's size.
+HOST_CACHE_BYTES = 16 << 20
 
 
 class PrepareContext:

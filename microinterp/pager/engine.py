@@ -6,7 +6,10 @@ input row band(s) (one SD command per run of records, every record's checksum ve
 read the filter tile (alternating between the two halves of the weights pool) and compute into the output band,
 then write the band back (one command, one checksum per record). Constants in flash are read in place.
 
-Every tile is annotated with its work and its MCU cost (:mod:`.profile`). With ``recover=True`` a checksum failure on
+Every tile is annotated with its work and its MCU cost (:mod:`.profile`). The plans are fixed once built, so every
+invoke's tile records are the same: after the first complete invoke the engine keeps them and later invokes reuse
+them (a throwaway record absorbs the counting) -- except with ``recover=True``, where a recovery adds reads to the
+invoke it happens in, and in dry runs (:meth:`Pager.simulate`), which always count afresh. With ``recover=True`` a checksum failure on
 an activation record recomputes the producing op's tiles that wrote it (recursively, from its own inputs) with
 buffers outside the arena, rewrites them and reads again; a corrupted weights record is rewritten from the model
 (the card's original content). Each event is counted; a model input cannot be recomputed and still raises.
@@ -55,6 +58,13 @@ class _Buffers:
         self.pos[pool] = at
 
 
+class _Sink(list):
+    """The IO list of the throwaway tile record: appends are dropped."""
+
+    def append(self, item: Any) -> None:
+        pass
+
+
 class Engine:
     """Executes the plans of an out-of-core interpreter (built by :class:`~microinterp.pager.Pager`)."""
 
@@ -73,6 +83,10 @@ class Engine:
         # the plans and chains are fixed once built, so the row arithmetic of every band is too: computed once
         self._input_rows: dict[tuple[int, int, int, int], tuple[int, int]] = {}
         self._band_rows: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+        # the tile records of the last complete counted invoke (per op), reused by later invokes
+        self._template: list[list[TileRecord]] | None = None
+        self._recording = True
+        self._null = TileRecord(-1, io=_Sink())
 
     def input_rows(self, plan: OpPlan, k: int, lo: int, hi: int) -> tuple[int, int]:
         """``plan.tiler.input_rows`` for output rows ``[lo, hi)``, remembered per plan, input and rows."""
@@ -267,9 +281,11 @@ class Engine:
                 self.views[ti] = self.read_whole(ti, "input", bufs, setup, depth)
         return flash
 
-    @staticmethod
-    def _new_tile(index: int, rows: tuple[int, int] | None, setup: TileRecord | None) -> TileRecord:
-        """A tile's record; the op's resident reads (``setup``) are charged to its first tile."""
+    def _new_tile(self, index: int, rows: tuple[int, int] | None, setup: TileRecord | None) -> TileRecord:
+        """A tile's record; the op's resident reads (``setup``) are charged to its first tile. While the engine
+        reuses its records, the throwaway one."""
+        if not self._recording:
+            return self._null
         rec = TileRecord(index, rows)
         if setup is not None:
             for f in TileRecord.__dataclass_fields__:
@@ -288,6 +304,8 @@ class Engine:
     def _charge(self, plan: OpPlan, rec: TileRecord, first: bool) -> None:
         """A tile's work (MACs, elements of its rows, cached per plan) and compute cycles; the first tile of an op
         also pays the op's fixed cost and TFLM's per-op overhead."""
+        if not self._recording:
+            return
         work = plan.work.get(rec.rows)
         if work is None:
             work = plan.work[rec.rows] = op_work(plan.op, self.tensors, rows=rec.rows)
@@ -363,6 +381,8 @@ class Engine:
                 self.write_records(home, r0, r1, self.views[ti], rec)
 
     def _annotate(self, rec: TileRecord) -> None:
+        if not self._recording:
+            return
         mcu = self.mcu
         rec.io_cycles = (mcu.flash_cycles(rec.flash_read_bytes)
                          + (mcu.sd_io_cycles(rec.sd_read_bytes, rec.sd_read_commands) if rec.sd_read_commands else 0)
@@ -378,6 +398,22 @@ class Engine:
 
     # -- a whole invoke ----------------------------------------------------------------------------------------------
     def invoke(self, bufs: _Buffers, progress: Any = None) -> list[OpRecord]:
+        """Run every op (or chain) once; the per-op records (reused tiles after the first counted invoke, see the
+        module docstring)."""
+        replay = self._template is not None and not self.dry and not self.recover
+        self._recording = not replay
+        try:
+            records = self._invoke(bufs, progress)
+        finally:
+            self._recording = True
+        if replay:
+            for record, tiles in zip(records, self._template):
+                record.tiles = list(tiles)
+        elif not self.dry and not self.recover:
+            self._template = [list(r.tiles) for r in records]
+        return records
+
+    def _invoke(self, bufs: _Buffers, progress: Any) -> list[OpRecord]:
         records = []
         by_index: dict[int, OpRecord] = {}
         for plan in self.p.plans:

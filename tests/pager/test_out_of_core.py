@@ -123,6 +123,29 @@ def test_streamed_filters_are_exact(tmp_path):
         assert streamed and all(len([e for e in t.io if e[0] == "compute"]) > 1 for r in streamed for t in r.tiles)
 
 
+@pytest.mark.parametrize("recover", [False, True])
+def test_later_invokes_report_the_counted_records_and_the_cards_counters(tmp_path, recover):
+    """After the first invoke the engine reuses its tile records: every later profile equals the first, and the
+    card's own counters (which count every command afresh) still equal the profile's totals."""
+    model = small_net(6, 64)
+    need = smallest_out_of_core_arena(model, tmp_path / "sd.img")
+    with mi.Interpreter(model, arena=need, backing=tmp_path / "sd.img", flash=0, recover=recover) as it:
+        docs = []
+        for seed in range(3):
+            it.set_input(random_input(model, seed))
+            it.sd_image.reset_stats()
+            it.invoke()
+            stats = it.sd_image.stats()
+            doc = it.profile_json()
+            acts, weights = stats.areas["activations"], stats.areas["weights"]
+            assert doc["totals"]["sd_read_commands"] == acts.reads + weights.reads
+            assert doc["totals"]["sd_write_bytes"] == acts.bytes_written
+            docs.append([{k: v for k, v in op.items() if k != "host_seconds"} for op in doc["ops"]])
+            assert np.array_equal(it.get_output(), in_memory(model, random_input(model, seed)))
+        assert docs[0] == docs[1] == docs[2]
+        assert it._pager.engine._null not in [t for r in it.profile for t in r.tiles]
+
+
 def test_simulate_counts_exactly_what_invoke_moves(tmp_path):
     model = small_net(6, 64)
     need = smallest_out_of_core_arena(model, tmp_path / "sd.img")

@@ -39,6 +39,7 @@ persistent multipliers) is exactly the reference prepare's.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -69,6 +70,9 @@ _FOLD_OUTPUTS = 1 << 17     # ... and at most this many outputs: on larger layer
 #: VGG16's largest layer (224x224 rows of 577 columns) takes ~230 MB.
 _MAX_PLAN_BYTES = 512 << 20
 _SCATTER_COST = 128     # constant channels skip the GEMM when K (C_out - live) >= this times the live channels
+#: Out of core, a band geometry whose im2col block and image take at most this many bytes keeps them (within the
+#: interpreter's host budget); larger ones share one block (:class:`Im2col` ``shared=True``).
+OWN_IM2COL_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,12 @@ class Im2col:
         if not shared:
             image = None if self.image_shape is None else np.empty(self.image_shape, self.dtype)
             self._bind(np.empty((self.rows, self.k + 1), self.dtype), image)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the block and the image."""
+        image = math.prod(self.image_shape) if self.image_shape is not None else 0
+        return (self.rows * (self.k + 1) + image) * self.dtype.itemsize
 
     def _bind(self, cols: np.ndarray, image: np.ndarray | None) -> None:
         """Point the views at ``cols`` / ``image`` and write their constant parts (1.0 column, zp margins)."""
@@ -257,8 +267,14 @@ class ConvBands:
         key = (tuple(x_shape), tuple(y_shape[:3]), pad_h)      # not the channels: one im2col per band
         geo = self.geometries.get(key)
         if geo is None:
-            geo = self.geometries[key] = Im2col(dataclasses.replace(data, pad_h=pad_h), x_shape, y_shape,
-                                                self.kernel_hw, self.dtype, shared=True)
+            geo = Im2col(dataclasses.replace(data, pad_h=pad_h), x_shape, y_shape, self.kernel_hw, self.dtype,
+                         shared=True)
+            # a small block of its own while the budget allows: the bands of a fused chain alternate between
+            # layers, and a shared block would be re-initialised at every switch
+            nbytes = geo.nbytes
+            if nbytes <= OWN_IM2COL_BYTES and self.budget.take(nbytes):
+                geo = Im2col(dataclasses.replace(data, pad_h=pad_h), x_shape, y_shape, self.kernel_hw, self.dtype)
+            self.geometries[key] = geo
         return geo
 
     def epilogue(self, data: ConvData, c0: int, c1: int) -> Epilogue:
