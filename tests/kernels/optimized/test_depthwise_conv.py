@@ -201,3 +201,15 @@ def test_opdata_is_the_reference_opdata():
     """Code that reads the reference OpData (row-band tiling, cost models) keeps working with the optimized one."""
     it = _run({"op": DW, "c_in": 2}, 6)
     assert isinstance(it._op_data[0], opt.DepthwiseData)
+
+
+@pytest.mark.parametrize("samples", [1, 2, 5])
+def test_one_channel_batches_run_in_blocks_of_samples(monkeypatch, samples):
+    """A batched one-channel depthwise runs im2col, GEMM and epilogue a block of samples at a time (one sample,
+    two with a shorter last block, all five): the wheel's results either way."""
+    case = _case(n=5, c_in=1, mult=3, h=6, w=6, kh=3, kw=3, zp_in=-7, seed=3)
+    plan = _run(*case)._op_data[0].plan
+    per_sample = plan.windows.shape[3] * plan.windows.shape[4] * plan.cols.itemsize * \
+        (plan.cols.shape[0] + plan.acc.shape[1])
+    monkeypatch.setattr(opt, "_BLOCK_BYTES", samples * per_sample + per_sample // 2)
+    assert _run(*case)._op_data[0].plan.step == samples
