@@ -178,7 +178,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         ys = evaluate(args.model, xs, args.batch, jobs=args.jobs, ray=args.ray, progress=progress)
     else:
-        ys = it.invoke_batch(xs, args.batch, progress)
+        ys = it.invoke_batch(xs, args.batch, progress, threads=args.threads)
     seconds = time.perf_counter() - t0
     if bar is not None:
         bar.close()
@@ -513,6 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--labels", default=None, help=".npy with N integer labels")
     s.add_argument("--output", default=None, help="write the first output's N results to this .npy")
     s.add_argument("--batch", type=int, default=64)
+    s.add_argument("--threads", type=int, default=1, help="run the chunks on N threads of this process")
     s.add_argument("--jobs", type=int, default=None, help="spread the chunks over N local processes")
     s.add_argument("--ray", nargs="?", const="local", default=None,
                    help="spread the chunks over Ray ('local' starts one, 'auto' or an address joins a cluster)")

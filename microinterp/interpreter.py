@@ -327,14 +327,15 @@ class Interpreter(LiteRTMixin):
             raise HostMemoryError(f"the host ran out of memory in a kernel ({e}); pass optimized=False or "
                                   "backing='sd.img' to run it out of core") from e
 
-    def invoke_batch(self, inputs: Any, batch: int = 64, progress: Any = None) -> Any:
+    def invoke_batch(self, inputs: Any, batch: int = 64, progress: Any = None, threads: int = 1) -> Any:
         """Outputs of every sample of ``inputs`` (``[N, ...]`` arrays) in chunks of ``batch`` samples through a
-        rebatched copy of the model, identical to N single invokes from a reset state (:mod:`microinterp.batch`)."""
+        rebatched copy of the model, identical to N single invokes from a reset state (:mod:`microinterp.batch`);
+        ``threads`` > 1 runs the chunks on that many threads."""
         from .batch import invoke_batch
 
         if self._pager is not None:
             raise ConfigError("invoke_batch runs in memory; build the interpreter without backing=")
-        return invoke_batch(self, inputs, batch, progress)
+        return invoke_batch(self, inputs, batch, progress, threads)
 
     def reset(self) -> None:
         """Variable tensors back to their zero point (int8) or 0, resource variables back to their default values

@@ -3,6 +3,7 @@ every zoo model and on random builder networks, chunked or not; what cannot be b
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -39,13 +40,34 @@ def samples(it: mi.Interpreter, n: int, seed: int) -> np.ndarray:
 
 
 @settings(max_examples=8)
-@given(seed=st.integers(0, 2**16), n=st.integers(1, 9), batch=st.integers(1, 5))
-def test_random_networks(seed, n, batch):
+@given(seed=st.integers(0, 2**16), n=st.integers(1, 9), batch=st.integers(1, 5), threads=st.integers(1, 3))
+def test_random_networks(seed, n, batch, threads):
     it = mi.Interpreter(small_net(seed, 32 + 8 * (seed % 3), 2 + seed % 4))
     xs = samples(it, n, seed)
-    got = it.invoke_batch(xs, batch)
+    got = it.invoke_batch(xs, batch, threads=threads)
     assert got.shape[0] == n
     assert all(np.array_equal(got[k:k + 1], s) for k, s in enumerate(singles(it, xs)))
+
+
+def test_threads_report_progress_and_errors():
+    it = mi.Interpreter(demo_cnn())
+    xs = samples(it, 10, 2)
+    seen = []
+
+    def progress(done, total):
+        seen.append((done, total))
+
+    got = it.invoke_batch(xs, 3, progress, threads=2)
+    assert np.array_equal(got, it.invoke_batch(xs, 3))
+    assert seen and seen[-1] == (10, 10) and all(a <= b for (a, _), (b, _) in pairwise(seen))
+    with pytest.raises(InputError, match="threads"):
+        it.invoke_batch(xs, 3, threads=0)
+
+    def failing(done, total):
+        raise KeyboardInterrupt("stop")
+
+    with pytest.raises(KeyboardInterrupt):     # a progress callback's exception reaches the caller
+        it.invoke_batch(xs, 3, failing, threads=2)
 
 
 @pytest.mark.skipif(not (ZOO / "person_detect.tflite").exists(), reason="../shared/models not present")
