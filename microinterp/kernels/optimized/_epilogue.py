@@ -141,6 +141,28 @@ def accumulator_range(weights: np.ndarray, input_zero_point: int, bias: np.ndarr
     return b + pos * lo_x + neg * hi_x, b + pos * hi_x + neg * lo_x
 
 
+class ChannelStats:
+    """Per-channel figures of a filter ``[C, K]`` (int64 ``[C]`` each): the accumulator range ``lo`` / ``hi``
+    (:func:`accumulator_range`), ``abs_sum`` = ``sum_k |w|``, ``total`` = ``sum_k w``, and ``abs_max``, the largest
+    ``|w|`` of the whole filter. Computed a slice of channels at a time, so the int64 copies stay small whatever
+    the filter's size (out of core the filter is a memory-mapped view of the model)."""
+
+    __slots__ = ("abs_max", "abs_sum", "hi", "lo", "total")
+
+    def __init__(self, weights: np.ndarray, input_zero_point: int, bias: np.ndarray) -> None:
+        channels, k = weights.shape
+        self.lo, self.hi, self.abs_sum, self.total = (np.empty(channels, np.int64) for _ in range(4))
+        self.abs_max = 0
+        step = max(1, (1 << 17) // max(k, 1))
+        for c in range(0, channels, step):
+            part = weights[c:c + step].astype(np.int64)
+            self.lo[c:c + step], self.hi[c:c + step] = accumulator_range(part, input_zero_point, bias[c:c + step])
+            magnitude = np.abs(part)
+            self.abs_sum[c:c + step] = magnitude.sum(axis=1)
+            self.total[c:c + step] = part.sum(axis=1)
+            self.abs_max = max(self.abs_max, int(magnitude.max(initial=0)))
+
+
 def gemm_weights(weights: np.ndarray, folded_bias: np.ndarray, ignored: np.ndarray | None = None) -> np.ndarray:
     """The ``[K + 1, C]`` GEMM operand for raw int8 inputs: ``weights`` (``[C, K]``, integers) transposed, the
     folded bias ``bias - zp_in sum_k w`` as the last row (it meets the inputs' constant 1.0 column). float32 when

@@ -49,6 +49,7 @@ from ..base import HOST_CACHE_BYTES, HostBudget
 from ..conv import KERNEL as REFERENCE
 from ..conv import ConvData
 from ._epilogue import (
+    ChannelStats,
     Epilogue,
     accumulator_range,
     claimed_buffer,
@@ -236,20 +237,12 @@ class ConvBands:
         c_out, kh, kw, c_in = w.shape
         self.k, self.kernel_hw, self.zp_in, self.c_out = kh * kw * c_in, (kh, kw), -data.input_offset, c_out
         bias64 = np.zeros(c_out, np.int64) if bias is None else bias.astype(np.int64).reshape(-1)
-        # per-channel sums in slices of channels, so the int64 copies stay small whatever the filter's size
-        w2 = w.reshape(c_out, self.k)
-        step = max(1, (1 << 17) // max(self.k, 1))
-        lo, hi, magnitude, total = (np.empty(c_out, np.int64) for _ in range(4))
-        for c in range(0, c_out, step):
-            part = w2[c:c + step].astype(np.int64)
-            lo[c:c + step], hi[c:c + step] = accumulator_range(part, self.zp_in, bias64[c:c + step])
-            magnitude[c:c + step] = np.abs(part).sum(axis=1)
-            total[c:c + step] = part.sum(axis=1)
-        self.ranges = (lo, hi)
+        stats = ChannelStats(w.reshape(c_out, self.k), self.zp_in, bias64)
+        self.ranges = (stats.lo, stats.hi)
         full = Epilogue(data.multipliers, data.shifts, data.output_offset, int(data.act_min), int(data.act_max),
                         self.ranges)
         self.constant = full.constant
-        bound = 128 * magnitude + np.abs(bias64 - self.zp_in * total)
+        bound = 128 * stats.abs_sum + np.abs(bias64 - self.zp_in * stats.total)
         self.dtype = np.float32 if int(bound[~self.constant].max(initial=0)) < (1 << 24) else np.float64
         # the folded GEMM of the in-memory plan (1x1 filters, few input channels, unsigned rounding): a float64
         # operand with the requantization inside, so the epilogue only clamps (Epilogue.fold checks exactness)

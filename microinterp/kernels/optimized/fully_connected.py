@@ -32,7 +32,7 @@ import numpy as np
 from ..fully_connected import KERNEL as REFERENCE
 from ..fully_connected import FullyConnectedData
 from ..fully_connected_bound import code_padding
-from ._epilogue import Epilogue, accumulator_range, gemm, gemm_weights, work_buffer
+from ._epilogue import ChannelStats, Epilogue, accumulator_range, gemm, gemm_weights, work_buffer
 from ._group import GROUP_BYTES, block_rows, group_done, group_for
 
 #: smaller layers keep the reference when it has per-channel step-function requantization: measured on the zoo,
@@ -92,16 +92,10 @@ class FullyConnectedBands:
         w2 = w.reshape(-1, accum)[:depth]
         self.zp_in = -data.input_offset
         bias = np.asarray(data.bias, np.int64).reshape(-1)[:depth]
-        lo, hi, folded = (np.empty(depth, np.int64) for _ in range(3))
-        biggest = 1
-        step = max(1, (1 << 17) // max(accum, 1))
-        for c in range(0, depth, step):
-            part = w2[c:c + step].astype(np.int64)
-            lo[c:c + step], hi[c:c + step] = accumulator_range(part, self.zp_in, bias[c:c + step])
-            folded[c:c + step] = bias[c:c + step] - self.zp_in * part.sum(axis=1)
-            biggest = max(biggest, int(np.abs(part).max(initial=1)))
-        self.ranges, self.folded_bias = (lo, hi), folded.astype(np.float64)
-        self.slice = max(1, min(accum, (1 << 24) // (128 * biggest)))
+        stats = ChannelStats(w2, self.zp_in, bias)
+        self.ranges = (stats.lo, stats.hi)
+        self.folded_bias = (bias - self.zp_in * stats.total).astype(np.float64)
+        self.slice = max(1, min(accum, (1 << 24) // (128 * max(stats.abs_max, 1))))
         self.accum, self.depth = accum, depth
         self.group = max(1, min(depth, GROUP_BYTES // (4 * accum)))
         self.epilogues: dict[tuple[int, int], Epilogue] = {}
