@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from microinterp import Interpreter, UnsupportedOpError
 from microinterp.kernels._qutil import unpack_int4
-from microinterp.kernels.optimized._epilogue import Epilogue, accumulator_range, gemm_weights
+from microinterp.kernels.optimized._epilogue import ChannelStats, Epilogue, accumulator_range, gemm_weights
 from microinterp.quant import mbqm, quantize_multiplier, wrap_int32
 
 from ...conftest import MODELS_DIR
@@ -308,3 +308,18 @@ def test_fold(zp, lo):
     big = np.full((601, 1), 127, np.int64)
     ep_big = Epilogue(np.array([1 << 30]), np.array([-10]), zp, lo, 127, accumulator_range(big[:-1].T, 0, big[-1]))
     assert ep_big.kinds()["merged"] == 1 and ep_big.fold(big) is None
+
+
+@pytest.mark.parametrize(("channels", "k"), [(1, 1), (7, 3), (300, 1000), (3, 200_000)])
+def test_channel_stats_equal_the_whole_filter_figures(channels, k):
+    """ChannelStats works a slice of channels at a time (several slices for the larger cases): its figures are the
+    ones computed on the whole filter at once."""
+    rng = np.random.default_rng(channels + k)
+    w = rng.integers(-128, 128, size=(channels, k), dtype=np.int8)
+    bias = rng.integers(-5000, 5000, size=channels).astype(np.int64)
+    stats = ChannelStats(w, -3, bias)
+    lo, hi = accumulator_range(w.astype(np.int64), -3, bias)
+    assert np.array_equal(stats.lo, lo) and np.array_equal(stats.hi, hi)
+    assert np.array_equal(stats.abs_sum, np.abs(w.astype(np.int64)).sum(axis=1))
+    assert np.array_equal(stats.total, w.astype(np.int64).sum(axis=1))
+    assert stats.abs_max == int(np.abs(w.astype(np.int64)).max())
