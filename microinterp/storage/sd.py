@@ -56,7 +56,6 @@ import operator
 import os
 import struct
 import time
-import zlib
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -68,7 +67,7 @@ if TYPE_CHECKING:
 import numpy as np
 
 from ..errors import IntegrityError, StorageError
-from .checksum import DEFAULT_CHECKSUM, Checksum, get_checksum
+from .checksum import DEFAULT_CHECKSUM, Checksum, crc32, get_checksum
 from .crypto import COUNTER_BLOCK, ENTRY_BYTES, IMAGE_ID_BYTES, RecordCipher, check_key
 
 SECTOR_SIZE = 512
@@ -313,7 +312,7 @@ def _digest_all(checksum: Checksum) -> Any:
     """``views -> the digests of every view, concatenated`` (one comparison checks a whole run): crc32 packs
     zlib's integers big-endian in one call, exactly ``checksum(view)`` for each view."""
     if checksum.name == "crc32":
-        return lambda views: struct.pack(f">{len(views)}I", *map(zlib.crc32, views))
+        return lambda views: struct.pack(f">{len(views)}I", *map(crc32, views))
     digest = checksum._fn
     return lambda views: b"".join(map(digest, views))
 
@@ -415,7 +414,7 @@ class SdImage:
         if version != FORMAT_VERSION:
             return "reinitialised", f"format version {version}, this build writes {FORMAT_VERSION}"
         (crc,) = struct.unpack_from("<I", head, _HEADER_CRC_AT)
-        if crc != zlib.crc32(head[:_HEADER_CRC_AT]):
+        if crc != crc32(head[:_HEADER_CRC_AT]):
             return "rebuilt", "header checksum mismatch (torn or corrupted header)"
         (_, _, sector, state, flags, algo, *rest) = _HEADER.unpack_from(head)
         geometry, (w_bytes, a_bytes, entries, used), table_digest, fp_len, fp = \
@@ -500,7 +499,7 @@ class SdImage:
                           self.activation_bytes, self.table_entries,
                           len(self._entries["weights"]) if state == _READY else 0, table_digest, len(fp), fp,
                           self.image_id, key_check, self._counter_limit)
-        struct.pack_into("<I", head, _HEADER_CRC_AT, zlib.crc32(head[:_HEADER_CRC_AT]))
+        struct.pack_into("<I", head, _HEADER_CRC_AT, crc32(head[:_HEADER_CRC_AT]))
         self._pwritev([memoryview(head)], 0, "header", SECTOR_SIZE)
         os.fsync(self._fd)
 

@@ -24,6 +24,18 @@ def test_crc32_is_zlibs():
     assert int.from_bytes(crc(b"hello"), "big") == zlib.crc32(b"hello")
 
 
+@given(st.binary(max_size=5000), st.integers(0, 2**32 - 1))
+def test_the_crc32_in_use_gives_zlibs_values(data, start):
+    """zlib-ng's crc32, when installed (the test extra installs it), is the stdlib's function: an image written with
+    one reads with the other."""
+    from microinterp.storage.checksum import CRC32_IMPLEMENTATION, crc32
+
+    assert CRC32_IMPLEMENTATION in ("zlib", "zlib-ng")
+    assert crc32(data) == zlib.crc32(data) and crc32(data, start) == zlib.crc32(data, start)
+    rows = np.frombuffer(data.ljust(5000, b"x"), np.uint8).reshape(50, 100)
+    assert [crc32(r) for r in rows] == [zlib.crc32(r) for r in rows]    # numpy rows, as a run's records are read
+
+
 @pytest.mark.parametrize("name, size", [("blake2b", 16), ("blake2b-64", 8), ("BLAKE2B", 16)])
 def test_blake2b(name, size):
     algo = get_checksum(name)
@@ -85,3 +97,19 @@ def test_xxh3_real():
     algo = get_checksum("xxh3")
     assert algo(b"abc") == xxhash.xxh3_64(b"abc").digest()
     assert algo(np.arange(100, dtype=np.int32)) == xxhash.xxh3_64(np.arange(100, dtype=np.int32).tobytes()).digest()
+
+
+def test_without_zlib_ng_the_stdlib_crc32_is_used(monkeypatch):
+    import importlib
+
+    from microinterp.storage import checksum
+
+    monkeypatch.setitem(sys.modules, "zlib_ng", None)          # import zlib_ng -> ImportError
+    monkeypatch.setitem(sys.modules, "zlib_ng.zlib_ng", None)
+    try:
+        reloaded = importlib.reload(checksum)
+        assert reloaded.CRC32_IMPLEMENTATION == "zlib" and reloaded.crc32 is zlib.crc32
+        assert reloaded.get_checksum()(b"123456789") == bytes.fromhex("cbf43926")
+    finally:
+        monkeypatch.undo()
+        importlib.reload(checksum)
