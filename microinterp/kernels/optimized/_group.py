@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ._epilogue import claimed_buffer
+from ._buffers import claimed_buffer
 
 #: Most bytes of the shared host block that gathers a group's operands.
 GROUP_BYTES = 6 << 20

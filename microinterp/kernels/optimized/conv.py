@@ -48,16 +48,8 @@ from .._qutil import unpack_int4
 from ..base import HOST_CACHE_BYTES, HostBudget
 from ..conv import KERNEL as REFERENCE
 from ..conv import ConvData
-from ._epilogue import (
-    ChannelStats,
-    Epilogue,
-    accumulator_range,
-    claimed_buffer,
-    gemm,
-    gemm_weights,
-    still_claimed,
-    work_buffer,
-)
+from ._buffers import claimed_buffer, still_claimed, work_buffer
+from ._epilogue import ChannelStats, Epilogue, accumulator_range, gemm, gemm_weights
 from ._group import GROUP_BYTES, block_rows, group_done, group_for
 
 _FOLD_BELOW = 48     # folded GEMM (float64, requantization scale inside) for 1x1 filters with C_in below this: the
@@ -93,7 +85,7 @@ class Im2col:
     :func:`conv_band`).
 
     In memory the block and image are the layer's own (allocated here). ``shared=True`` (out of core) takes them
-    from the host work buffers every band kernel shares (:func:`._epilogue.claimed_buffer`): the 1.0 column and the
+    from the host work buffers every band kernel shares (:func:`._buffers.claimed_buffer`): the 1.0 column and the
     margins are rewritten only when another geometry used the blocks since, so the heap holds one block, not one per
     layer and band geometry."""
 

@@ -56,7 +56,8 @@ from .._blas import matmul
 from .._qutil import unpack_int4
 from ..depthwise_conv import KERNEL as REFERENCE
 from ..depthwise_conv import DepthwiseData
-from ._epilogue import Epilogue, accumulator_range, gemm_weights, work_buffer
+from ._buffers import work_buffer
+from ._epilogue import Epilogue, accumulator_range, gemm_weights
 
 _FOLD = True    # one input channel (the GEMM scheme): requantization scale folded into float64 weights when
                 # Epilogue.fold allows it (the float64 GEMM costs less than the epilogue passes it saves; the taps

@@ -32,7 +32,8 @@ import numpy as np
 from ..fully_connected import KERNEL as REFERENCE
 from ..fully_connected import FullyConnectedData
 from ..fully_connected_bound import code_padding
-from ._epilogue import ChannelStats, Epilogue, accumulator_range, gemm, gemm_weights, work_buffer
+from ._buffers import work_buffer
+from ._epilogue import ChannelStats, Epilogue, accumulator_range, gemm, gemm_weights
 from ._group import GROUP_BYTES, block_rows, group_done, group_for
 
 #: smaller layers keep the reference when it has per-channel step-function requantization: measured on the zoo,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from microinterp.kernels.optimized._epilogue import claimed_buffer
+from microinterp.kernels.optimized._buffers import claimed_buffer
 from microinterp.kernels.optimized._group import block_rows, group_done, group_for
 
 
