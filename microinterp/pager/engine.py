@@ -9,10 +9,12 @@ then write the band back (one command, one checksum per record). Constants in fl
 Every tile is annotated with its work and its MCU cost (:mod:`.profile`). The plans are fixed once built, so every
 invoke's tile records are the same: after the first complete invoke the engine keeps them and later invokes reuse
 them (a throwaway record absorbs the counting) -- except with ``recover=True``, where a recovery adds reads to the
-invoke it happens in, and in dry runs (:meth:`Pager.simulate`), which always count afresh. With ``recover=True`` a checksum failure on
-an activation record recomputes the producing op's tiles that wrote it (recursively, from its own inputs) with
-buffers outside the arena, rewrites them and reads again; a corrupted weights record is rewritten from the model
-(the card's original content). Each event is counted; a model input cannot be recomputed and still raises.
+invoke it happens in, and in dry runs (:meth:`Pager.simulate`), which always count afresh.
+
+With ``recover=True`` a checksum failure on an activation record recomputes the producing op's tiles that wrote it
+(recursively, from its own inputs) with buffers outside the arena, rewrites them and reads again; a corrupted weights
+record is rewritten from the model (the card's original content). Each event is counted; a model input cannot be
+recomputed and still raises.
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ the arena. Steps:
    may be on the card), first on a sizing arena (the tail decides the pools), then on the real one; persistent data
    and variable tensors take the tail exactly as in memory. CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED keep the
    optimized kernel (when the interpreter is optimized): prepared out of core it keeps per-channel metadata instead
-   of whole-tensor plans, and the tiles call its band functions; other ops resolved to the optimized layer use the reference kernel
-   here, whose band functions the tiles call; plugin and explicit kernels keep their own ``invoke`` and run whole;
+   of whole-tensor plans, and the tiles call its band functions; other ops resolved to the optimized layer use the
+   reference kernel here, whose band functions the tiles call; plugin and explicit kernels keep their own
+   ``invoke`` and run whole;
 2. **homes** for every tensor (:mod:`.layout`): constants in flash up to ``flash`` bytes, the rest on the SD weights
    area; activations on the SD activations area;
 3. **pools** from what the tail and the scratch region leave, and **tiles** for every op (:mod:`.plan`); when an op

@@ -18,10 +18,9 @@ How an op runs (``Tiler.mode``):
 Row-band computations call the kernels' band functions -- the optimized CONV_2D / DEPTHWISE_CONV_2D ones
 (``conv_band``, ``depthwise_band``: the optimized kernels' GEMM and epilogue on the band, bit-exact with the
 reference; a streamed filter's channel tiles are multiplied in groups, :mod:`..kernels.optimized._group`) when the
-interpreter runs optimized kernels, else the reference ones (``conv_rows``, ``depthwise_rows``),
-and the reference ``pool_rows`` / ``pad_rows`` -- the same code that computes the whole tensor in memory -- or the
-kernel's ``invoke`` on band views for elementwise ops, whose result at a position depends only on the inputs at that
-position.
+interpreter runs optimized kernels, else the reference ones (``conv_rows``, ``depthwise_rows``), and the reference
+``pool_rows`` / ``pad_rows`` -- the same code that computes the whole tensor in memory -- or the kernel's
+``invoke`` on band views for elementwise ops, whose result at a position depends only on the inputs at that position.
 """
 
 from __future__ import annotations

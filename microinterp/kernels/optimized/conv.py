@@ -45,7 +45,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from .._qutil import unpack_int4
-from ..base import HOST_CACHE_BYTES, HostBudget
+from ..base import HostBudget
 from ..conv import KERNEL as REFERENCE
 from ..conv import ConvData
 from ._buffers import claimed_buffer, still_claimed, work_buffer
@@ -117,8 +117,13 @@ class Im2col:
             self.interior = (slice(None), slice(r0 + ph, max(r0, r1) + ph), slice(c0 + pw, max(c0, c1) + pw))
         self.cols = self.image = None
         if not shared:
-            image = None if self.image_shape is None else np.empty(self.image_shape, self.dtype)
-            self._bind(np.empty((self.rows, self.k + 1), self.dtype), image)
+            self.own()
+
+    def own(self) -> None:
+        """Allocate this geometry's own block and image (no longer shared)."""
+        self.shared = False
+        image = None if self.image_shape is None else np.empty(self.image_shape, self.dtype)
+        self._bind(np.empty((self.rows, self.k + 1), self.dtype), image)
 
     @property
     def nbytes(self) -> int:
@@ -256,9 +261,8 @@ class ConvBands:
                          shared=True)
             # a small block of its own while the budget allows: the bands of a fused chain alternate between
             # layers, and a shared block would be re-initialised at every switch
-            nbytes = geo.nbytes
-            if nbytes <= OWN_IM2COL_BYTES and self.budget.take(nbytes):
-                geo = Im2col(dataclasses.replace(data, pad_h=pad_h), x_shape, y_shape, self.kernel_hw, self.dtype)
+            if geo.nbytes <= OWN_IM2COL_BYTES and self.budget.take(geo.nbytes):
+                geo.own()
             self.geometries[key] = geo
         return geo
 
@@ -400,8 +404,7 @@ def _bands(ctx, op, data: ConvData) -> ConvBands | None:
     if data.int4_packed is not None:
         return None             # out of core, int4 filters run whole (the reference path)
     found = _fast_weights(ctx, op, data)
-    budget = getattr(ctx, "host_budget", None) or HostBudget(HOST_CACHE_BYTES)
-    return None if found is None else ConvBands(data, *found, budget)
+    return None if found is None else ConvBands(data, *found, ctx.host_budget)
 
 
 class Conv2D:
