@@ -35,12 +35,17 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import ConfigError
 from .model import Model, load_model
+from .planner.lifetimes import ScratchRequest
+
+if TYPE_CHECKING:
+    from .kernels.base import PrepareContext
+    from .targets import Target
 
 #: TFLM's MicroArenaBufferAlignment(): kernels' persistent buffers and variables are 16-aligned.
 BUFFER_ALIGNMENT = 16
@@ -55,33 +60,37 @@ class Abi:
     size_t: int
     double_align: int = 8
     int64_align: int = 8
+    #: sizeof a C enum whose values fit in a byte: 1 where the ABI has "short enums" (arm-none-eabi-gcc's default
+    #: for bare-metal Arm: TfLiteType, TfLiteFusedActivation, TfLitePadding ... take one byte), else 4.
+    enum: int = 4
 
     def sizeof(self, fields: str) -> int:
         """``sizeof`` a struct given as a string of field codes (C layout: each field at its alignment, the total
         rounded up to the largest alignment). Codes: ``b`` bool/int8, ``h`` int16, ``i`` int32/int/float/enum,
-        ``q`` int64, ``d`` double, ``p`` pointer, ``z`` size_t / intptr_t; spaces are ignored."""
+        ``q`` int64, ``d`` double, ``p`` pointer, ``z`` size_t / intptr_t, ``e`` a small enum; spaces are ignored."""
         size, align = 0, 1
         for code in fields.replace(" ", ""):
             n, a = {"b": (1, 1), "h": (2, 2), "i": (4, 4), "q": (8, self.int64_align), "d": (8, self.double_align),
-                    "p": (self.pointer, self.pointer), "z": (self.size_t, self.size_t)}[code]
+                    "p": (self.pointer, self.pointer), "z": (self.size_t, self.size_t),
+                    "e": (self.enum, self.enum)}[code]
             size = (size + a - 1) // a * a + n
             align = max(align, a)
         return (size + align - 1) // align * align
 
     def alignof(self, fields: str) -> int:
         return max({"b": 1, "h": 2, "i": 4, "q": self.int64_align, "d": self.double_align, "p": self.pointer,
-                    "z": self.size_t}[c] for c in fields.replace(" ", ""))
+                    "z": self.size_t, "e": self.enum}[c] for c in fields.replace(" ", ""))
 
 
-ILP32 = Abi("ilp32", pointer=4, size_t=4)    # Cortex-M (arm-none-eabi, AAPCS)
+ILP32 = Abi("ilp32", pointer=4, size_t=4, enum=1)    # Cortex-M (arm-none-eabi-gcc, AAPCS, short enums)
 LP64 = Abi("lp64", pointer=8, size_t=8)      # x86-64 Linux: the tflite-micro wheel
 ABIS: Mapping[str, Abi] = MappingProxyType({"ilp32": ILP32, "lp64": LP64})
 
 # -- TFLM structs (field codes for Abi.sizeof) -------------------------------------------------------------------------
 #: common.h, TF_LITE_STATIC_MEMORY: quantization{type, params*}, params{scale, zero_point}, data*, dims*, bytes,
 #: type, allocation_type, is_variable.
-TFLITE_TENSOR = "ip ii p p z i i b"
-TFLITE_EVAL_TENSOR = "p p i"                       # data*, dims*, type
+TFLITE_TENSOR = "ep ii p p z e e b"
+TFLITE_EVAL_TENSOR = "p p e"                       # data*, dims*, type
 TFLITE_NODE = "p p p p p p i"                      # inputs, outputs, intermediates, user_data, builtin_data,
 #                                                    custom_initial_data, custom_initial_data_size
 NODE_AND_REGISTRATION = TFLITE_NODE + " p"         # + const TFLMRegistration*
@@ -135,6 +144,29 @@ BUILTIN_DATA: Mapping[str, tuple[int, int]] = MappingProxyType({
     "MEAN": (1, 1), "SUM": (1, 1), "REDUCE_MAX": (1, 1), "REDUCE_MIN": (1, 1), "REDUCE_PROD": (1, 1),
 })
 
+#: Builtin options on a Cortex-M build, as field codes for :meth:`Abi.sizeof` (core/c/builtin_op_data.h of the device
+#: build's TFLM, :data:`microinterp.targets.BUILD`). Under arm-none-eabi's short enums a struct of enums and bools is
+#: a few bytes with alignment 1 (TfLiteFullyConnectedParams: 5 bytes). The LP64 replay keeps :data:`BUILTIN_DATA`,
+#: which is what the wheel's (newer) TFLM allocates.
+DEVICE_BUILTIN_DATA: Mapping[str, str] = MappingProxyType({
+    "CONV_2D": "eiieiie", "DEPTHWISE_CONV_2D": "eiiieii", "TRANSPOSE_CONV": "eiiee", "FULLY_CONNECTED": "eebbe",
+    "AVERAGE_POOL_2D": "eiiiieiiii", "MAX_POOL_2D": "eiiiieiiii", "L2_POOL_2D": "eiiiieiiii", "SOFTMAX": "i",
+    "RESHAPE": "i" * 9, "SQUEEZE": "i" * 9, "ADD": "eb", "SUB": "eb", "MUL": "e", "DIV": "e",
+    "CONCATENATION": "ie", "PACK": "ii", "UNPACK": "ii", "GATHER": "ii", "STRIDED_SLICE": "iiiiib",
+    "LEAKY_RELU": "i", "SPLIT": "i", "SPLIT_V": "i", "ARG_MAX": "e", "ARG_MIN": "e", "SHAPE": "e", "SVDF": "ieb",
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": "eiibbb", "CAST": "ee", "RESIZE_BILINEAR": "bb", "RESIZE_NEAREST_NEIGHBOR": "bb",
+    "MEAN": "b", "SUM": "b", "REDUCE_MAX": "b", "REDUCE_MIN": "b", "REDUCE_PROD": "b",
+})
+
+
+def builtin_data(op_name: str, abi: Abi) -> tuple[int, int]:
+    """(bytes, alignof) of the builtin options TFLM parses for ``op_name`` under ``abi``; (0, 1) when none."""
+    if abi.name == "lp64":
+        return BUILTIN_DATA.get(op_name, (0, 1))
+    spec = DEVICE_BUILTIN_DATA.get(op_name)
+    return (abi.sizeof(spec), abi.alignof(spec)) if spec else (0, 1)
+
+
 #: Categories of :attr:`ArenaEstimate.categories`, in allocation order.
 CATEGORIES = ("allocator", "eval_tensors", "nodes", "builtin_data", "op_data", "kernel_arrays", "scratch_handles",
               "variables", "io_pointer_arrays", "io_tensors", "io_quantization")
@@ -158,6 +190,8 @@ class ArenaEstimate:
     counts: Mapping[str, int]
     per_op: tuple[Mapping[str, Any], ...] = field(repr=False)
     unknown_ops: tuple[str, ...] = ()
+    target: str | None = None
+    unmodelled_ops: tuple[str, ...] = ()
 
     @property
     def total_bytes(self) -> int:
@@ -167,7 +201,8 @@ class ArenaEstimate:
         return {"abi": self.abi, "compression": self.compression, "head_bytes": self.head_bytes,
                 "persistent_bytes": self.persistent_bytes, "total_bytes": self.total_bytes,
                 "categories": dict(self.categories), "requested": dict(self.requested), "counts": dict(self.counts),
-                "unknown_ops": list(self.unknown_ops)}
+                "unknown_ops": list(self.unknown_ops), "target": self.target,
+                "unmodelled_ops": list(self.unmodelled_ops)}
 
 
 class _Tail:
@@ -228,12 +263,10 @@ def _skips_prepare(op: Any, tensors: Any) -> bool:
             and w.quantization.scales.size == 1)
 
 
-def _replay_prepare(model: Model, resolver: Any) -> tuple[list[tuple[list[int], int]], int]:
+def _replay_prepare(model: Model, resolver: Any) -> tuple[list[tuple[list[int], list[ScratchRequest]]], PrepareContext]:
     """One pass of microinterp's reference ``prepare`` over subgraph 0 (the layer that mirrors TFLM's Prepare):
-    per op (sizes of its persistent arrays, number of scratch requests), and the head of TFLM's greedy plan."""
+    per op (sizes of its persistent arrays, its scratch requests), and the context (its scratch requests in order)."""
     from .kernels.base import PrepareContext
-    from .planner import allocation_infos, buffer_requests, plan_greedy
-    from .planner.greedy import plan_size
 
     sg = model.main
     arena = _RecordingArena()
@@ -244,19 +277,50 @@ def _replay_prepare(model: Model, resolver: Any) -> tuple[list[tuple[list[int], 
         kernel = resolver.find(op.key, False)
         if kernel is not None and not _skips_prepare(op, sg.tensors):
             kernel.prepare(ctx, op)
-        records.append((arena.allocations[n_arrays:], len(ctx.scratch_requests) - n_scratch))
-    requests, _ = buffer_requests(allocation_infos(model, ctx.scratch_requests))
-    return records, plan_size(requests, plan_greedy(requests))
+        records.append((arena.allocations[n_arrays:], ctx.scratch_requests[n_scratch:]))
+    return records, ctx
 
 
-def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = False) -> ArenaEstimate:
+def _device_prepare(model: Model, records: list, target: Any) -> tuple[list, dict[int, int], set[str]]:
+    """Per op of subgraph 0, what ``target``'s kernel set takes instead of the reference kernel: (arrays, scratch
+    requests) per op, OpData bytes of the ops whose kernel differs, and the ops whose device Prepare is not
+    modelled."""
+    from .kernels.cmsis_nn import UNMODELLED, device_prepare
+
+    sg = model.main
+    out, opdata, unmodelled = [], {}, set()
+    for op, (arrays, scratch) in zip(sg.operators, records):
+        dp = device_prepare(op, sg.tensors, target.features) if target.kernels == "cmsis-nn" else None
+        if dp is None:
+            if target.kernels == "cmsis-nn" and op.key in UNMODELLED:
+                unmodelled.add(op.key)
+            out.append((arrays, scratch))
+            continue
+        opdata[op.index] = dp.opdata
+        out.append((list(arrays) + list(dp.persistent),
+                    [ScratchRequest(sg.index, op.index, n) for n in dp.scratch]))
+    return out, opdata, unmodelled
+
+
+def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = False,
+                   target: Target | str | None = None) -> ArenaEstimate:
     """Predict TFLM's arena for a model on a target with ``abi`` (default: a 32-bit Cortex-M).
 
     ``source``: an :class:`~microinterp.interpreter.Interpreter`, a :class:`~microinterp.model.Model`, a path or
     ``.tflite`` bytes. One pass of the reference ``prepare`` gives the kernels' arrays and scratch requests, and
     TFLM's greedy plan of them the head (ABI-independent: the plan is the same on every target; it equals
     ``Interpreter.head_bytes``).
+
+    ``target`` (a :class:`~microinterp.targets.Target` or a core name such as ``"cortex-m55"``) replays that
+    firmware build instead: ILP32 structs, no compression, and for CMSIS-NN kernels their OpData, scratch requests
+    (sized for the core's feature set) and persistent buffers (:mod:`microinterp.kernels.cmsis_nn`); the head is
+    then the greedy plan over the device's scratch requests and can differ from ``Interpreter.head_bytes``.
     """
+    if target is not None:
+        from .targets import get_target
+
+        target = get_target(target)
+        abi, compression = ILP32, False
     if isinstance(abi, str):
         if abi.lower() not in ABIS:
             raise ConfigError(f"unknown ABI {abi!r}; known: {', '.join(ABIS)}")
@@ -269,7 +333,17 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
     else:
         model = load_model(os.fspath(source) if isinstance(source, os.PathLike) else source)
         resolver = default_resolver()
-    records, head = _replay_prepare(model, resolver)
+    from .planner import allocation_infos, buffer_requests, plan_greedy
+    from .planner.greedy import plan_size
+
+    records, ctx = _replay_prepare(model, resolver)
+    device_opdata: dict[int, int] = {}
+    unmodelled: set[str] = set()
+    if target is not None:
+        records, device_opdata, unmodelled = _device_prepare(model, records, target)
+    scratch_requests = [r for _, reqs in records for r in reqs]
+    requests, _ = buffer_requests(allocation_infos(model, scratch_requests))
+    head = plan_size(requests, plan_greedy(requests))
     t = _Tail()
     ptr = abi.pointer
 
@@ -289,7 +363,7 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
     builtin_of: dict[int, int] = {}
     for sg in model.subgraphs:
         for op in sg.operators:
-            size, align = BUILTIN_DATA.get(op.name, (0, 1))
+            size, align = builtin_data(op.name, abi)
             if size:
                 t.alloc("builtin_data", size, align)
             if sg.index == 0:
@@ -298,7 +372,8 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
     opdata_of: dict[int, int] = {}
     for sg in model.subgraphs:
         for op in sg.operators:
-            n = opdata_bytes(op.name, abi, compression)
+            n = device_opdata.get(op.index) if sg.index == 0 else None
+            n = opdata_bytes(op.name, abi, compression) if n is None else n
             if n is None:
                 unknown.add(op.name)
                 n = 0
@@ -311,7 +386,7 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
         for n in arrays:
             t.alloc("kernel_arrays", n, BUFFER_ALIGNMENT)
     # 6. FinishModelAllocation: scratch buffer handles, then variable tensors.
-    scratch = sum(k for _, k in records)
+    scratch = len(scratch_requests)
     if scratch:
         t.alloc("scratch_handles", abi.sizeof(SCRATCH_BUFFER_HANDLE) * scratch, ptr)
     for tensor in model.main.tensors:
@@ -330,8 +405,10 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
     per_op = tuple(
         MappingProxyType({"index": op.index, "op": op.name, "builtin_bytes": builtin_of[op.index],
                           "op_data_bytes": opdata_of[op.index], "array_bytes": sum(records[op.index][0]),
-                          "scratch_requests": records[op.index][1]})
+                          "scratch_requests": len(records[op.index][1]),
+                          "scratch_bytes": [r.nbytes for r in records[op.index][1]]})
         for op in model.main.operators)
     return ArenaEstimate(abi=abi.name, compression=compression, head_bytes=int(head), persistent_bytes=t.tail,
                          categories=MappingProxyType(dict(t.used)), requested=MappingProxyType(dict(t.requested)),
-                         counts=MappingProxyType(dict(t.count)), per_op=per_op, unknown_ops=tuple(sorted(unknown)))
+                         counts=MappingProxyType(dict(t.count)), per_op=per_op, unknown_ops=tuple(sorted(unknown)),
+                         target=None if target is None else target.name, unmodelled_ops=tuple(sorted(unmodelled)))

@@ -1,0 +1,96 @@
+"""Device targets: which firmware build ``Interpreter(model, target=...)`` and ``deploy --target`` stand for.
+
+A firmware is TFLM compiled for one Cortex-M core, usually with the CMSIS-NN kernels (``OPTIMIZED_KERNEL_DIR=cmsis_nn``).
+Its arena differs from the x86-64 wheel's in two ways, and a :class:`Target` names both:
+
+* **the kernel set's Prepare**: CMSIS-NN's TFLM kernels (``tensorflow/lite/micro/kernels/cmsis_nn/*.cc``) keep
+  other OpData structs, request other scratch buffers and, on some cores, keep extra persistent buffers; what they
+  request depends on the core's feature set, as CMSIS-NN's ``*_get_buffer_size*`` functions do (no DSP extension,
+  DSP, or Helium/MVE). The rules live in :mod:`microinterp.kernels.cmsis_nn`, next to the kernels they describe.
+* **a 32-bit ABI**: TFLM's own structs (eval tensors, nodes, allocator objects) are those of an ILP32 build
+  (:mod:`microinterp.memory32`), built without ``USE_TFLM_COMPRESSION``.
+
+The figures are checked against TFLM's own Cortex-M build run in ``qemu-system-arm`` (the goldens under
+``tests/goldens/device/``; the build is :data:`BUILD`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from .errors import ConfigError
+
+#: The software build the targets model (the device oracle's build; say it wherever a figure is printed).
+BUILD: Mapping[str, str] = MappingProxyType({
+    "tflm": "tensorflow/tflite-micro 90b983c2b3f1480642e040bbd2ddb37b998f3424 (2026-08-20)",
+    "cmsis_nn": "ARM-software/CMSIS-NN 4ab83cc3cc98fb85ed6dafb55e8ca02f1628dcae (pinned by that TFLM)",
+    "compiler": "arm-none-eabi-gcc 12.2.1 (Debian 12.2.rel1), TFLM Makefile flags, KERNELS_OPTIMIZED_FOR_SPEED",
+})
+
+#: Kernel sets a target can be built with.
+KERNEL_SETS = ("cmsis-nn", "reference")
+
+
+@dataclass(frozen=True)
+class Core:
+    """A Cortex-M core: its CMSIS-NN feature set (``none``: plain C, ``dsp``: ARM_MATH_DSP, ``mve``: ARM_MATH_MVEI
+    with Helium), the float ABI its firmware is built with, and the QEMU board the oracle runs it on."""
+
+    name: str
+    features: str
+    float_abi: str
+    board: str
+
+
+CORES: Mapping[str, Core] = MappingProxyType({c.name: c for c in (
+    Core("cortex-m3", "none", "soft", "mps2-an385"),
+    Core("cortex-m4", "dsp", "soft", "mps2-an386"),
+    Core("cortex-m7", "dsp", "soft", "mps2-an500"),
+    Core("cortex-m33", "dsp", "soft", "mps2-an505"),
+    # -mfloat-abi=soft makes GCC drop MVE: a Helium build is a hard-float build.
+    Core("cortex-m55", "mve", "hard", "mps3-an547"),
+)})
+
+
+@dataclass(frozen=True)
+class Target:
+    """One firmware build: a core and a kernel set."""
+
+    core: Core
+    kernels: str = "cmsis-nn"
+
+    @property
+    def name(self) -> str:
+        return f"{self.core.name}/{self.kernels}"
+
+    @property
+    def features(self) -> str:
+        """The CMSIS-NN feature set the kernels are compiled for (``reference`` kernels use none)."""
+        return self.core.features if self.kernels == "cmsis-nn" else "none"
+
+    def describe(self) -> dict[str, str]:
+        """The build this target stands for, for reports."""
+        return {"core": self.core.name, "kernels": self.kernels, "features": self.core.features,
+                "float_abi": self.core.float_abi, **BUILD}
+
+
+def get_target(target: str | Target, kernels: str | None = None) -> Target:
+    """``"cortex-m55"`` (CMSIS-NN kernels), ``"cortex-m4/reference"``, or a :class:`Target`; ``kernels`` overrides
+    the kernel set. Unknown names raise :class:`ConfigError` listing the known ones."""
+    if isinstance(target, Target):
+        return target if kernels is None else Target(target.core, _kernel_set(kernels))
+    if not isinstance(target, str):
+        raise ConfigError(f"target must be a core name such as 'cortex-m55', got {type(target).__name__}")
+    name, _, kset = target.strip().lower().partition("/")
+    if name not in CORES:
+        raise ConfigError(f"unknown target core {target!r}; known cores: {', '.join(CORES)}")
+    return Target(CORES[name], _kernel_set(kernels or kset or "cmsis-nn"))
+
+
+def _kernel_set(name: str) -> str:
+    key = name.strip().lower().replace("_", "-")
+    if key not in KERNEL_SETS:
+        raise ConfigError(f"unknown kernel set {name!r}; known kernel sets: {', '.join(KERNEL_SETS)}")
+    return key
