@@ -14,12 +14,12 @@ class ModelError(MicroInterpError, ValueError):
 class UnsupportedOpError(MicroInterpError):
     """One or more operators have no kernel; ``missing`` lists ``(op_index, op_name)`` for all of them."""
 
-    def __init__(self, missing: list[tuple[int, str]]):
+    def __init__(self, missing: list[tuple[int, str]], where: str = ""):
         self.missing = list(missing)
         names = sorted({name for _, name in self.missing})
-        where = ", ".join(f"op {i} {name}" for i, name in self.missing)
+        ops = ", ".join(f"op {i} {name}" for i, name in self.missing)
         super().__init__(
-            f"{len(self.missing)} operator(s) have no kernel ({', '.join(names)}): {where}"
+            f"{len(self.missing)} operator(s) have no kernel{where} ({', '.join(names)}): {ops}"
         )
 
 

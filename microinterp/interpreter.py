@@ -27,11 +27,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from typing import Self
 
+    from .targets import Target
+
 import numpy as np
 
 from .arena import Arena, SizingArena
 from .errors import ArenaOverflowError, ConfigError, HostMemoryError, InputError, UnsupportedOpError
 from .graph import MicroGraph
+from .kernels._qutil import to_int32_arm
 from .kernels.base import InvokeContext, PrepareContext, prepare_ops
 from .litert import LiteRTMixin
 from .mcu import McuProfile, get_profile, kernel_set, op_class
@@ -84,7 +87,7 @@ class Interpreter(LiteRTMixin):
                  flash: int | None = None, mcu: str | McuProfile = "stm32f746", tile: int | None = None,
                  checksum: str = "crc32", recover: bool = False, cost_kernels: str = "optimized",
                  fuse: bool = True, key: Any = None, planner: str = "tflm", max_arena: int = MAX_ARENA,
-                 **kwargs: Any):
+                 target: str | Target | None = None, kernels: str | None = None, **kwargs: Any):
         if kwargs:
             raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
         self.model = load_model(model)
@@ -106,6 +109,10 @@ class Interpreter(LiteRTMixin):
         self._records: list[OpRecord] = []
         self._input_slots: list[tuple] = []         # in memory: (view, dtype, shape) per input, for set_input
         self._output_views: list[np.ndarray | None] = []
+        self.target, self.device, self._device_resets = None, None, ()
+        if target is not None or kernels is not None:
+            self._target(target, kernels, arena, backing)
+            arena = None            # the host runs in an arena of its own plan; the firmware's figures are above
         if isinstance(arena, SharedArena):
             if backing is not None:
                 raise ConfigError("a SharedArena runs its tenants in memory; out of core takes an arena of its own")
@@ -139,6 +146,27 @@ class Interpreter(LiteRTMixin):
                                   "optimized=False (fewer host buffers) or backing='sd.img' to run it out of "
                                   "core") from e
 
+    def _target(self, target: Any, kernels: str | None, arena: Any, backing: Any) -> None:
+        """``target=``: the arena figures become those of that firmware build (:mod:`microinterp.targets`), an
+        ``arena`` smaller than it needs fails as its AllocateTensors does, and kernels that keep no state on the
+        device start every invoke from their initial state. The host itself runs in an arena of its own plan."""
+        from .memory32 import estimate_arena
+        from .targets import check_ops, get_target, stateless_state_tensors
+
+        if target is None:
+            raise ConfigError("kernels= selects the kernel set of a target; pass target='cortex-m4' (or another core)")
+        if backing is not None or isinstance(arena, SharedArena):
+            raise ConfigError("target= models a firmware's own arena; out of core and shared arenas run without it")
+        self.target = get_target(target, kernels)
+        check_ops(self.model, self.target)
+        self.device = estimate_arena(self.model, target=self.target, resolver=self.resolver)
+        if arena is not None and int(arena) < self.device.total_bytes:
+            raise ArenaOverflowError(
+                f"the arena of a {self.target.name} firmware (AllocateTensors fails)", self.device.total_bytes,
+                int(arena), needed_arena=self.device.total_bytes,
+                hint=f"kTensorArenaSize must be at least {self.device.total_bytes} bytes on {self.target.name}")
+        self._device_resets = stateless_state_tensors(self.model, self.target)
+
     @classmethod
     def from_file(cls, path: str | os.PathLike, arena_size: int | None = None, **kwargs: Any) -> Interpreter:
         return cls(os.fspath(path), arena=arena_size, **kwargs)
@@ -170,6 +198,8 @@ class Interpreter(LiteRTMixin):
         op_data = []
         for sg, kernels in zip(self.model.subgraphs, self._sg_kernels):
             ctx = PrepareContext(self.model, sg, arena, scratch_requests=scratch, graph=graph)
+            if self.target is not None:
+                ctx.float_to_int32 = to_int32_arm
             # sizing needs only the arena figures: no kernel should derive host copies of the weights for it
             ctx.weights_resident = not sizing
             # sizing prepares with the reference layer: optimized kernels share its prepare and arena requests, and
@@ -316,6 +346,9 @@ class Interpreter(LiteRTMixin):
             return
         # The host profiler: one clock reading before the first op and after each op; op i's host time is
         # stamps[i + 1] - stamps[i] (its kernel and its dispatch: one list step, one call, one store).
+        if self._device_resets:
+            for ti in self._device_resets:
+                _reset_variable(self._subgraph.tensors[ti], self._views[ti])
         clock = time.perf_counter
         stamps = self._stamps
         stamps[0] = clock()
@@ -431,17 +464,19 @@ class Interpreter(LiteRTMixin):
 
     @property
     def head_bytes(self) -> int:
-        """Planned, non-persistent bytes (TFLM's "Arena allocation head")."""
-        return self.arena.head_bytes
+        """Planned, non-persistent bytes (TFLM's "Arena allocation head"; with ``target=``, the firmware's)."""
+        return self.arena.head_bytes if self.device is None else self.device.head_bytes
 
     @property
     def tail_bytes(self) -> int:
-        """Persistent bytes (kernel persistent buffers and variable tensors)."""
-        return self.arena.tail_bytes
+        """Persistent bytes: kernel persistent buffers and variable tensors; with ``target=``, the firmware's whole
+        tail (TFLM's own structs too)."""
+        return self.arena.tail_bytes if self.device is None else self.device.persistent_bytes
 
     @property
     def arena_used_bytes(self) -> int:
-        return self.arena.used_bytes
+        """With ``target=``, the firmware's ``MicroInterpreter::arena_used_bytes()``."""
+        return self.arena.used_bytes if self.device is None else self.device.total_bytes
 
     # -- out of core and profile -------------------------------------------------------------------------------------
     @property

@@ -112,7 +112,7 @@ MICRO_BUILTIN_DATA_ALLOCATOR = "p p"               # vtable, persistent_allocato
 _OP_DATA_CONV = "iiii iii ii pp ii i"              # micro/kernels/conv.h OpDataConv
 _OP_DATA_FC = "iiii i iii i pp b"                  # micro/kernels/fully_connected.h OpDataFullyConnected
 _SOFTMAX_PARAMS = "d iiiiiii ppppp"                # kernels/internal/types.h SoftmaxParams
-_COMPRESSION_EXTRA = {"CONV_2D": "ii", "DEPTHWISE_CONV_2D": "ii", "FULLY_CONNECTED": "ii"}
+_COMPRESSION_EXTRA = {"CONV_2D": "ii", "DEPTHWISE_CONV_2D": "ii", "FULLY_CONNECTED": "ii", "CONCATENATION": "i" * 10}
 
 #: Kernel OpData allocated in Init: op -> field codes (a struct with pointers, whose size depends on the ABI) or a
 #: byte count (a struct of int32/float/int8/int16/int64/double fields only: the same size under ILP32 and LP64, and
@@ -125,7 +125,8 @@ OPDATA: Mapping[str, str | int] = MappingProxyType({
     "RELU": 28, "RELU6": 8, "LOGISTIC": 16, "TANH": 16, "HARD_SWISH": 20, "LEAKY_RELU": 24,
     "QUANTIZE": 32, "DEQUANTIZE": 32, "PAD": 56, "PADV2": 56, "MEAN": 44, "SUM": 44, "REDUCE_MAX": 44,
     "STRIDED_SLICE": 84, "GATHER": 20, "UNIDIRECTIONAL_SEQUENCE_LSTM": 688,
-    "CONCATENATION": "b pp h i i iiiiiiiiii",       # ConcatenationParams + 10 int32 (80 bytes on LP64, measured)
+    "CONCATENATION": "ipp iii",                      # ConcatenationParams (+ 10 scratch indices with compression)
+    "DIV": 28, "CAST": 0, "PACK": 0,
     "RESHAPE": 0, "TRANSPOSE": 0, "MAXIMUM": 0, "MINIMUM": 0, "SQUEEZE": 0, "EXPAND_DIMS": 0, "ARG_MAX": 0,
     "ARG_MIN": 0, "RESIZE_NEAREST_NEIGHBOR": 0, "RESIZE_BILINEAR": 0, "SPLIT": 0, "SPLIT_V": 0, "SHAPE": 0,
 })
@@ -303,7 +304,7 @@ def _device_prepare(model: Model, records: list, target: Any) -> tuple[list, dic
 
 
 def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = False,
-                   target: Target | str | None = None) -> ArenaEstimate:
+                   target: Target | str | None = None, resolver: Any = None) -> ArenaEstimate:
     """Predict TFLM's arena for a model on a target with ``abi`` (default: a 32-bit Cortex-M).
 
     ``source``: an :class:`~microinterp.interpreter.Interpreter`, a :class:`~microinterp.model.Model`, a path or
@@ -332,7 +333,7 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
         model, resolver = source.model, source.resolver
     else:
         model = load_model(os.fspath(source) if isinstance(source, os.PathLike) else source)
-        resolver = default_resolver()
+        resolver = resolver if resolver is not None else default_resolver()
     from .planner import allocation_infos, buffer_requests, plan_greedy
     from .planner.greedy import plan_size
 
@@ -369,9 +370,19 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
             if sg.index == 0:
                 builtin_of[op.index] = size
     # 4. Init: each op's OpData (InitSubgraphs walks every subgraph).
+    from .kernels.signal.arena import init_allocations
+
     opdata_of: dict[int, int] = {}
     for sg in model.subgraphs:
         for op in sg.operators:
+            inits = init_allocations(op, sg.tensors, abi) if op.name == "CUSTOM" else None
+            if inits is not None:           # a signal-library kernel keeps everything from its Init
+                for nbytes in inits:
+                    t.alloc("op_data", nbytes, BUFFER_ALIGNMENT)
+                if sg.index == 0:
+                    opdata_of[op.index] = sum(inits)
+                    records[op.index] = ([], records[op.index][1])
+                continue
             n = device_opdata.get(op.index) if sg.index == 0 else None
             n = opdata_bytes(op.name, abi, compression) if n is None else n
             if n is None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 from .errors import ConfigError
 
@@ -94,3 +95,39 @@ def _kernel_set(name: str) -> str:
     if key not in KERNEL_SETS:
         raise ConfigError(f"unknown kernel set {name!r}; known kernel sets: {', '.join(KERNEL_SETS)}")
     return key
+
+
+def check_ops(model: Any, target: Target) -> None:
+    """Refuse a model with ops the firmware build has no kernel for (TFLM registers no such op or custom code),
+    listing every one of them (:class:`~microinterp.errors.UnsupportedOpError`)."""
+    from .deploy import RESOLVER_METHODS
+    from .errors import UnsupportedOpError
+
+    missing = [(op.index if sg.index == 0 else f"{sg.index}:{op.index}", op.key)
+               for sg in model.subgraphs for op in sg.operators if op.key not in RESOLVER_METHODS]
+    if missing:
+        raise UnsupportedOpError(missing, where=f" in TFLM's {target.name} build")
+
+
+#: CMSIS-NN kernels that keep no state between invokes where TFLM's reference kernel does: TFLM's CMSIS-NN LSTM
+#: (int8 or int16 activations, int16 cell) calls ``arm_lstm_unidirectional_s8/s16`` with no hidden-state buffer,
+#: so CMSIS-NN zeroes the cell state and starts from a zero hidden state on every invoke, and the variable state
+#: tensors are never written (cmsis_nn/unidirectional_sequence_lstm.cc, CMSIS-NN arm_lstm_unidirectional_s8.c).
+STATELESS_OPS = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19)}
+
+
+def stateless_state_tensors(model: Any, target: Target) -> tuple[int, ...]:
+    """Variable tensors of subgraph 0 that ``target``'s kernels start from their initial value on every invoke."""
+    if target.kernels != "cmsis-nn":
+        return ()
+    sg = model.main
+    found: list[int] = []
+    for op in sg.operators:
+        slots = STATELESS_OPS.get(op.key, ())
+        x = sg.tensors[op.inputs[0]] if op.inputs and op.inputs[0] >= 0 else None
+        if not slots or x is None or x.type_name not in ("INT8", "INT16"):
+            continue
+        for slot in slots:
+            if slot < len(op.inputs) and op.inputs[slot] >= 0 and sg.tensors[op.inputs[slot]].is_variable:
+                found.append(op.inputs[slot])
+    return tuple(found)

@@ -7,6 +7,8 @@ convolutions, ...).
   then ``cvttss2si``, which yields INT32_MIN for NaN and for anything outside [-2^31, 2^31). TFLM's float->int paths
   then add the zero point in int32 (wrapping) and clamp, so a huge positive value can end up at the *lowest* or
   the highest code depending on the zero point -- the wheel really does this.
+* :func:`to_int32_arm` -- the same cast on a Cortex-M, which saturates (NaN -> 0): what a ``target=`` build uses
+  (the prepare context's ``float_to_int32``).
 * :func:`all_codes` / :func:`lookup` -- element-wise functions of one 8/16-bit input are evaluated once, in prepare,
   on every possible input code (the same vectorized formula), and invoke becomes a table lookup. The table is
   host memory of the OpData, not arena memory (TFLM computes per element; the result is identical).
@@ -33,6 +35,7 @@ __all__ = [
     "lookup",
     "qparams",
     "round_to_int32",
+    "to_int32_arm",
     "to_int32_x86",
     "unpack_int4",
 ]
@@ -62,6 +65,13 @@ def to_int32_x86(v) -> np.ndarray:
     if not ok.all():
         v = np.where(ok, v, float(INT32_MIN))
     return v.astype(np.int64)
+
+
+def to_int32_arm(v) -> np.ndarray:
+    """``static_cast<int32_t>`` of integral-valued doubles on a Cortex-M (int64 result): VCVT, and libgcc's
+    ``__aeabi_f2iz`` on soft-float builds, saturate out-of-range values to INT32_MIN/INT32_MAX and give 0 for NaN."""
+    v = np.asarray(v, dtype=np.float64)
+    return np.nan_to_num(np.clip(v, -2.0 ** 31, 2.0 ** 31 - 1), nan=0.0).astype(np.int64)
 
 
 def round_to_int32(v) -> np.ndarray:

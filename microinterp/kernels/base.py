@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import PrepareError
 from ..model import Model, Operator, Subgraph, Tensor
 from ..planner.lifetimes import ScratchRequest
+from ._qutil import to_int32_x86
 
 
 class Kernel(Protocol):
@@ -68,6 +69,9 @@ class PrepareContext:
         self.weights_resident = True
         #: host memory the kernels of this preparation may keep across invokes (shared by all its ops)
         self.host_budget = HostBudget(HOST_CACHE_BYTES)
+        #: C's ``static_cast<int32_t>`` of an out-of-range float on the build being emulated: x86-64's (INT32_MIN,
+        #: the wheel) unless the interpreter emulates a Cortex-M target (saturation; ``_qutil.to_int32_arm``)
+        self.float_to_int32 = to_int32_x86
 
     # -- tensors -------------------------------------------------------------------------------------------------
     def tensor(self, index: int) -> Tensor:

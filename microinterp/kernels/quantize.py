@@ -24,6 +24,7 @@ TFLM (``micro/kernels/quantize_common.cc``, ``reference/quantize.h``, ``referenc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -53,6 +54,7 @@ class QuantizeData:
     qmin: int
     qmax: int
     lut: np.ndarray | None = field(default=None, repr=False)
+    to_int32: Callable[[np.ndarray], np.ndarray] = field(default=to_int32_x86, repr=False)  # the build's cast
 
 
 def requantize(x: np.ndarray, d: QuantizeData) -> np.ndarray:
@@ -62,12 +64,15 @@ def requantize(x: np.ndarray, d: QuantizeData) -> np.ndarray:
 
 
 def quantize_float(x: np.ndarray, d: QuantizeData) -> np.ndarray:
-    """TFLM ``AffineQuantize``: ``clamp(int32(roundf(x / (float)s_out)) + zp_out)`` (x86 conversion, int32 wrap)."""
-    r = round_half_away(x / np.float32(d.output_scale))  # float64 holding integers
+    """TFLM ``AffineQuantize``: ``clamp(int32(roundf(x / (float)s_out)) + zp_out)`` (the build's float -> int32
+    conversion for NaN, infinities and values beyond int32: x86's or a Cortex-M's; int32 wrap-around)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = round_half_away(x / np.float32(d.output_scale))  # float64 holding integers
     bound = np.maximum(-r.min(), r.max()) if r.size else 0.0  # NaN if any NaN
     if not bound + abs(d.output_zero_point) < 2 ** 31:
         # NaN, +-inf or int32 overflow somewhere: the exact C semantics (INT32_MIN, wrapping zero-point add).
-        return np.clip(wrap_int32(to_int32_x86(r) + d.output_zero_point), d.qmin, d.qmax)
+        with np.errstate(invalid="ignore"):
+            return np.clip(wrap_int32(d.to_int32(r) + d.output_zero_point), d.qmin, d.qmax)
     r += d.output_zero_point  # exact in float64, no overflow possible
     return np.clip(r, d.qmin, d.qmax, out=r)
 
@@ -92,7 +97,7 @@ class Quantize:
         s_out, zp_out = qparams(y)
         qrange = (QMIN[y.type_name], QMAX[y.type_name])
         if x.type_name == "FLOAT32":
-            return QuantizeData("float", s_out, zp_in, zp_out, 0, 0, *qrange)
+            return QuantizeData("float", s_out, zp_in, zp_out, 0, 0, *qrange, to_int32=ctx.float_to_int32)
         m, shift = quantize_multiplier(s_in / s_out)  # Python floats are doubles: double(s_in)/double(s_out)
         data = QuantizeData("requantize", s_out, zp_in, zp_out, m, shift, *qrange)
         if x.type_name == "INT32":

@@ -4,8 +4,8 @@ A golden file (``tests/goldens/device/<core>.<kernels>.json``) holds, for one fi
 the ``arena_used_bytes()`` of a plain ``MicroInterpreter`` with its head and tail, each node's persistent bytes
 (from ``Init`` and from ``Prepare``, alignment padding included) and scratch requests, the instructions each node
 took on the first input (``qemu -icount shift=5``: SysTick ticks over the calibrated ticks per instruction), and
-the raw output bytes for :data:`SEEDS` seeded inputs made by :func:`seeded_input` (the firmware's harness runs the
-same xorshift32 generator).
+the output bytes (:func:`output_digest`) for :data:`SEEDS` seeded inputs made by :func:`seeded_input` (the
+firmware's harness runs the same xorshift32 generator).
 
 :func:`parse_log` turns the harness's log (``ORACLE ...`` lines) into a golden entry; the generator that builds the
 firmware is not part of this repository (it compiles fetched third-party sources; see docs/device-oracle.md).
@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-#: Seeds of the oracle's inputs.
-SEEDS = (0, 1, 2)
+#: Seeds of the oracle's inputs; the last one fills float inputs with raw bytes too (NaN, infinities, 1e38 ...).
+SEEDS = (0, 1, 2, 3)
+RAW_SEED = 3
 #: Where the goldens live, one file per core and kernel set.
 GOLDEN_DIR = Path(__file__).resolve().parents[2] / "tests" / "goldens" / "device"
 
@@ -44,12 +45,12 @@ def _xorshift32(state: int, n: int) -> np.ndarray:
 def seeded_input(dtype: np.dtype, shape: tuple[int, ...], seed: int, index: int) -> np.ndarray:
     """The oracle harness's input ``index`` for ``seed``: xorshift32 seeded with
     ``0x9E3779B9 ^ seed*0x85EBCA6B ^ index*0xC2B2AE35``; float32 elements are ``(x >> 8) / 2**23 - 1`` (in [-1, 1),
-    computed in float32 as the firmware does), bool elements ``x & 1``, every other type one byte ``x >> 24`` per
-    byte of the tensor."""
+    computed in float32 as the firmware does) except for :data:`RAW_SEED`, bool elements ``x & 1``, every other
+    type one byte ``x >> 24`` per byte of the tensor."""
     dtype = np.dtype(dtype)
     state = (0x9E3779B9 ^ ((seed * 0x85EBCA6B) & 0xFFFFFFFF) ^ ((index * 0xC2B2AE35) & 0xFFFFFFFF)) or 1
     count = int(np.prod(shape, dtype=np.int64))
-    if dtype == np.float32:
+    if dtype == np.float32 and seed != RAW_SEED:
         x = _xorshift32(state, count)
         return ((x >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / 8388608.0)
                 - np.float32(1.0)).reshape(shape)
@@ -88,10 +89,22 @@ def parse_log(text: str, model_bytes: bytes) -> dict[str, Any]:
         elif m := _CALIB.search(line):
             calib = int(m[1])
     entry["nodes"] = nodes
-    entry["outputs"] = [["".join(outputs[s][o]) for o in sorted(outputs[s])] for s in sorted(outputs)]
+    entry["outputs"] = [[output_digest(bytes.fromhex("".join(outputs[s][o]))) for o in sorted(outputs[s])]
+                        for s in sorted(outputs)]
     if calib:
         entry["instructions"] = [round(ticks[i] * 2_000_000 / calib) for i in sorted(ticks)]
     return entry
+
+
+#: Outputs up to this many bytes are kept whole (hex) in a golden, larger ones as their SHA-256.
+WHOLE_OUTPUT_BYTES = 4096
+
+
+def output_digest(data: bytes) -> str:
+    """How a golden keeps one output: its bytes in hex, or ``sha256:<digest>`` above :data:`WHOLE_OUTPUT_BYTES`."""
+    if len(data) <= WHOLE_OUTPUT_BYTES:
+        return data.hex()
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def golden_path(core: str, kernels: str) -> Path:
@@ -119,3 +132,38 @@ def model_file(name: str) -> str | None:
         if p.exists():
             return str(p)
     return None
+
+
+def build_info(core: str, kernels: str) -> dict[str, Any]:
+    """What a golden file says of the build it was measured on."""
+    from ..targets import BUILD, get_target
+
+    t = get_target(core, kernels)
+    return {"core": core, "kernels": kernels, "features": t.features, "float_abi": t.core.float_abi,
+            "board": t.core.board, **BUILD,
+            "emulator": "qemu-system-arm 7.2 (Debian), semihosting, -icount shift=5",
+            "harness": "a plain MicroInterpreter (arena_used_bytes, head, tail); each registration's init/prepare/"
+                       "invoke wrapped to record persistent bytes, scratch requests and SysTick ticks",
+            "seeds": list(SEEDS), "raw_seed": RAW_SEED}
+
+
+def write_goldens(log_dir: str, core: str, kernels: str, models: list[str] | None = None) -> Path:
+    """Parse every ``<model>.log`` of ``log_dir`` (the harness's output for one build) into the golden file of
+    ``core``/``kernels``; models whose file is not in ``../shared`` are skipped."""
+    entries = {}
+    for log in sorted(Path(log_dir).glob("*.log")):
+        name = log.stem
+        path = model_file(name)
+        if path is None or (models is not None and name not in models):
+            continue
+        entries[name] = parse_log(log.read_text(errors="replace"), Path(path).read_bytes())
+    out = golden_path(core, kernels)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"build": build_info(core, kernels), "models": entries}, indent=1) + "\n")
+    return out
+
+
+if __name__ == "__main__":        # python -m microinterp.testing.device LOG_DIR CORE KERNELS
+    import sys
+
+    print(write_goldens(sys.argv[1], sys.argv[2], sys.argv[3]))
