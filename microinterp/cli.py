@@ -82,7 +82,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     if args.strategy == "all":
         return _plan_strategies(args)
-    it = Interpreter(args.model, arena=args.arena, optimized=not args.reference, planner=args.strategy)
+    target = {} if args.target is None else {"target": args.target, "kernels": args.kernels}
+    it = Interpreter(args.model, arena=args.arena, optimized=not args.reference, planner=args.strategy, **target)
     rows = it.plan_table()
     if args.json:
         doc = {
@@ -92,13 +93,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "tail_bytes": it.tail_bytes,
             "arena_used_bytes": it.arena_used_bytes,
             "planner": "linear" if it.preserve_all_tensors else {"tflm": "greedy"}.get(it.planner, it.planner),
+            "target": None if it.target is None else it.target.describe(),
             "buffers": rows,
         }
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    print(f"arena {it.arena_size} bytes: head {it.head_bytes} (planned) + tail {it.tail_bytes} (persistent) "
-          f"= {it.arena_used_bytes} used")
+    if it.target is not None:
+        print(f"the firmware built for {it.target.name}: head {it.head_bytes} (planned, its scratch buffers "
+              f"included) + tail {it.tail_bytes} (persistent) = {it.arena_used_bytes} used (arena_used_bytes())")
+    else:
+        print(f"arena {it.arena_size} bytes: head {it.head_bytes} (planned) + tail {it.tail_bytes} (persistent) "
+              f"= {it.arena_used_bytes} used")
     print()
     print(f"{'buf':>4} {'kind':<7} {'tensor':>6} {'offset':>9} {'size':>9} {'life':>9}  name")
     for i, r in enumerate(rows):
@@ -214,7 +220,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_deploy(args: argparse.Namespace) -> int:
     from .deploy import deploy
 
-    d = deploy(args.model, args.mcu, args.kernels)
+    d = deploy(args.model, args.mcu, args.kernels, target=args.target)
     if args.json:
         json.dump(d.as_dict(), sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -224,8 +230,14 @@ def cmd_deploy(args: argparse.Namespace) -> int:
           f"{p.flash_bytes // 1024} KB flash), {d.kernels} kernels")
     print()
     print(d.resolver)
-    print(f"constexpr size_t kTensorArenaSize = {d.arena_size};   // {d.arena_bytes} bytes on a 32-bit target: "
+    t = d.target
+    print(f"constexpr size_t kTensorArenaSize = {d.arena_size};   // arena_used_bytes() {d.arena_bytes}: "
           f"head {d.head_bytes} + tail {d.tail_bytes}")
+    print("alignas(16) static uint8_t tensor_arena[kTensorArenaSize];")
+    print(f"// for TFLM built for {t['core']} with {t['kernels']} kernels ({t['features']}, {t['float_abi']} float "
+          f"ABI): {t['tflm']}, {t['cmsis_nn']}")
+    if d.unmodelled_ops:
+        print(f"// not modelled for this build: {', '.join(d.unmodelled_ops)} (their reference Prepare is counted)")
     print()
     print(f"weights {d.weights_bytes:,d} B of {p.flash_bytes:,d} B flash; arena {d.arena_size:,d} B of "
           f"{p.sram_bytes:,d} B SRAM: {'fits' if d.fits else 'does NOT fit in memory'}")
@@ -276,6 +288,10 @@ def arena_picture(rows: list[dict[str, Any]], head: int, width: int = 64) -> str
                 for c in range(a, min(b, width)):
                     line[c] = symbols[i % len(symbols)]
         lines.append(f"{t:>4}  {''.join(line)}")
+    lines.append("each symbol is the buffer of that number in the table (0-9, A-Z, a-z, then again); '.' is free")
+    scratch = [symbols[i % len(symbols)] for i, r in enumerate(rows) if r["kind"] == "scratch"]
+    if scratch:
+        lines.append(f"scratch buffers (kernels' working memory while their op runs): {' '.join(scratch)}")
     return "\n".join(lines)
 
 
@@ -504,6 +520,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "with line buffers), all (a table)")
     s.add_argument("--picture", action="store_true", help="with --strategy all: the arena over time per strategy")
     s.add_argument("--mcu", default="stm32f746", help="MCU profile for the phased cycle cost (--strategy all)")
+    s.add_argument("--target", default=None, help="the plan of TFLM built for this core (cortex-m3, cortex-m4, "
+                                                  "cortex-m7, cortex-m33, cortex-m55), its scratch buffers included")
+    s.add_argument("--kernels", default="cmsis-nn", help="with --target: cmsis-nn (default) or reference")
     s.set_defaults(fn=cmd_plan)
 
     s = sub.add_parser("eval", help="a dataset (.npy, samples along the first axis) through invoke_batch: exact "
@@ -525,6 +544,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("model")
     s.add_argument("--mcu", default="stm32f746", help="MCU profile: stm32f746, apollo3, stm32l4r5, stm32h7a3, stm32u575, nrf5340")
     s.add_argument("--kernels", default="optimized", help="optimized (CMSIS-NN) or reference")
+    s.add_argument("--target", default=None, help="the core the firmware is built for (cortex-m3, cortex-m4, "
+                                                  "cortex-m7, cortex-m33, cortex-m55); default: the MCU's")
     s.add_argument("--per-op", action="store_true", help="list the cycles of every op")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_deploy)

@@ -4,9 +4,12 @@
   ``tflite::MicroMutableOpResolver<N>``; :data:`RESOLVER_METHODS` maps every builtin and custom op TFLM registers to
   its ``Add...()`` method (read off ``micro_mutable_op_resolver.h`` of the pinned TFLM), and the snippet lists one
   call per distinct op of the model, ``N`` their count.
-* **The arena for a 32-bit target**: :func:`~microinterp.memory32.estimate_arena` (head as planned + the tail TFLM's
-  structs and kernel data take on an ILP32 MCU), rounded up to the next KiB as TFLM examples size
-  ``kTensorArenaSize`` (and reported unrounded).
+* **The arena of the firmware**: :func:`~microinterp.memory32.estimate_arena` for a target build
+  (:mod:`microinterp.targets`: the core, by default the MCU profile's, and the kernel set; head as TFLM's greedy
+  planner lays out the tensors and that build's scratch buffers, tail as TFLM's 32-bit structs and that build's
+  kernel data take it), which is ``MicroInterpreter::arena_used_bytes()`` of that firmware to the byte (checked
+  against TFLM's own Cortex-M builds in QEMU); ``kTensorArenaSize`` is it rounded up to the next KiB, for an arena
+  declared ``alignas(16)``.
 * **Cycles and latency** per op and in total from the cost model (:func:`~microinterp.analysis.predict_cycles`), for
   the MCU profile and kernel set.
 * **Memory against the part**: weights (flash) and arena (SRAM) against the profile's flash and SRAM; when either
@@ -77,13 +80,15 @@ class Deployment:
     kernels: str
     ops: tuple[str, ...]                   # distinct ops, in first-use order
     resolver: str                          # the C++ snippet
-    arena_bytes: int                       # the 32-bit estimate, exact
+    arena_bytes: int                       # the firmware's arena_used_bytes(), exact
     arena_size: int                        # rounded up to the next KiB (kTensorArenaSize)
     head_bytes: int
     tail_bytes: int
     weights_bytes: int
     per_op: tuple[tuple[int, str, float], ...]      # (index, op, cycles)
     out_of_core: dict[str, Any] | None
+    target: dict[str, str] | None = None    # the firmware build the arena figures are for
+    unmodelled_ops: tuple[str, ...] = ()    # ops whose device Prepare is not modelled (their figures are reference)
 
     @property
     def cycles(self) -> float:
@@ -105,7 +110,9 @@ class Deployment:
                 "flash_bytes": self.mcu.flash_bytes, "fits": self.fits, "cycles": self.cycles,
                 "latency_ms": self.latency_ms,
                 "per_op": [{"index": i, "op": op, "cycles": c} for i, op, c in self.per_op],
-                "out_of_core": self.out_of_core}
+                "out_of_core": self.out_of_core, "arena_used_bytes": self.arena_bytes,
+                "kTensorArenaSize": self.arena_size, "target": self.target,
+                "unmodelled_ops": list(self.unmodelled_ops)}
 
 
 def resolver_snippet(ops: list[str]) -> str:
@@ -119,17 +126,23 @@ def resolver_snippet(ops: list[str]) -> str:
     return "\n".join(lines)
 
 
-def deploy(model: Any, mcu: str | McuProfile = "stm32f746", kernels: str = "optimized") -> Deployment:
-    """The deployment report for ``model`` on ``mcu`` (see the module docstring)."""
+def deploy(model: Any, mcu: str | McuProfile = "stm32f746", kernels: str = "optimized",
+           target: str | None = None) -> Deployment:
+    """The deployment report for ``model`` on ``mcu`` (see the module docstring). ``target`` (a core such as
+    ``"cortex-m55"``) overrides the MCU profile's core for the arena figures; ``kernels`` picks CMSIS-NN
+    (``optimized``) or the reference kernels for both the arena and the cost model."""
+    from .targets import get_target, target_of_core
+
     m: Model = load_model(model)
     p = mcu if isinstance(mcu, McuProfile) else get_profile(mcu)
     ks = kernel_set(kernels)
+    device = get_target(target, ks) if target is not None else target_of_core(p.core, ks)
     ops: list[str] = []
     for sg in m.subgraphs:
         for op in sg.operators:
             if op.key not in ops:
                 ops.append(op.key)
-    est = estimate_arena(m)
+    est = estimate_arena(m, target=device)
     arena = est.total_bytes
     size = -(-arena // KIB) * KIB
     weights = m.weight_bytes()
@@ -139,7 +152,8 @@ def deploy(model: Any, mcu: str | McuProfile = "stm32f746", kernels: str = "opti
     if size > p.sram_bytes or weights > p.flash_bytes:
         ooc = _out_of_core(m, p)
     return Deployment(m.source or m.description or "model", p, ks, tuple(ops), resolver_snippet(ops), arena, size,
-                      est.head_bytes, est.persistent_bytes, weights, per_op, ooc)
+                      est.head_bytes, est.persistent_bytes, weights, per_op, ooc, device.describe(),
+                      est.unmodelled_ops)
 
 
 #: Pool splits (input : weights : output) tried out of core, the pager's default first.

@@ -45,6 +45,7 @@ from .pager.work import op_work
 from .planner import allocation_infos, buffer_requests, plan_greedy, plan_linear
 from .planner.greedy import plan_size
 from .planner.optimal import plan_optimal
+from .planner.table import plan_rows
 from .resolver import OpResolver, default_resolver
 from .shared_arena import SharedArena, TenantArena
 
@@ -553,17 +554,12 @@ class Interpreter(LiteRTMixin):
         self.close()
 
     def plan_table(self) -> list[dict[str, Any]]:
-        """Every planned buffer: kind, tensor index/name or scratch number, offset, size, lifetime."""
+        """Every planned buffer: kind, tensor index/name or scratch number, offset, size, lifetime (with
+        ``target=``, the firmware's plan, its scratch buffers included)."""
+        if self.device is not None:
+            return [dict(row) for row in self.device.buffers]
         p = self._plan
-        rows = []
-        for owner, offset, req in zip(p["owners"], p["offsets"], p["requests"]):
-            info = p["infos"][owner]
-            name = (self.model.subgraphs[info.subgraph].tensors[info.index].name
-                    if info.kind == "tensor" else f"scratch {info.index}")
-            rows.append({"kind": info.kind, "subgraph": info.subgraph, "index": info.index, "name": name,
-                         "offset": offset, "size": req.size, "nbytes": info.nbytes, "first": req.first,
-                         "last": req.last, "offline": req.offline_offset != -1})
-        return rows
+        return plan_rows(self.model, p["infos"], p["owners"], p["requests"], p["offsets"])
 
     def describe(self) -> dict[str, str]:
         """Which implementation each op of this model resolves to."""

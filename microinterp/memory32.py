@@ -193,6 +193,7 @@ class ArenaEstimate:
     unknown_ops: tuple[str, ...] = ()
     target: str | None = None
     unmodelled_ops: tuple[str, ...] = ()
+    buffers: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)   # the head's plan, one row a buffer
 
     @property
     def total_bytes(self) -> int:
@@ -336,6 +337,7 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
         resolver = resolver if resolver is not None else default_resolver()
     from .planner import allocation_infos, buffer_requests, plan_greedy
     from .planner.greedy import plan_size
+    from .planner.table import plan_rows
 
     records, ctx = _replay_prepare(model, resolver)
     device_opdata: dict[int, int] = {}
@@ -343,8 +345,10 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
     if target is not None:
         records, device_opdata, unmodelled = _device_prepare(model, records, target)
     scratch_requests = [r for _, reqs in records for r in reqs]
-    requests, _ = buffer_requests(allocation_infos(model, scratch_requests))
-    head = plan_size(requests, plan_greedy(requests))
+    infos = allocation_infos(model, scratch_requests)
+    requests, owners = buffer_requests(infos)
+    offsets = plan_greedy(requests)
+    head = plan_size(requests, offsets)
     t = _Tail()
     ptr = abi.pointer
 
@@ -422,4 +426,6 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
     return ArenaEstimate(abi=abi.name, compression=compression, head_bytes=int(head), persistent_bytes=t.tail,
                          categories=MappingProxyType(dict(t.used)), requested=MappingProxyType(dict(t.requested)),
                          counts=MappingProxyType(dict(t.count)), per_op=per_op, unknown_ops=tuple(sorted(unknown)),
-                         target=None if target is None else target.name, unmodelled_ops=tuple(sorted(unmodelled)))
+                         target=None if target is None else target.name, unmodelled_ops=tuple(sorted(unmodelled)),
+                         buffers=tuple(MappingProxyType(r) for r in plan_rows(model, infos, owners, requests,
+                                                                                offsets)))

@@ -90,8 +90,15 @@ def get_target(target: str | Target, kernels: str | None = None) -> Target:
     return Target(CORES[name], _kernel_set(kernels or kset or "cmsis-nn"))
 
 
+def target_of_core(core: str, kernels: str = "cmsis-nn") -> Target:
+    """The target of an MCU profile's core name (``"Cortex-M4F"`` -> cortex-m4; the FPU suffix is dropped)."""
+    name = core.strip().lower().rstrip("f")
+    return get_target(name, kernels)
+
+
 def _kernel_set(name: str) -> str:
     key = name.strip().lower().replace("_", "-")
+    key = "cmsis-nn" if key == "optimized" else key
     if key not in KERNEL_SETS:
         raise ConfigError(f"unknown kernel set {name!r}; known kernel sets: {', '.join(KERNEL_SETS)}")
     return key
