@@ -34,8 +34,12 @@ def test_demo_model_report():
     assert sorted(d.ops) == ops
     assert sorted(added(d.resolver)) == sorted(RESOLVER_METHODS[o] for o in ops)
     assert f"MicroMutableOpResolver<{len(ops)}>" in d.resolver
-    est = estimate_arena(demo_cnn())
+    est = estimate_arena(demo_cnn(), target="cortex-m4")            # the Apollo3's core, CMSIS-NN kernels
     assert d.arena_bytes == est.total_bytes and d.arena_size % 1024 == 0 and 0 <= d.arena_size - d.arena_bytes < 1024
+    assert (d.head_bytes, d.tail_bytes) == (est.head_bytes, est.persistent_bytes)
+    assert d.target["core"] == "cortex-m4" and d.target["kernels"] == "cmsis-nn"
+    assert deploy(demo_cnn(), "apollo3", target="cortex-m55").arena_bytes == \
+        estimate_arena(demo_cnn(), target="cortex-m55").total_bytes
     assert d.fits and d.out_of_core is None and d.latency_ms > 0
     doc = json.loads(json.dumps(d.as_dict()))
     assert doc["ops"] == list(d.ops) and doc["arena_size"] == d.arena_size
