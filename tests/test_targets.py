@@ -140,3 +140,30 @@ def test_ops_the_firmware_lacks_are_listed():
     Interpreter(model, resolver=resolver).invoke()           # the host runs the plugin
     with pytest.raises(UnsupportedOpError, match="in TFLM's cortex-m4/cmsis-nn build .*MyDouble"):
         Interpreter(model, resolver=resolver, target="cortex-m4")
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("core,kernels", list(golden_files()))
+def test_fresh_oracle_logs_give_the_committed_goldens(core, kernels):
+    """With ``MICROINTERP_DEVICE_LOGS`` pointing at a fresh run of the device oracle (one folder of harness logs per
+    build, ``<core>-<kernels>/<model>.log``; see docs/device-oracle.md), every model parses to its committed golden:
+    the firmware still gives what microinterp is checked against."""
+    import os
+    from pathlib import Path
+
+    from microinterp.testing.device import parse_log
+
+    root = os.environ.get("MICROINTERP_DEVICE_LOGS")
+    if not root:
+        pytest.skip("set MICROINTERP_DEVICE_LOGS to a fresh device-oracle run")
+    logs = Path(root) / f"{core}-{kernels}"
+    if not logs.is_dir():
+        pytest.skip(f"no logs for {core}/{kernels} in {root}")
+    goldens = load_goldens(core, kernels)["models"]
+    for name, golden in goldens.items():
+        log, path = logs / f"{name}.log", model_file(name)
+        if not log.exists() or path is None:
+            continue
+        fresh = parse_log(log.read_text(errors="replace"), Path(path).read_bytes())
+        fresh.pop("instructions", None)
+        assert fresh == {k: v for k, v in golden.items() if k != "instructions"}, name
