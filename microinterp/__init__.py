@@ -7,6 +7,7 @@ first-fit-decreasing planner). Sub-packages live inside this one import package:
 
 from .errors import (
     ArenaOverflowError,
+    ConfigError,
     HostMemoryError,
     InputError,
     IntegrityError,
@@ -26,6 +27,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArenaOverflowError",
+    "ConfigError",
     "HostMemoryError",
     "InputError",
     "IntegrityError",

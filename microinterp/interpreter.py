@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 import numpy as np
 
 from .arena import Arena, SizingArena
-from .errors import ArenaOverflowError, ConfigError, HostMemoryError, InputError, UnsupportedOpError
+from .errors import ArenaOverflowError, ConfigError, HostMemoryError, InputError, ModelError, UnsupportedOpError
 from .graph import MicroGraph
 from .kernels._qutil import to_int32_arm
 from .kernels.base import InvokeContext, PrepareContext, prepare_ops
@@ -65,6 +65,20 @@ def _reset_variable(t: Any, view: np.ndarray | None) -> None:
     if t.is_variable and view is not None:
         zp = t.quantization.zero_point if (t.quantization and t.type_name == "INT8") else 0
         view.view(np.uint8)[...] = zp & 0xFF
+
+
+#: Tensor types TFLM's allocator has no size for (TfLiteTypeSizeOf fails, so AllocateTensors does).
+_UNALLOCATABLE = ("STRING", "VARIANT")
+
+
+def _check_tensor_types(model: Model) -> None:
+    """Refuse a model with tensors TFLM cannot allocate, naming them all: AllocateTensors sizes every tensor of every
+    subgraph (``BytesRequiredForTensor``) and fails on STRING and VARIANT, constant or not."""
+    bad = [f"subgraph {sg.index} tensor {t.index} {t.name!r} ({t.type_name})"
+           for sg in model.subgraphs for t in sg.tensors if t.type_name in _UNALLOCATABLE]
+    if bad:
+        raise ModelError(f"TFLM cannot allocate {len(bad)} tensor(s) of this model: {'; '.join(bad[:8])}"
+                         + (" ..." if len(bad) > 8 else ""))
 
 
 #: ``planner=``: TFLM's greedy plan (what the device does), the smallest plan microinterp finds (what the device
@@ -104,6 +118,7 @@ class Interpreter(LiteRTMixin):
         self.mcu = mcu if isinstance(mcu, McuProfile) else get_profile(mcu)
         self.cost_kernels = kernel_set(cost_kernels)
         self._subgraph = self.model.main
+        _check_tensor_types(self.model)
         self._sg_kernels = self._resolve()
         self._kernels = self._sg_kernels[0]
         self._pager: Pager | None = None
@@ -324,7 +339,8 @@ class Interpreter(LiteRTMixin):
         self._stamps = [0.0] * (len(self._calls) + 1)
         sg = self._subgraph
         tensors = sg.tensors
-        self._input_slots = [(views[i], tensors[i].dtype, tensors[i].shape) for i in sg.inputs]
+        self._input_slots = [(None if tensors[i].is_constant else views[i], tensors[i].dtype, tensors[i].shape)
+                             for i in sg.inputs]
         self._output_views = [views[i] for i in sg.outputs]
         self.reset()
 
@@ -416,6 +432,11 @@ class Interpreter(LiteRTMixin):
                 view[...] = value
                 return
         t = self._io_tensor("input", index)
+        if t.is_constant:
+            raise InputError(f"input {index} ({t.name!r}) is a constant tensor: its data is part of the model file "
+                             "(TFLM would write into the flatbuffer); the model cannot take this input")
+        if t.dtype is None or t.type_name == "STRING":
+            raise InputError(f"input {index} ({t.name!r}) is a {t.type_name} tensor, which TFLM cannot allocate")
         if not isinstance(value, np.ndarray):
             raise InputError(f"input {index} ({t.name!r}): expected a numpy array of {t.dtype} with shape "
                              f"{t.shape}, got {type(value).__name__}")

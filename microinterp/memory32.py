@@ -268,7 +268,7 @@ def _skips_prepare(op: Any, tensors: Any) -> bool:
 def _replay_prepare(model: Model, resolver: Any) -> tuple[list[tuple[list[int], list[ScratchRequest]]], PrepareContext]:
     """One pass of microinterp's reference ``prepare`` over subgraph 0 (the layer that mirrors TFLM's Prepare):
     per op (sizes of its persistent arrays, its scratch requests), and the context (its scratch requests in order)."""
-    from .kernels.base import PrepareContext
+    from .kernels.base import PrepareContext, prepare_ops
 
     sg = model.main
     arena = _RecordingArena()
@@ -278,7 +278,7 @@ def _replay_prepare(model: Model, resolver: Any) -> tuple[list[tuple[list[int], 
         n_arrays, n_scratch = len(arena.allocations), len(ctx.scratch_requests)
         kernel = resolver.find(op.key, False)
         if kernel is not None and not _skips_prepare(op, sg.tensors):
-            kernel.prepare(ctx, op)
+            prepare_ops(ctx, [kernel], [op])
         records.append((arena.allocations[n_arrays:], ctx.scratch_requests[n_scratch:]))
     return records, ctx
 

@@ -52,6 +52,9 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     real = float(real)
     if real == 0.0:
         return 0, 0
+    if not math.isfinite(real):
+        raise QuantizationOverflow(f"quantization multiplier {real} is not finite (a zero, NaN or infinite scale, "
+                                   "or a NaN parameter)")
     q, shift = math.frexp(real)
     m = _round_half_away(q * (1 << 31))
     if m == (1 << 31):
@@ -66,7 +69,7 @@ def quantize_multiplier_smaller_than_one_exp(real: float) -> tuple[int, int]:
     """QuantizeMultiplierSmallerThanOneExp: requires 0 < real < 1, returns (M, shift <= 0)."""
     m, shift = quantize_multiplier(real)
     if shift > 0:
-        raise ValueError(f"multiplier {real} is not smaller than one")
+        raise QuantizationOverflow(f"multiplier {real} is not smaller than one")
     return m, shift
 
 
@@ -74,7 +77,7 @@ def quantize_multiplier_greater_than_one(real: float) -> tuple[int, int]:
     """QuantizeMultiplierGreaterThanOne: requires real > 1, returns (M, left_shift >= 0)."""
     m, shift = quantize_multiplier(real)
     if shift < 0:
-        raise ValueError(f"multiplier {real} is not greater than one")
+        raise QuantizationOverflow(f"multiplier {real} is not greater than one")
     return m, shift
 
 

@@ -35,10 +35,21 @@ __all__ = [
     "lookup",
     "qparams",
     "round_to_int32",
+    "first_int32",
     "to_int32_arm",
     "to_int32_x86",
     "unpack_int4",
 ]
+
+
+def first_int32(ctx, op, t, what: str) -> int:
+    """``GetTensorData<int32_t>(t)[0]`` of a constant tensor, as TFLM reads an axis: the first four bytes as an
+    int32 whatever the tensor's type claims (an INT64 tensor gives its low word, a FLOAT32 one its bit pattern);
+    fewer than four bytes is refused."""
+    raw = np.ascontiguousarray(t.data).reshape(-1).view(np.uint8)
+    if raw.size < 4:
+        raise ctx.fail(op, f"{what} tensor {t.name!r} holds {raw.size} bytes, not an int32")
+    return int(raw[:4].view("<i4")[0])
 
 
 def qparams(t) -> tuple[float, int]:

@@ -36,4 +36,6 @@ def prepare_resize(ctx, op, types: tuple[str, ...], exact_size_len: bool):
     want = (x.shape[0], out_h, out_w, x.shape[3])
     if tuple(y.shape) != want:
         raise ctx.fail(op, f"output shape {y.shape} is not {want} (input batch/depth, size {out_h}x{out_w})")
+    if y.num_elements and (x.shape[1] < 1 or x.shape[2] < 1):
+        raise ctx.fail(op, f"input {x.shape} has no pixels to resize from (TFLM would read outside the tensor)")
     return x, y, out_h, out_w

@@ -25,6 +25,9 @@ def check_copy(ctx, op, sources, targets, what: str) -> None:
     for k, (a, b) in enumerate(zip(sources, targets)):
         if a.nbytes != b.nbytes:
             raise ctx.fail(op, f"{what} {k}: {a.name!r} has {a.nbytes} bytes, {b.name!r} has {b.nbytes}")
+        if b.is_constant:
+            raise ctx.fail(op, f"{what} {k}: the copy target {b.name!r} is a constant tensor of the model (TFLM would "
+                               "write into the flatbuffer)")
 
 
 def subgraph_tensors(ctx, si: int, kind: str):

@@ -132,11 +132,17 @@ class PrepareContext:
 
 def prepare_ops(ctx: PrepareContext, kernels: list[Any], ops: list[Operator]) -> list[Any]:
     """``kernel.prepare(ctx, op)`` for every op in order; a shared primitive's QuantizationOverflow (TFLM's
-    ``TF_LITE_ENSURE`` in a helper such as CalculateActivationRangeQuantized) becomes that op's PrepareError."""
+    ``TF_LITE_ENSURE`` in a helper such as CalculateActivationRangeQuantized, a multiplier that is not finite)
+    becomes that op's PrepareError, and so does an output that is a constant tensor."""
     from ..quant import QuantizationOverflow
 
     data = []
+    tensors = ctx.subgraph.tensors
     for kernel, op in zip(kernels, ops):
+        for k, t in enumerate(op.outputs):
+            if 0 <= t < len(tensors) and tensors[t].is_constant:
+                raise ctx.fail(op, f"output {k} ({tensors[t].name!r}) is a constant tensor of the model: its data "
+                                   "is in the file, and TFLM would write the result into the flatbuffer")
         try:
             data.append(kernel.prepare(ctx, op))
         except QuantizationOverflow as e:

@@ -88,6 +88,9 @@ class Logistic:
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)
         if x.type_name != y.type_name:
             raise ctx.fail(op, f"input type {x.type_name} differs from output type {y.type_name}")
+        if x.shape != y.shape:
+            raise ctx.fail(op, f"input shape {x.shape} and output shape {y.shape} differ (TFLM's Eval reads them with "
+                               "MatchingFlatSize)")
         if x.type_name == "INT8":
             if qparams(y)[1] != -128:
                 raise ctx.fail(op, f"int8 output zero point must be -128, got {qparams(y)[1]}")

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._qutil import first_int32
+
 SUPPORTED = ("FLOAT32", "INT8", "INT16", "INT32")
 
 
@@ -61,7 +63,7 @@ class Split:
         axis_t, x = ctx.require_input(op, 0), ctx.require_input(op, 1)
         if axis_t.data is None:
             raise ctx.fail(op, "Non-constant >axis< tensor is not supported")
-        return check_split(ctx, op, x, int(np.asarray(axis_t.data).reshape(-1)[0]), equal_parts=True)
+        return check_split(ctx, op, x, first_int32(ctx, op, axis_t, "axis"), equal_parts=True)
 
     def invoke(self, ctx, op, data: SplitData) -> None:
         split_invoke(ctx, op, data, ctx.input(op, 1))

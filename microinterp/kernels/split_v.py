@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._qutil import first_int32
 from .split import SplitData, check_split, split_invoke
 
 
@@ -22,7 +23,7 @@ class SplitV:
         x, axis_t = ctx.require_input(op, 0), ctx.require_input(op, 2)
         if axis_t.data is None:
             raise ctx.fail(op, "Non-constant >axis< tensor is not supported")
-        return check_split(ctx, op, x, int(np.asarray(axis_t.data).reshape(-1)[0]), equal_parts=False)
+        return check_split(ctx, op, x, first_int32(ctx, op, axis_t, "axis"), equal_parts=False)
 
     def invoke(self, ctx, op, data: SplitData) -> None:
         split_invoke(ctx, op, data, ctx.input(op, 0))

@@ -169,7 +169,10 @@ def layout_homes(tensors: list[Any], plans: list[OpPlan], inputs: list[int], var
 
             p.tiler = WHOLE
     aliased = {p.op.outputs[0]: p.op.inputs[0] for p in plans if p.tiler.mode == "alias"}
-    for ti in sorted(produced | set(inputs)):
+    # a tensor an op reads that no op writes and the model does not take as input gets a home too: reading it
+    # before anything was written is an IntegrityError ("never written"), as it holds nothing TFLM would define
+    read = {ti for ti in readers if ti >= 0}
+    for ti in sorted(produced | set(inputs) | read):
         if ti in aliased or ti in virtual:
             continue
         t = tensors[ti]

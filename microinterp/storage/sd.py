@@ -48,12 +48,14 @@ one thread at a time.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import functools
 import hashlib
 import json
 import operator
 import os
+import stat
 import struct
 import time
 from collections.abc import Hashable, Iterable, Mapping, Sequence
@@ -69,6 +71,17 @@ import numpy as np
 from ..errors import IntegrityError, StorageError
 from .checksum import DEFAULT_CHECKSUM, Checksum, crc32, get_checksum
 from .crypto import COUNTER_BLOCK, ENTRY_BYTES, IMAGE_ID_BYTES, RecordCipher, check_key
+
+
+def io_error(what: str, path: str, offset: int | None, e: OSError) -> StorageError:
+    """The StorageError for a failed OS call on an SD image: names the file, the SD offset (when there is one) and
+    the errno (also as the exception's ``errno``, ``filename`` and ``offset`` attributes)."""
+    code = errno.errorcode.get(e.errno or 0, str(e.errno))
+    where = "" if offset is None else f" at SD offset {offset}"
+    err = StorageError(f"cannot {what}{where} of {path}: {e.strerror or e} ({code})")
+    err.errno, err.filename = e.errno, path
+    err.offset = offset  # type: ignore[attr-defined]
+    return err
 
 SECTOR_SIZE = 512
 MAGIC = b"MISDIMG\x00"
@@ -332,6 +345,7 @@ class SdImage:
     def __init__(self, fd: int, path: str, fingerprint: str, weights_bytes: int, activation_bytes: int,
                  table_entries: int, checksum: Checksum, key: bytes | None = None):
         self._fd: int | None = fd
+        self._failed = False        # a write or a sync failed: refuse further use until reopened
         self._key = key
         self.encrypted = key is not None
         self.image_id = b""
@@ -381,6 +395,13 @@ class SdImage:
             raise StorageError(f"cannot open SD image {path}: {e.strerror or e}") from e
         try:
             try:
+                mode = os.fstat(fd).st_mode
+            except OSError as e:
+                raise io_error("stat", path, None, e) from e
+            if not stat.S_ISREG(mode):
+                raise StorageError(f"{path} is not a regular file (an SD image is a file that microinterp sizes and "
+                                   "writes): choose a file path")
+            try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as e:
                 raise StorageError(f"SD image {path} is in use by another open SdImage") from e
@@ -393,11 +414,18 @@ class SdImage:
         return image
 
     def _attach(self) -> None:
-        size = os.fstat(self._fd).st_size
+        try:
+            size = os.fstat(self._fd).st_size
+        except OSError as e:
+            raise io_error("stat", self.path, None, e) from e
         if size == 0:
             self._initialise("created", None)
             return
         head = self._pread(SECTOR_SIZE, 0, "header")
+        if len(head) < len(MAGIC) and MAGIC.startswith(head):
+            # our own first header write, cut short before the magic was whole: nothing else was ever written
+            self._initialise("rebuilt", f"truncated: the file is {size} bytes, a header write was cut short")
+            return
         if not head.startswith(MAGIC):
             raise StorageError(
                 f"{self.path} exists and is not a microinterp SD image (no magic {MAGIC!r} at offset 0); "
@@ -415,6 +443,9 @@ class SdImage:
             return "reinitialised", f"format version {version}, this build writes {FORMAT_VERSION}"
         (crc,) = struct.unpack_from("<I", head, _HEADER_CRC_AT)
         if crc != crc32(head[:_HEADER_CRC_AT]):
+            if _HEADER.unpack_from(head)[4] & _ENCRYPTED and self._key is None:
+                raise StorageError(f"{self.path} is an encrypted SD image with a damaged header: only its key may "
+                                   "rebuild it (pass key=...); it was not touched")
             return "rebuilt", "header checksum mismatch (torn or corrupted header)"
         (_, _, sector, state, flags, algo, *rest) = _HEADER.unpack_from(head)
         geometry, (w_bytes, a_bytes, entries, used), table_digest, fp_len, fp = \
@@ -501,7 +532,7 @@ class SdImage:
                           self.image_id, key_check, self._counter_limit)
         struct.pack_into("<I", head, _HEADER_CRC_AT, crc32(head[:_HEADER_CRC_AT]))
         self._pwritev([memoryview(head)], 0, "header", SECTOR_SIZE)
-        os.fsync(self._fd)
+        self._fsync("header")
 
     def _take_counters(self, n: int) -> int:
         """The first of ``n`` fresh nonce counters; the header reserves a block beyond them first (durably), so no
@@ -514,8 +545,21 @@ class SdImage:
         return start
 
     def _truncate(self, nbytes: int) -> None:
-        os.ftruncate(self._fd, nbytes)
-        os.fsync(self._fd)
+        try:
+            os.ftruncate(self._fd, nbytes)
+        except OSError as e:
+            self._failed = True
+            raise io_error(f"size to {nbytes} bytes", self.path, None, e) from e
+        self._fsync(f"size of {nbytes} bytes")
+
+    def _fsync(self, what: str) -> None:
+        """fsync, or a StorageError: after a failed fsync nothing written since the last one can be trusted, so the
+        open image refuses further use (reopen it: the header says what survived)."""
+        try:
+            os.fsync(self._fd)
+        except OSError as e:
+            self._failed = True
+            raise io_error(f"sync the {what}", self.path, None, e) from e
 
     def commit_weights(self) -> None:
         """Persist the weights' checksum table, then mark the image ready (each step fsync'ed); seals weights."""
@@ -526,7 +570,7 @@ class SdImage:
         if table:
             self._pwritev([memoryview(table), memoryview(self._zeros)[:(-len(table)) % SECTOR_SIZE]],
                           self.geometry.area("table")[0], "table", len(table))
-        os.fsync(self._fd)
+        self._fsync("checksum table")
         self._table_digest = self._digest(table)
         self._write_header(_READY, self._table_digest)
         self._weights_ready = True
@@ -705,8 +749,11 @@ class SdImage:
     def close(self) -> None:
         """Close the file (releases the lock). Uncommitted weights stay 'building' and are rebuilt next time."""
         if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+            fd, self._fd = self._fd, None
+            try:
+                os.close(fd)
+            except OSError as e:
+                raise io_error("close", self.path, None, e) from e
 
     @property
     def closed(self) -> bool:
@@ -726,6 +773,9 @@ class SdImage:
     def _check_open(self) -> None:
         if self._fd is None:
             raise StorageError(f"SD image {self.path} is closed")
+        if self._failed:
+            raise StorageError(f"SD image {self.path} had an I/O error on a write or a sync: what was written since "
+                               "cannot be trusted; close it and open it again (the image is checked on opening)")
 
     def _area(self, area: str, data: bool = False) -> tuple[int, int]:
         if area not in (DATA_AREAS if data else AREAS):
@@ -758,7 +808,10 @@ class SdImage:
         physical = _sectors(nbytes) * SECTOR_SIZE if whole_sectors else nbytes
         if not physical:
             return b""
-        data = os.pread(self._fd, physical, pos)
+        try:
+            data = os.pread(self._fd, physical, pos)
+        except OSError as e:
+            raise io_error(f"read {physical} bytes of the {area}", self.path, pos, e) from e
         self._count(area, False, physical, nbytes)
         return data[:nbytes]
 
@@ -780,7 +833,9 @@ class SdImage:
             try:
                 n = call(self._fd, views[i:i + _IOV_MAX], pos + done)
             except OSError as e:
-                raise StorageError(f"cannot {verb} {total} bytes at SD offset {pos} of {self.path}: {e}") from e
+                if verb == "write":
+                    self._failed = True
+                raise io_error(f"{verb} {total} bytes", self.path, pos + done, e) from e
             if n == 0:
                 raise StorageError(f"short {verb} at SD offset {pos + done} of {self.path}: the file ends early")
             done += n

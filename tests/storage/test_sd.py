@@ -241,7 +241,7 @@ def test_flipped_magic_makes_the_image_foreign_and_untouched(tmp_path):
 
 
 @pytest.mark.parametrize("content", [
-    b"x", b"MISDIMG", b"hello world\n" * 100, bytes(4096), os.urandom(10_000), MAGIC[:4] + bytes(600),
+    b"x", b"MISDIMGX", b"hello world\n" * 100, bytes(4096), os.urandom(10_000), MAGIC[:4] + bytes(600),
 ])
 def test_foreign_file_is_never_overwritten(tmp_path, content):
     path = tmp_path / "precious.bin"
@@ -250,6 +250,16 @@ def test_foreign_file_is_never_overwritten(tmp_path, content):
     with pytest.raises(StorageError, match="refusing to overwrite"):
         open_image(path)
     assert file_state(path) == before
+
+
+@pytest.mark.parametrize("cut", [1, 4, len(MAGIC) - 1])
+def test_a_first_header_write_cut_inside_the_magic_is_rebuilt(tmp_path, cut):
+    """A file holding only the start of our own magic is what a first header write cut short leaves (ENOSPC,
+    EFBIG, a crash): it is ours, and rebuilt, instead of being refused forever as a foreign file."""
+    path = tmp_path / "sd.img"
+    path.write_bytes(MAGIC[:cut])
+    with open_image(path) as img:
+        assert img.action == "rebuilt" and "cut short" in img.reason
 
 
 def test_empty_file_is_taken_over(tmp_path):

@@ -208,11 +208,12 @@ def _taps_plan(data: DepthwiseData, operand: np.ndarray, zp_in: int, in_shape, o
     sw, dw = data.stride_w, data.dilation_w
     rows = (oh - 1) * data.stride_h + (kh - 1) * data.dilation_h + 1
     phases = []
-    for b in range(sw):
-        kxs = [kx for kx in range(kw) if kx * dw % sw == b]
-        if kxs:
-            phases.append(_phase(data, w[:, kxs], [kx * dw // sw for kx in kxs], zp_in, in_shape, out_shape, rows,
-                                 b, tuple(kxs)))
+    by_phase: dict[int, list[int]] = {}
+    for kx in range(kw if sw else 0):       # the column phases some filter column reads (at most kw of them)
+        by_phase.setdefault(kx * dw % sw, []).append(kx)
+    for b, kxs in sorted(by_phase.items()):
+        phases.append(_phase(data, w[:, kxs], [kx * dw // sw for kx in kxs], zp_in, in_shape, out_shape, rows,
+                             b, tuple(kxs)))
     acc = np.zeros((n, oh, ow * c_out), operand.dtype)
     tmp = np.zeros_like(acc) if len(phases) > 1 else None
     bias = np.tile(operand[-1], ow) if operand[-1].any() else None

@@ -35,7 +35,26 @@ def options(ctx, op, expected: tuple[str, ...]) -> dict[str, Any]:
         got = sorted(values) if isinstance(values, dict) else type(values).__name__
         raise ctx.fail(op, f"custom options must have exactly the keys {sorted(expected)} (TFLM reads them by "
                            f"position), got {got}")
-    return values
+    return {k: _scalar(ctx, op, k, v) for k, v in values.items()}
+
+
+def _scalar(ctx, op, key: str, value: Any) -> int:
+    """A FlexBuffers value read as TFLM's ``FlexbufferWrapper::ElementAsInt32/Int64/Bool`` reads it: null is 0,
+    a bool or a float becomes an int (truncated), a numeric string is parsed; a vector, map or blob is refused."""
+    if value is None:
+        return 0
+    if isinstance(value, (bool, int)):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ctx.fail(op, f"custom option {key!r} is {value}, not a number TFLM can read as an integer")
+        return int(value)
+    if isinstance(value, (str, bytes)):
+        try:
+            return int(value)
+        except ValueError:
+            return 0
+    raise ctx.fail(op, f"custom option {key!r} is a {type(value).__name__}, not a scalar")
 
 
 def msb32(x: int) -> int:

@@ -34,8 +34,10 @@ class FilterBank:
             raise ctx.fail(op, "every input and the output must be 1-D")
         if ts[0].type_name != "UINT32" or any(t.type_name != "INT16" for t in ts[1:]) or y.type_name != "UINT64":
             raise ctx.fail(op, "UINT32 spectrum, INT16 tables, UINT64 output")
-        if n < 0 or any(t.num_elements < n + 1 for t in ts[3:]) or y.num_elements > n + 1:
-            raise ctx.fail(op, f"{n} channels do not fit the channel tables / output")
+        if n < 0 or any(t.num_elements < n + 1 for t in ts[3:]) or y.num_elements > n:
+            # TFLM's Eval copies the output from work_area + 1, which holds n channels: a longer output would read
+            # past the work area
+            raise ctx.fail(op, f"{n} channels do not fit the channel tables / output of {y.num_elements}")
         work = ctx.arena.allocate_persistent(8 * (n + 1)).view(np.uint64) if n + 1 else np.zeros(0, np.uint64)
         if all(t.data is not None for t in ts[1:]):
             starts, wstarts, widths = (np.asarray(t.data, np.int64) for t in ts[3:])
