@@ -86,3 +86,8 @@ class StorageError(MicroInterpError, OSError):
 
 class TfliteMicroUnavailable(MicroInterpError, ImportError):
     """The optional oracle ``tflite-micro`` is not installed (pip install 'microinterp[test]')."""
+
+
+class ModelShapeWarning(UserWarning):
+    """A tensor shape stored in the model disagrees with what its op computes; the op runs over the stored shape,
+    as TFLM does (a converter that left a dynamic batch dimension behind, for instance)."""

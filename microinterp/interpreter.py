@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -257,7 +258,9 @@ class Interpreter(LiteRTMixin):
     def _measure(self) -> int:
         """Smallest arena for this model: head + tail + variables, measured without a real arena."""
         sizing = SizingArena()
-        self._allocate(sizing)
+        with warnings.catch_warnings():     # the build that follows prepares again and says it once
+            warnings.simplefilter("ignore")
+            self._allocate(sizing)
         return sizing.used_bytes
 
     def _variable_tensor(self, info: Any):

@@ -11,11 +11,13 @@ at prepare when both are constants (the converter's case), else at every invoke 
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvokeError
+from ..errors import InvokeError, ModelShapeWarning
 
 SUPPORTED_TYPES = ("FLOAT32", "INT8")
 
@@ -26,9 +28,17 @@ class BatchSpaceData:
 
 
 class BatchSpaceOp:
-    """The flow both ops share: validate constant geometry at prepare, else at invoke, then ``compute``."""
+    """The flow both ops share: validate constant geometry at prepare, else at invoke, then ``compute``.
+
+    ``problem`` refuses what TFLM cannot run (a block that is not positive, negative paddings or crops, an empty
+    batch: its loops would divide by zero or read outside the input); ``mismatch`` names a stored output shape that
+    disagrees with the op's arithmetic, which TFLM runs anyway over the stored shape -- so does ``compute``, and
+    prepare warns (:class:`~microinterp.errors.ModelShapeWarning`)."""
 
     def problem(self, x_shape, y_shape, geo) -> str | None:
+        raise NotImplementedError
+
+    def mismatch(self, x_shape, y_shape, geo) -> str | None:
         raise NotImplementedError
 
     def compute(self, x: np.ndarray, out: np.ndarray, geo: tuple[int, int, int, int]) -> None:
@@ -42,6 +52,10 @@ class BatchSpaceOp:
         bad = self.problem(x.shape, y.shape, geo)
         if bad:
             raise ctx.fail(op, bad)
+        odd = self.mismatch(x.shape, y.shape, geo)
+        if odd:
+            warnings.warn(f"op {op.index} ({op.key}): {odd}; it runs over the stored shape, as TFLM does",
+                          ModelShapeWarning, stacklevel=2)
         return BatchSpaceData(geo)
 
     def invoke(self, ctx, op, data: BatchSpaceData) -> None:

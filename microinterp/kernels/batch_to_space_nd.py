@@ -3,12 +3,16 @@
 
 Input batch ``i`` goes to output batch ``i % B_out`` at phase ``(sh, sw) = divmod(i // B_out, bw)``:
 ``out[b, ih * bh + sh - top, iw * bw + sw - left, :] = in[(sh * bw + sw) * B_out + b, ih, iw, :]`` where that lands
-inside the output. TFLM uses only the top and left crops and the model's output shape; required here:
-``B_in = B_out * bh * bw`` and ``top + H_out <= H_in * bh``, ``left + W_out <= W_in * bw`` (so every output
-element is written, as it is in any converter-made model).
+inside the output. TFLM uses only the top and left crops and the model's output shape, and loops over the input:
+when the stored output disagrees with ``B_in = B_out * bh * bw`` (``top + H_out <= H_in * bh``,
+``left + W_out <= W_in * bw``) it still writes every input element that lands inside the stored output and leaves
+the rest of the output as the arena held it. So does this kernel (in memory the arena is laid out as TFLM's), with
+a warning at prepare.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ._batch_space import BatchSpaceOp, nhwc
 
@@ -16,21 +20,38 @@ from ._batch_space import BatchSpaceOp, nhwc
 class BatchToSpaceND(BatchSpaceOp):
     def problem(self, x_shape, y_shape, geo) -> str | None:
         bh, bw, top, left = geo
-        b, h, w, _ = nhwc(x_shape)
-        bo, ho, wo, _ = nhwc(y_shape)
+        bo, _, _, c = nhwc(y_shape)
         if bh <= 0 or bw <= 0 or top < 0 or left < 0:
             return f"block {bh}x{bw} must be positive and crops {top}, {left} non-negative"
+        if bo <= 0 or c != nhwc(x_shape)[3]:
+            return f"input {tuple(x_shape)} and output {tuple(y_shape)} need a batch and the same depth"
+        return None
+
+    def mismatch(self, x_shape, y_shape, geo) -> str | None:
+        bh, bw, top, left = geo
+        b, h, w, _ = nhwc(x_shape)
+        bo, ho, wo, _ = nhwc(y_shape)
         if b != bo * bh * bw or top + ho > h * bh or left + wo > w * bw:
-            return f"output shape {tuple(y_shape)} does not fit input {tuple(x_shape)} with block {bh}x{bw}, " \
-                   f"crop top {top}, left {left}"
+            return f"the stored output shape {tuple(y_shape)} does not fit input {tuple(x_shape)} with block " \
+                   f"{bh}x{bw}, crop top {top}, left {left}"
         return None
 
     def compute(self, x, out, geo) -> None:
         bh, bw, top, left = geo
-        _, h, w, c = nhwc(x.shape)
+        b, h, w, c = nhwc(x.shape)
         bo, ho, wo, _ = nhwc(out.shape)
-        full = x.reshape(bh, bw, bo, h, w, c).transpose(2, 3, 0, 4, 1, 5).reshape(bo, h * bh, w * bw, c)
-        out[...] = full[:, top:top + ho, left:left + wo, :].reshape(out.shape)
+        if b == bo * bh * bw and top + ho <= h * bh and left + wo <= w * bw:
+            full = x.reshape(bh, bw, bo, h, w, c).transpose(2, 3, 0, 4, 1, 5).reshape(bo, h * bh, w * bw, c)
+            out[...] = full[:, top:top + ho, left:left + wo, :].reshape(out.shape)
+            return
+        dst, src = out.reshape(bo, ho, wo, c), x.reshape(b, h, w, c)
+        for ib in range(b):                 # TFLM's loop over the input, in its order (later batches win)
+            sh, sw = divmod(ib // bo, bw)
+            oh = np.arange(h) * bh + sh - top
+            ow = np.arange(w) * bw + sw - left
+            rows, cols = np.flatnonzero((oh >= 0) & (oh < ho)), np.flatnonzero((ow >= 0) & (ow < wo))
+            if rows.size and cols.size:
+                dst[ib % bo, oh[rows][:, None], ow[cols][None, :]] = src[ib][rows[:, None], cols[None, :]]
 
 
 KERNEL = BatchToSpaceND()

@@ -5,8 +5,12 @@
 inside the input, else the pad value. TFLM's pad value is ``params.output_offset`` from a persistent
 ``SpaceToBatchParams`` that its Prepare never fills, memset byte-wise: whatever byte the arena held there (the
 wheel's output changes from run to run). Here the padding is 0 bytes -- 0.0 for float, 0 (not the zero point) for
-int8 -- what a zero-initialised arena gives; only padded positions can differ from TFLM. Output ``B_out = B * bh * bw`` and
-``H_out * bh >= top + H``, ``W_out * bw >= left + W`` are required (the rest is padding).
+int8 -- what a zero-initialised arena gives; only padded positions can differ from TFLM.
+
+TFLM loops over the *stored* output shape (output batch ``ob`` reads input batch ``ob % B`` at phase
+``divmod(ob // B, bw)``), so a model whose stored output disagrees with ``B_out = B * bh * bw`` -- a converter that
+kept a dynamic batch of 1 -- runs all the same, on the phases the stored batches reach; so does this kernel, with a
+warning at prepare.
 """
 
 from __future__ import annotations
@@ -19,23 +23,39 @@ from ._batch_space import BatchSpaceOp, nhwc
 class SpaceToBatchND(BatchSpaceOp):
     def problem(self, x_shape, y_shape, geo) -> str | None:
         bh, bw, top, left = geo
-        b, h, w, _ = nhwc(x_shape)
-        bo, ho, wo, _ = nhwc(y_shape)
+        b, _, _, c = nhwc(x_shape)
         if bh <= 0 or bw <= 0 or top < 0 or left < 0:
             return f"block {bh}x{bw} must be positive and paddings {top}, {left} non-negative"
+        if b <= 0 or c != nhwc(y_shape)[3]:
+            return f"input {tuple(x_shape)} and output {tuple(y_shape)} need a batch and the same depth"
+        return None
+
+    def mismatch(self, x_shape, y_shape, geo) -> str | None:
+        bh, bw, top, left = geo
+        b, h, w, _ = nhwc(x_shape)
+        bo, ho, wo, _ = nhwc(y_shape)
         if bo != b * bh * bw or ho * bh < top + h or wo * bw < left + w:
-            return f"output shape {tuple(y_shape)} does not hold input {tuple(x_shape)} with block {bh}x{bw}, " \
-                   f"padding top {top}, left {left}"
+            return f"the stored output shape {tuple(y_shape)} does not hold input {tuple(x_shape)} with block " \
+                   f"{bh}x{bw}, padding top {top}, left {left}"
         return None
 
     def compute(self, x: np.ndarray, out: np.ndarray, geo: tuple[int, int, int, int]) -> None:
         bh, bw, top, left = geo
         b, h, w, c = nhwc(x.shape)
-        _, ho, wo, _ = nhwc(out.shape)
-        padded = np.zeros((b, ho * bh, wo * bw, c), x.dtype)
-        padded[:, top:top + h, left:left + w, :] = x.reshape(b, h, w, c)
-        phases = padded.reshape(b, ho, bh, wo, bw, c).transpose(2, 4, 0, 1, 3, 5)
-        out[...] = phases.reshape(out.shape)
+        bo, ho, wo, _ = nhwc(out.shape)
+        if bo == b * bh * bw and ho * bh >= top + h and wo * bw >= left + w:
+            padded = np.zeros((b, ho * bh, wo * bw, c), x.dtype)
+            padded[:, top:top + h, left:left + w, :] = x.reshape(b, h, w, c)
+            phases = padded.reshape(b, ho, bh, wo, bw, c).transpose(2, 4, 0, 1, 3, 5)
+            out[...] = phases.reshape(out.shape)
+            return
+        ob = np.arange(bo)                  # TFLM's loop over the stored output shape
+        shift_h, shift_w = divmod(ob // b, bw)
+        ih = np.arange(ho)[None, :, None] * bh + shift_h[:, None, None] - top
+        iw = np.arange(wo)[None, None, :] * bw + shift_w[:, None, None] - left
+        inside = (ih >= 0) & (ih < h) & (iw >= 0) & (iw < w)
+        src = x.reshape(b, h, w, c)[(ob % b)[:, None, None], np.clip(ih, 0, h - 1), np.clip(iw, 0, w - 1)]
+        out[...] = np.where(inside[..., None], src, np.zeros((), x.dtype)).reshape(out.shape)
 
 
 KERNEL = SpaceToBatchND()

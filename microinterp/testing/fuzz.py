@@ -79,6 +79,15 @@ def _vector(tab: Any, slot: int) -> tuple[int, int]:
     return tab.Vector(off), tab.VectorLen(off)
 
 
+#: (vector | scalar, field slot in the schema, C type, name) of the fields :func:`field_slots` lists per table.
+_TENSOR_FIELDS = (("vector", 0, "i32", "shape"), ("scalar", 1, "i8", "type"), ("scalar", 2, "u32", "buffer"),
+                  ("scalar", 5, "u8", "is_variable"))
+_QUANT_FIELDS = (("vector", 2, "f32", "scale"), ("vector", 3, "i64", "zero_point"),
+                 ("scalar", 6, "i32", "quantized_dimension"))
+_OP_FIELDS = (("scalar", 0, "u32", "opcode_index"), ("vector", 1, "i32", "inputs"), ("vector", 2, "i32", "outputs"),
+              ("vector", 8, "i32", "intermediates"), ("scalar", 3, "u8", "builtin_options_type"))
+
+
 def field_slots(data: bytes) -> list[Slot]:
     """Every interpreted value of a model with its position (see the module docstring). Tolerates a model the
     accessors cannot walk completely: it lists what it reached."""
@@ -98,6 +107,13 @@ def field_slots(data: bytes) -> list[Slot]:
         if pos:
             slots.append(Slot(pos, ctype, what))
 
+    def fields(tab, table, where):
+        for kind, slot, ctype, name in table:
+            if kind == "vector":
+                vec(tab, slot, ctype, f"{where} {name}", size=struct.calcsize(_FMT[ctype]))
+            else:
+                scalar(tab, slot, ctype, f"{where} {name}")
+
     try:
         m = tflite.Model.GetRootAs(data, 0)
         for ci in range(min(m.OperatorCodesLength(), 256)):
@@ -116,27 +132,16 @@ def field_slots(data: bytes) -> list[Slot]:
             vec(st, 2, "i32", f"subgraph {si} outputs")
             for ti in range(min(sg.TensorsLength(), 4096)):
                 t = sg.Tensors(ti)
-                tt = t._tab
                 where = f"subgraph {si} tensor {ti}"
-                vec(tt, 0, "i32", f"{where} shape")
-                scalar(tt, 1, "i8", f"{where} type")
-                scalar(tt, 2, "u32", f"{where} buffer")
-                scalar(tt, 5, "u8", f"{where} is_variable")
+                fields(t._tab, _TENSOR_FIELDS, where)
                 q = t.Quantization()
                 if q is not None:
-                    qt = q._tab
-                    vec(qt, 2, "f32", f"{where} scale")
-                    vec(qt, 3, "i64", f"{where} zero_point", size=8)
-                    scalar(qt, 6, "i32", f"{where} quantized_dimension")
+                    fields(q._tab, _QUANT_FIELDS, where)
             for oi in range(min(sg.OperatorsLength(), 4096)):
                 op = sg.Operators(oi)
                 ot = op._tab
                 where = f"subgraph {si} op {oi}"
-                scalar(ot, 0, "u32", f"{where} opcode_index")
-                vec(ot, 1, "i32", f"{where} inputs")
-                vec(ot, 2, "i32", f"{where} outputs")
-                vec(ot, 8, "i32", f"{where} intermediates")
-                scalar(ot, 3, "u8", f"{where} builtin_options_type")
+                fields(ot, _OP_FIELDS, where)
                 start, n = _vector(ot, 5)
                 for k in range(min(n, 64)):
                     slots.append(Slot(start + k, "u8", f"{where} custom_options[{k}]"))

@@ -171,3 +171,64 @@ def test_reverse_with_non_contiguous_axes_as_input_fails_at_invoke():
     it.set_input(np.array([0, 2], np.int32), 1)
     with pytest.raises(InvokeError, match="Non-contiguous"):
         it.invoke()
+
+
+def _dilated_conv1d_as_converted(stb_out_batch: int) -> bytes:
+    """What a stock converter writes for Keras ``Conv1D(dilation_rate=2)`` with a dynamic batch, int8: SPACE_TO_BATCH_ND
+    (block 2) -> EXPAND_DIMS -> CONV_2D -> RESHAPE -> BATCH_TO_SPACE_ND, with the batch of the block-2 tensors stored as
+    ``stb_out_batch`` (1 where the batch was dynamic; 2 is what the arithmetic says)."""
+    from microinterp.testing.builder import ModelBuilder
+
+    rng = np.random.default_rng(3)
+    b = ModelBuilder()
+    q = dict(scale=0.05, zero_point=-3)
+    x = b.add_tensor("x", (1, 32, 16), "INT8", **q)
+    block = b.add_tensor("block", (1,), "INT32", data=np.array([2], np.int32))
+    pads = b.add_tensor("pads", (1, 2), "INT32", data=np.zeros((1, 2), np.int32))
+    s = b.add_tensor("stb", (stb_out_batch, 16, 16), "INT8", **q)
+    axis = b.add_tensor("axis", (1,), "INT32", data=np.array([1], np.int32))
+    e = b.add_tensor("e", (stb_out_batch, 1, 16, 16), "INT8", **q)
+    w = b.add_tensor("w", (8, 1, 3, 16), "INT8", data=rng.integers(-127, 128, (8, 1, 3, 16)), scale=[0.01] * 8,
+                     zero_point=0, axis=0)
+    bias = b.add_tensor("bias", (8,), "INT32", data=rng.integers(-300, 300, 8), scale=[5e-4] * 8)
+    c = b.add_tensor("c", (stb_out_batch, 1, 14, 8), "INT8", scale=0.1, zero_point=2)
+    r = b.add_tensor("r", (stb_out_batch, 14, 8), "INT8", scale=0.1, zero_point=2)
+    crops = b.add_tensor("crops", (1, 2), "INT32", data=np.zeros((1, 2), np.int32))
+    y = b.add_tensor("y", (1, 28, 8), "INT8", scale=0.1, zero_point=2)
+    b.add_op("SPACE_TO_BATCH_ND", [x, block, pads], [s])
+    b.add_op("EXPAND_DIMS", [s, axis], [e])
+    b.add_op("CONV_2D", [e, w, bias], [c], padding="VALID")
+    b.add_op("RESHAPE", [c], [r], new_shape=[stb_out_batch, 14, 8])
+    b.add_op("BATCH_TO_SPACE_ND", [r, block, crops], [y])
+    b.inputs, b.outputs = [x], [y]
+    return b.build()
+
+
+@pytest.mark.parametrize("stored_batch", [1, 2])
+def test_a_stored_batch_that_disagrees_runs_as_tflm_runs_it(stored_batch):
+    """The stock converter stores SPACE_TO_BATCH_ND's output of a dilated Conv1D with a dynamic batch as (1, 16, 16)
+    for an input (1, 32, 16) with block 2. TFLM loops over the stored shapes; so does microinterp, bit for bit, and
+    it warns that the stored shape disagrees with the op's arithmetic."""
+    import warnings
+
+    from microinterp.errors import ModelShapeWarning
+
+    model = _dilated_conv1d_as_converted(stored_batch)
+    x = np.random.default_rng(5).integers(-128, 128, (1, 32, 16)).astype(np.int8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        it = Interpreter(model)
+    shape_warnings = [w for w in caught if issubclass(w.category, ModelShapeWarning)]
+    assert len(shape_warnings) == (2 if stored_batch == 1 else 0)
+    if shape_warnings:
+        assert "SPACE_TO_BATCH_ND" in str(shape_warnings[0].message)
+    first = None
+    for _ in range(2):                              # the same output every time
+        it.set_input(x, 0)
+        it.invoke()
+        first = it.get_output(0) if first is None else first
+        assert np.array_equal(it.get_output(0), first)
+    # BATCH_TO_SPACE_ND leaves the output rows no input lands on as the arena held them: with TFLM's own (greedy)
+    # plan the arena holds the same bytes there as the wheel's, so compare whole runs with that plan
+    result = compare_with_tflm(model, [x], per_op=False)
+    assert result.ok, result
