@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 import numpy as np
 
 from .arena import Arena, SizingArena
-from .errors import ArenaOverflowError, ConfigError, HostMemoryError, InputError, ModelError, UnsupportedOpError
+from .errors import (ArenaOverflowError, ConfigError, HostMemoryError, InputError, MicroInterpError, ModelError,
+                     UnsupportedOpError)
 from .graph import MicroGraph
 from .kernels._qutil import to_int32_arm
 from .kernels.base import InvokeContext, PrepareContext, prepare_ops
@@ -142,9 +143,14 @@ class Interpreter(LiteRTMixin):
         if backing is not None and arena < needed:
             if preserve_all_tensors:
                 raise InputError("preserve_all_tensors=True cannot run out of core (intermediates share the card)")
-            self._pager = Pager(self, arena, backing, pools=pools, flash=flash, mcu=self.mcu, tile=tile,
-                                checksum=checksum, recover=recover, cost_kernels=self.cost_kernels, fuse=fuse,
-                                key=key)
+            try:
+                self._pager = Pager(self, arena, backing, pools=pools, flash=flash, mcu=self.mcu, tile=tile,
+                                    checksum=checksum, recover=recover, cost_kernels=self.cost_kernels, fuse=fuse,
+                                    key=key)
+            except MicroInterpError:
+                raise
+            except MemoryError as e:
+                raise HostMemoryError(f"the host could not allocate what the out-of-core run needs ({e})") from e
             self.arena = self._pager.arena
             return
         if needed is not None and needed > max_arena:
@@ -362,7 +368,13 @@ class Interpreter(LiteRTMixin):
 
         ``progress(done, total, record)`` is called after each op when out of core (for progress bars)."""
         if self._pager is not None:
-            self._records = self._pager.invoke(progress)
+            try:
+                self._records = self._pager.invoke(progress)
+            except MicroInterpError:
+                raise
+            except MemoryError as e:
+                raise HostMemoryError(f"the host ran out of memory in an out-of-core kernel ({e}); a smaller "
+                                      "tile= or pools= keeps its buffers smaller") from e
             return
         # The host profiler: one clock reading before the first op and after each op; op i's host time is
         # stamps[i + 1] - stamps[i] (its kernel and its dispatch: one list step, one call, one store).

@@ -78,8 +78,7 @@ def io_error(what: str, path: str, offset: int | None, e: OSError) -> StorageErr
     the errno (also as the exception's ``errno``, ``filename`` and ``offset`` attributes)."""
     code = errno.errorcode.get(e.errno or 0, str(e.errno))
     where = "" if offset is None else f" at SD offset {offset}"
-    err = StorageError(f"cannot {what}{where} of {path}: {e.strerror or e} ({code})")
-    err.errno, err.filename = e.errno, path
+    err = StorageError(e.errno, f"cannot {what}{where} of the SD image: {e.strerror or e} ({code})", path)
     err.offset = offset  # type: ignore[attr-defined]
     return err
 
