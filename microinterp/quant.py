@@ -196,7 +196,7 @@ class Requantizer:
     def __init__(self, multiplier, shift):
         if _is_scalar(multiplier) and _is_scalar(shift):     # per tensor: Python ints, cheap for small arrays
             m, s = int(multiplier), int(shift)
-            self.multiplier, self.left, self.shift_left = np.int64(m), max(s, 0), s > 0
+            self.multiplier, self.left, self.shift_left = np.int64(m), max(s, 0) & 31, s > 0
             self.saturation = m <= INT32_MIN                # SRDHM(INT32_MIN, INT32_MIN) needs its patch
             self.rounding = _RoundingShift(max(-s, 0))
         else:
@@ -204,7 +204,7 @@ class Requantizer:
             if m.shape != shift.shape:  # so that the product x * M covers the shape of the rounding exponents
                 m, shift = np.broadcast_arrays(m, shift)
             self.multiplier = m
-            self.left = np.maximum(shift, 0)
+            self.left = np.maximum(shift, 0) & 31
             self.shift_left = bool(self.left.any())
             self.saturation = _may_hold_int32_min(m)
             self.rounding = _RoundingShift(np.maximum(-shift, 0))
@@ -247,7 +247,9 @@ def _fused_rounding(multiplier, rounding: _RoundingShift) -> tuple | None:
 def mbqm(x, multiplier, shift):
     """MultiplyByQuantizedMultiplier for int32 accumulators (TFLM's double-rounding version), int64 result.
 
-    ``RDBPOT(SRDHM(x * 2^max(shift, 0) [int32 wrap], M), max(-shift, 0))``. Arguments broadcast (per-channel
+    ``RDBPOT(SRDHM(x * 2^max(shift, 0) [int32 wrap], M), max(-shift, 0))``. A left shift of 32 or more (an output
+    scale so small that the multiplier exceeds 2^31: only a damaged model has one) is C's undefined ``1 << shift``,
+    which x86-64 -- the wheel -- computes with the count taken modulo 32; so does this. Arguments broadcast (per-channel
     multipliers and shifts along the last axis work as-is); ``x`` may have any integer dtype (int32 inputs are
     multiplied into int64 without a conversion pass). One product array, rounded in place (*Fast exact forms*).
     """
@@ -277,7 +279,7 @@ def mbqm_smaller_than_one_exp(x, multiplier, shift):
 
 def mbqm_greater_than_one(x, multiplier, left_shift):
     """MultiplyByQuantizedMultiplierGreaterThanOne: SRDHM(x * 2^left_shift, M)."""
-    shifted = wrap_int32(np.asarray(x, dtype=np.int64) << np.asarray(left_shift, dtype=np.int64))
+    shifted = wrap_int32(np.asarray(x, dtype=np.int64) << (np.asarray(left_shift, dtype=np.int64) & 31))
     return srdhm(shifted, multiplier)
 
 

@@ -119,7 +119,7 @@ def requantization_steps(multiplier, shift, zero_point: int, lo: int, hi: int, a
     else:
         if acc_min < INT32_MIN or acc_max > INT32_MAX:
             return None
-        left = np.maximum(s, 0)
+        left = np.maximum(s, 0) & 31         # as Requantizer shifts (x86's count modulo 32)
         if ((np.int64(acc_min) << left) < INT32_MIN).any() or ((np.int64(acc_max) << left) > INT32_MAX).any():
             return None
         requantize = Requantizer(m, s)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import Requantizer, activation_range_float
-from .conv import check_strides, filter_and_bias, int4_filter_scratch, populate_quantization, requantize
+from .conv import check_strides, eval_strides, filter_and_bias, int4_filter_scratch, populate_quantization, requantize
 from .padding import compute_padding_height_width, windows
 
 
@@ -121,6 +121,7 @@ class DepthwiseConv2D:
         kind = _kind(ctx, op, x, bias_t)
         zp_in = x.quantization.zero_point if kind == "int8" else 0
         zp_out = y.quantization.zero_point if kind == "int8" else 0
+        stride_h, stride_w, dil_h, dil_w = eval_strides(ctx, op, (stride_h, stride_w, dil_h, dil_w))
         return DepthwiseData(kind, stride_h, stride_w, dil_h, dil_w, pad.height, pad.width, x.shape[1], multiplier,
                              -zp_in, zp_out, act_min, act_max, mult, shift, bias_t is not None, int4_scratch,
                              int4_packed, tuple(w.shape), Requantizer(mult, shift) if kind == "int8" else None)

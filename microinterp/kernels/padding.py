@@ -131,6 +131,31 @@ def input_rows_for(y0: int, y1: int, stride: int, dilation: int, filter_size: in
     return (lo, hi) if lo < hi else (0, 0)
 
 
+def _gathered_windows(x, y0, out_h, out_w, filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_h,
+                      pad_w, in_h, x_row0, offset, fill, dtype) -> np.ndarray:
+    """:func:`windows` by fancy indexing: memory of the windows themselves, whatever the strides."""
+    iy = ((y0 + np.arange(out_h, dtype=np.int64)) * stride_h - pad_h)[:, None] + \
+        np.arange(filter_h, dtype=np.int64)[None, :] * dilation_h
+    ix = (np.arange(out_w, dtype=np.int64) * stride_w - pad_w)[:, None] + \
+        np.arange(filter_w, dtype=np.int64)[None, :] * dilation_w
+    rows_in_view, width = x.shape[1], x.shape[2]
+    oky = (iy >= 0) & (iy < in_h)
+    if (oky & ((iy < x_row0) | (iy >= x_row0 + rows_in_view))).any():
+        raise ValueError(f"input rows [{x_row0}, {x_row0 + rows_in_view}) do not cover output rows "
+                         f"[{y0}, {y0 + out_h})")
+    okx = (ix >= 0) & (ix < width)
+    ry = np.clip(iy - x_row0, 0, max(rows_in_view - 1, 0))
+    rx = np.clip(ix, 0, max(width - 1, 0))
+    if x.size == 0:
+        vals = np.zeros((x.shape[0], out_h, out_w, filter_h, filter_w, x.shape[3]), dtype)
+    else:                       # [n, oy, ky, ox, kx, c] -> [n, oy, ox, ky, kx, c]
+        vals = x[:, ry[:, :, None, None], rx[None, None, :, :]].astype(dtype).transpose(0, 1, 3, 2, 4, 5)
+        if offset:
+            vals += dtype.type(offset)
+    inside = oky[:, None, :, None] & okx[None, :, None, :]
+    return np.where(inside[None, :, :, :, :, None], vals, dtype.type(fill))
+
+
 def windows(x: np.ndarray, *, y0: int, out_h: int, out_w: int, filter_h: int, filter_w: int, stride_h: int,
             stride_w: int, dilation_h: int, dilation_w: int, pad_h: int, pad_w: int, in_h: int | None = None,
             x_row0: int = 0, offset: float = 0, fill: float = 0, dtype: Any = None) -> np.ndarray:
@@ -151,6 +176,12 @@ def windows(x: np.ndarray, *, y0: int, out_h: int, out_w: int, filter_h: int, fi
     dtype = np.dtype(x.dtype if dtype is None else dtype)
     rows = max(0, (out_h - 1) * stride_h + (filter_h - 1) * dilation_h + 1)
     cols = max(0, (out_w - 1) * stride_w + (filter_w - 1) * dilation_w + 1)
+    gathered = n * out_h * out_w * filter_h * filter_w * channels
+    if min(stride_h, stride_w, dilation_h, dilation_w) < 0 or n * rows * cols * channels > max(4 * gathered, 1 << 24):
+        # strides or dilations far larger than the image, or negative (a hand-edited model; TFLM's int16
+        # ConvParams wrap): gather the taps instead of covering every position between them
+        return _gathered_windows(x, y0, out_h, out_w, filter_h, filter_w, stride_h, stride_w, dilation_h,
+                                 dilation_w, pad_h, pad_w, in_h, x_row0, offset, fill, dtype)
     buf = np.full((n, rows, cols, channels), fill, dtype)
     base_r, base_c = y0 * stride_h - pad_h, -pad_w
     r_lo, r_hi = max(base_r, 0), min(base_r + rows, in_h)

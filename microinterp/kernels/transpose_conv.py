@@ -36,6 +36,7 @@ from ..quant import (
     quantize_multipliers,
     wrap_int32,
 )
+from .conv import eval_strides
 from .padding import compute_padding_height_width
 
 
@@ -114,7 +115,10 @@ class TransposeConv:
             raise ctx.fail(op, f"bias has {bias.num_elements} elements, expected {c_out}")
         p = compute_padding_height_width(sh, sw, 1, 1, y.shape[1], y.shape[2], kh, kw, padding)
         pad = (p.height, p.width)
-        return TransposeConvData(kind, (sh, sw), pad, input_zp, output_zp, ctx.persistent(mult),
+        esh, esw, _, _ = eval_strides(ctx, op, (sh, sw, 1, 1))      # ConvParams keeps them as int16
+        if esh == 0 or esw == 0:
+            raise ctx.fail(op, f"strides {sh}x{sw} wrap to {esh}x{esw} in TFLM's int16 ConvParams")
+        return TransposeConvData(kind, (esh, esw), pad, input_zp, output_zp, ctx.persistent(mult),
                                  ctx.persistent(shift), act_min, act_max, bias is not None)
 
     def invoke(self, ctx, op, data: TransposeConvData) -> None:
@@ -159,7 +163,7 @@ def _scatter_int(x: np.ndarray, w: np.ndarray, out_shape, stride, pad) -> np.nda
     wmat = np.transpose(w.astype(np.float64), (3, 1, 2, 0)).reshape(c_in, kh * kw * c_out)
     taps = (x.reshape(-1, c_in).astype(np.float64) @ wmat).reshape(n, h, wd, kh, kw, c_out).astype(np.int64)
     canvas = np.zeros((n, ch, cw, c_out), np.int64)
-    for ky in range(kh):
+    for ky in range(kh if h and wd else 0):         # an empty input scatters nothing (TFLM's loops do not run)
         for kx in range(kw):
             rows, cols = slice(ky, ky + (h - 1) * sh + 1, sh), slice(kx, kx + (wd - 1) * sw + 1, sw)
             canvas[:, rows, cols, :] += taps[:, :, :, ky, kx, :]
@@ -182,7 +186,7 @@ def _scatter_float(x: np.ndarray, w: np.ndarray, out_shape, stride, pad) -> np.n
     canvas = np.zeros((n, ch, cw, c_out), np.float32)
     x = x.astype(np.float32)
     w = w.astype(np.float32)
-    for ky in reversed(range(kh)):
+    for ky in reversed(range(kh if h and wd else 0)):   # an empty input scatters nothing
         for kx in reversed(range(kw)):
             view = canvas[:, ky:ky + (h - 1) * sh + 1:sh, kx:kx + (wd - 1) * sw + 1:sw, :]
             for ic in range(c_in):

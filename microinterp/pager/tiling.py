@@ -35,6 +35,7 @@ from ..kernels import REFERENCE_KERNELS, average_pool, conv, depthwise_conv, ful
 from ..kernels.optimized import conv as optimized_conv
 from ..kernels.optimized import depthwise_conv as optimized_depthwise
 from ..kernels.optimized import fully_connected as optimized_fc
+from ..kernels.conv import regular_steps
 from ..kernels.padding import input_rows_for
 from ..kernels.pooling_common import input_rows as pool_input_rows
 
@@ -275,6 +276,8 @@ def tiler_for(op: Any, data: Any, tensors: list[Any], is_reference: bool) -> Til
     if key in ALIASES and ins and ins[0] is not None and ins[0].data is None and not ins[0].is_variable \
             and ins[0].nbytes == out.nbytes and ins[0].dtype == out.dtype:
         return ALIAS
+    if key in ("CONV_2D", "DEPTHWISE_CONV_2D") and not regular_steps(data):
+        return WHOLE                # TFLM's int16 strides wrapped to 0 or below: no row bands
     if key == "CONV_2D" and _batch1_nhwc(ins[0], out) and data.int4_scratch is None:
         tiler = ConvTiler()
         if data.groups != 1:

@@ -109,3 +109,20 @@ def test_input_rows_for():
     assert input_rows_for(4, 5, 2, 1, 3, 1, 8) == (7, 8)           # clipped at the bottom
     assert input_rows_for(3, 3, 1, 1, 3, 1, 10) == (0, 0)          # empty band
     assert input_rows_for(9, 10, 1, 1, 3, 0, 5) == (0, 0)          # only padding
+
+
+@given(st.integers(1, 2), st.integers(1, 6), st.integers(1, 6), st.integers(1, 3), st.integers(1, 3), st.integers(1, 3),
+       st.integers(1, 4), st.integers(1, 4), st.integers(1, 3), st.integers(1, 3), st.integers(0, 2), st.integers(0, 2),
+       st.integers(0, 3), st.integers(0, 3), st.integers(-3, 3))
+def test_gathered_windows_equal_the_strided_ones(n, h, w, c, fh, fw, sh, sw, dh, dw, ph, pw, y0, oh_extra, offset):
+    """The fancy-indexing path taken for absurd strides gives what the strided path gives."""
+    from microinterp.kernels.padding import _gathered_windows, windows
+
+    x = np.arange(n * h * w * c, dtype=np.int16).reshape(n, h, w, c) - 40
+    out_h, out_w = 1 + oh_extra, 1 + (w + 2 * pw) // sw
+    kw = dict(y0=y0, out_h=out_h, out_w=out_w, filter_h=fh, filter_w=fw, stride_h=sh, stride_w=sw, dilation_h=dh,
+              dilation_w=dw, pad_h=ph, pad_w=pw, offset=offset, fill=7, dtype=np.int32)
+    strided = windows(x, **kw)
+    gathered = _gathered_windows(x, y0, out_h, out_w, fh, fw, sh, sw, dh, dw, ph, pw, h, 0, offset, 7,
+                                 np.dtype(np.int32))
+    assert strided.shape == gathered.shape and np.array_equal(strided, gathered)

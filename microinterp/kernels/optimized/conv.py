@@ -47,7 +47,7 @@ import numpy as np
 from .._qutil import unpack_int4
 from ..base import HostBudget
 from ..conv import KERNEL as REFERENCE
-from ..conv import ConvData
+from ..conv import ConvData, regular_steps
 from ._buffers import claimed_buffer, still_claimed, work_buffer
 from ._epilogue import ChannelStats, Epilogue, accumulator_range, gemm, gemm_weights
 from ._group import GROUP_BYTES, block_rows, group_done, group_for
@@ -367,6 +367,8 @@ def _view(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _plan(ctx, op, data: ConvData) -> ConvPlan | None:
+    if not regular_steps(data):
+        return None
     found = _fast_weights(ctx, op, data)
     if found is None:
         return None
@@ -401,7 +403,7 @@ def _fast_weights(ctx, op, data: ConvData) -> tuple[np.ndarray, np.ndarray | Non
 
 
 def _bands(ctx, op, data: ConvData) -> ConvBands | None:
-    if data.int4_packed is not None:
+    if data.int4_packed is not None or not regular_steps(data):
         return None             # out of core, int4 filters run whole (the reference path)
     found = _fast_weights(ctx, op, data)
     return None if found is None else ConvBands(data, *found, ctx.host_budget)

@@ -54,6 +54,7 @@ import numpy as np
 
 from .._blas import matmul
 from .._qutil import unpack_int4
+from ..conv import regular_steps
 from ..depthwise_conv import KERNEL as REFERENCE
 from ..depthwise_conv import DepthwiseData
 from ._buffers import work_buffer
@@ -163,6 +164,8 @@ _MAX_PLAN_BYTES = 512 << 20
 
 
 def _plan(ctx, op, data: DepthwiseData) -> OptimizedDepthwiseData:
+    if not regular_steps(data):
+        return _extend(data)
     x, y = ctx.input(op, 0), ctx.output(op, 0)
     w = _filter(ctx, op, data)
     kh, kw, c_out = w.shape

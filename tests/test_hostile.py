@@ -1,0 +1,255 @@
+"""Hostile models: one regression test per defect class the fuzzer found (issue 24), each model built in-process.
+
+Every one ends in a typed MicroInterpError (or runs, where TFLM runs it), never in a bare Python exception or a hang.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from flatbuffers import flexbuffers
+
+import microinterp
+from microinterp import ConfigError, Interpreter, MicroInterpError
+from microinterp.errors import HostMemoryError, InputError, ModelError, PrepareError, StorageError
+from microinterp.testing.builder import ModelBuilder
+from microinterp.testing.tflm import compare_with_tflm
+
+
+def _q(b, name, shape, type_name="INT8", scale=0.1, zp=0, **kw):
+    return b.add_tensor(name, shape, type_name, scale=scale, zero_point=zp, **kw)
+
+
+def test_a_constant_subgraph_input_cannot_be_set():
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 4), data=np.arange(4))
+    y = _q(b, "y", (1, 4))
+    b.add_op("RELU", [x], [y])
+    b.inputs, b.outputs = [x], [y]
+    it = Interpreter(b.build())
+    with pytest.raises(InputError, match="constant tensor"):
+        it.set_input(np.zeros((1, 4), np.int8), 0)
+    it.invoke()                                  # without set_input it runs on the constant, as TFLM does
+    assert np.array_equal(it.get_output(0), np.arange(4, dtype=np.int8).reshape(1, 4))
+
+
+def test_a_constant_op_output_is_refused_at_prepare():
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 4))
+    y = _q(b, "y", (1, 4), data=np.zeros(4))
+    b.add_op("RELU", [x], [y])
+    b.inputs, b.outputs = [x], [y]
+    with pytest.raises(PrepareError, match="constant tensor"):
+        Interpreter(b.build())
+
+
+def test_a_while_copying_into_a_constant_is_refused():
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1,), "INT32")
+    y = b.add_tensor("y", (1,), "INT32")
+    b.add_op("WHILE", [x], [y], cond_subgraph_index=1, body_subgraph_index=2)
+    b.inputs, b.outputs = [x], [y]
+    cond = b.add_subgraph("cond")
+    i = cond.add_tensor("i", (1,), "INT32")
+    ten = cond.add_tensor("ten", (1,), "INT32", data=np.array([10], np.int32))
+    c = cond.add_tensor("c", (1,), "BOOL")
+    cond.add_op("LESS", [i, ten], [c])
+    cond.inputs, cond.outputs = [i], [c]
+    body = b.add_subgraph("body")
+    j = body.add_tensor("j", (1,), "INT32", data=np.array([0], np.int32))      # a constant copy target
+    one = body.add_tensor("one", (1,), "INT32", data=np.array([1], np.int32))
+    k = body.add_tensor("k", (1,), "INT32")
+    body.add_op("ADD", [j, one], [k])
+    body.inputs, body.outputs = [j], [k]
+    with pytest.raises(PrepareError, match="copy target .* is a constant"):
+        Interpreter(b.build())
+
+
+@pytest.mark.parametrize("alpha", [float("nan"), float("inf")])
+def test_a_nan_leaky_relu_alpha_is_a_prepare_error(alpha):
+    b = ModelBuilder()
+    x, y = _q(b, "x", (1, 4)), _q(b, "y", (1, 4))
+    b.add_op("LEAKY_RELU", [x], [y], alpha=alpha)
+    b.inputs, b.outputs = [x], [y]
+    with pytest.raises(PrepareError, match="not finite"):
+        Interpreter(b.build())
+
+
+def test_a_zero_output_scale_is_a_prepare_error():
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 4))
+    w = _q(b, "w", (2, 4), data=np.ones((2, 4)))
+    y = _q(b, "y", (1, 2), scale=0.0)
+    b.add_op("FULLY_CONNECTED", [x, w], [y])
+    b.inputs, b.outputs = [x], [y]
+    with pytest.raises(PrepareError):
+        Interpreter(b.build())
+
+
+@pytest.mark.parametrize("scale", [1e-45, 1e-40, 1e-30])
+@pytest.mark.parametrize("optimized", [True, False])
+def test_a_denormal_output_scale_runs_as_the_wheel_computes_it(scale, optimized):
+    """A multiplier beyond 2^31 makes TFLM's MBQM shift left by 32 or more: undefined in C, computed by x86-64 (the
+    wheel) with the count modulo 32. microinterp does the same, bit for bit (it once gave 0 where the wheel saturated)."""
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 4))
+    w = _q(b, "w", (2, 4), data=np.arange(8).reshape(2, 4) - 3)
+    y = _q(b, "y", (1, 2), scale=scale)
+    b.add_op("FULLY_CONNECTED", [x, w], [y])
+    b.inputs, b.outputs = [x], [y]
+    rng = np.random.default_rng(2)
+    for _ in range(4):
+        result = compare_with_tflm(b.build(), [rng.integers(-128, 128, (1, 4)).astype(np.int8)], per_op=False,
+                                   optimized=optimized)
+        assert result.ok, result
+
+
+def test_logistic_needs_matching_shapes():
+    b = ModelBuilder()
+    x, y = _q(b, "x", (1, 8)), _q(b, "y", (1, 4), scale=1 / 256, zp=-128)
+    b.add_op("LOGISTIC", [x], [y])
+    b.inputs, b.outputs = [x], [y]
+    with pytest.raises(PrepareError, match="shape"):
+        Interpreter(b.build())
+
+
+def test_signal_options_that_decode_to_null_read_as_zero():
+    """FlexBuffers null reads as 0 through TFLM's ElementAsInt32, so a SignalWindow with shift null runs with 0."""
+    b = ModelBuilder()
+    x = b.add_tensor("x", (8,), "INT16")
+    wts = b.add_tensor("w", (8,), "INT16", data=np.full(8, 1 << 14, np.int16))
+    y = b.add_tensor("y", (8,), "INT16")
+    fbb = flexbuffers.Builder()
+    with fbb.Map():
+        fbb.Null("shift")
+    b.add_op("CUSTOM", [x, wts], [y], custom_code="SignalWindow", custom_options=bytes(fbb.Finish()))
+    b.inputs, b.outputs = [x], [y]
+    it = Interpreter(b.build())
+    it.set_input(np.arange(8, dtype=np.int16) * 100, 0)
+    it.invoke()
+    assert it.get_output(0).dtype == np.int16
+
+
+def test_string_tensors_are_refused_as_tflm_refuses_them():
+    b = ModelBuilder()
+    x = b.add_tensor("x", (2,), "STRING")
+    y = b.add_tensor("y", (2,), "STRING")
+    b.add_op("RESHAPE", [x], [y])
+    b.inputs, b.outputs = [x], [y]
+    with pytest.raises(ModelError, match="cannot allocate .*STRING"):
+        Interpreter(b.build())
+
+
+def _depthwise(stride_w: int) -> bytes:
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 8, 8, 4), scale=0.1, zp=-2)
+    w = b.add_tensor("w", (1, 3, 3, 4), "INT8", data=np.arange(36).reshape(1, 3, 3, 4) - 18, scale=[0.05] * 4,
+                     zero_point=0, axis=3)
+    bias = b.add_tensor("b", (4,), "INT32", data=np.arange(4) * 10, scale=[0.005] * 4)
+    y = _q(b, "y", (1, 6, 1, 4), scale=0.2, zp=1)
+    b.add_op("DEPTHWISE_CONV_2D", [x, w, bias], [y], padding="VALID", stride_w=stride_w, stride_h=1,
+             depth_multiplier=1)
+    b.inputs, b.outputs = [x], [y]
+    return b.build()
+
+
+@pytest.mark.parametrize("stride", [2 ** 31 - 1, 1 << 16, 1 << 20, 65535])
+@pytest.mark.parametrize("optimized", [True, False])
+def test_a_huge_depthwise_stride_runs_quickly_and_exactly(stride, optimized, tmp_path):
+    """The optimized depthwise once looped over every column phase of a 2^31-1 stride in prepare (a hang). TFLM
+    keeps strides as int16 in Eval (2^31-1 runs as -1, 2^16 as 0), which microinterp now does too, bit for bit."""
+    model = _depthwise(stride)
+    x = np.random.default_rng(0).integers(-128, 128, (1, 8, 8, 4)).astype(np.int8)
+    result = compare_with_tflm(model, [x], per_op=False, optimized=optimized)
+    assert result.ok, result
+    with Interpreter(model, arena=1024, backing=str(tmp_path / "sd.img")) as it:     # out of core: whole
+        it.set_input(x, 0)
+        it.invoke()
+        assert np.array_equal(it.get_output(0), result.outputs[0])
+
+
+def test_a_huge_conv_stride_gathers_its_taps():
+    """A convolution whose stride spans gigabytes of padding takes the memory of its windows, not of the padding."""
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 6, 6, 2))
+    w = b.add_tensor("w", (3, 2, 2, 2), "INT8", data=np.arange(24).reshape(3, 2, 2, 2) - 12, scale=[0.1] * 3,
+                     zero_point=0, axis=0)
+    y = _q(b, "y", (1, 2, 2, 3), scale=0.5)
+    b.add_op("CONV_2D", [x, w], [y], padding="VALID", stride_w=(1 << 30) + 3, stride_h=1 << 30)
+    b.inputs, b.outputs = [x], [y]
+    x_val = np.random.default_rng(1).integers(-128, 128, (1, 6, 6, 2)).astype(np.int8)
+    result = compare_with_tflm(b.build(), [x_val], per_op=False)
+    assert result.ok, result
+
+
+def test_a_tensor_read_before_anything_writes_it_has_a_home_out_of_core(tmp_path):
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 64, 64, 4))
+    ghost = _q(b, "ghost", (1, 64, 64, 4))               # read by the ADD, written by nobody, not an input
+    y = _q(b, "y", (1, 64, 64, 4))
+    b.add_op("ADD", [x, ghost], [y])
+    b.inputs, b.outputs = [x], [y]
+    try:
+        it = Interpreter(b.build(), arena=8 * 1024, backing=str(tmp_path / "sd.img"))
+        it.set_input(np.zeros((1, 64, 64, 4), np.int8), 0)
+        it.invoke()
+    except MicroInterpError:
+        pass                                              # typed (the ghost was never written to the card)
+
+
+def test_an_absurd_host_allocation_out_of_core_is_a_host_memory_error(tmp_path):
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 32, 32, 8))
+    w = b.add_tensor("w", (8, 3, 3, 8), "INT8", data=np.ones((8, 3, 3, 8)), scale=[0.1] * 8, zero_point=0, axis=0)
+    y = _q(b, "y", (1, 32, 32, 8))
+    b.add_op("CONV_2D", [x, w], [y], padding="SAME", stride_w=1, stride_h=1, dilation_w_factor=1 << 28)
+    b.inputs, b.outputs = [x], [y]
+    try:
+        Interpreter(b.build(), arena=16 * 1024, backing=str(tmp_path / "sd.img")).invoke()
+    except (HostMemoryError, MicroInterpError):
+        pass
+
+
+@pytest.mark.parametrize("backing", ["/dev/null", "DIR"])
+def test_a_backing_that_is_not_a_file_is_a_storage_error(tmp_path, backing):
+    path = str(tmp_path) if backing == "DIR" else backing
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 64, 64, 4))
+    y = _q(b, "y", (1, 64, 64, 4))
+    b.add_op("RELU", [x], [y])
+    b.inputs, b.outputs = [x], [y]
+    with pytest.raises(StorageError):
+        Interpreter(b.build(), arena=4096, backing=path)
+    assert os.path.exists(path)
+
+
+def test_an_encrypted_image_with_a_damaged_header_stays_refused_without_its_key(tmp_path):
+    pytest.importorskip("cryptography")
+    from microinterp.storage.sd import SdImage
+
+    path = tmp_path / "sd.img"
+    key = bytes(range(32))
+    sizes = dict(fingerprint="f", weights_bytes=4096, activation_bytes=4096, table_entries=4)
+    with SdImage.open(path, key=key, **sizes) as img:
+        img.commit_weights()
+    data = bytearray(path.read_bytes())
+    data[100] ^= 0xFF                                     # inside the header, under its CRC
+    path.write_bytes(bytes(data))
+    before = path.read_bytes()
+    with pytest.raises(StorageError, match="encrypted .* damaged header"):
+        SdImage.open(path, **sizes)
+    assert path.read_bytes() == before
+    with SdImage.open(path, key=key, **sizes) as img:     # its key may rebuild it
+        assert img.action == "rebuilt"
+
+
+def test_config_error_is_exported():
+    assert microinterp.ConfigError is ConfigError and "ConfigError" in microinterp.__all__
+    b = ModelBuilder()
+    x, y = _q(b, "x", (1, 4)), _q(b, "y", (1, 4))
+    b.add_op("RELU", [x], [y])
+    b.inputs, b.outputs = [x], [y]
+    with pytest.raises(microinterp.ConfigError, match="unknown planner"):
+        Interpreter(b.build(), planner="magic")
