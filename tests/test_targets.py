@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from microinterp import Interpreter
-from microinterp.errors import ArenaOverflowError, ConfigError, UnsupportedOpError
+from microinterp.errors import ArenaOverflowError, ConfigError, PrepareError, UnsupportedOpError
 from microinterp.memory32 import estimate_arena
 from microinterp.resolver import OpResolver
 from microinterp.targets import CORES, KERNEL_SETS, Target, get_target
@@ -19,6 +19,9 @@ from microinterp.testing.device import golden_files, load_goldens, model_file, o
 
 CASES = [(core, kernels, name) for core, kernels in golden_files()
          for name, entry in load_goldens(core, kernels)["models"].items() if "error" not in entry]
+#: Models microinterp refuses on purpose although a firmware runs them: int8 inputs into a float32 ADD output, which
+#: the reference kernels compute as garbage (README, "population").
+REFUSED = {"tflite__add_quantized_int8"}
 
 
 def _golden(core: str, kernels: str, name: str) -> tuple[dict, str]:
@@ -38,6 +41,10 @@ def test_goldens_cover_every_core_and_the_reference_build():
 @pytest.mark.parametrize("core,kernels,name", CASES)
 def test_arena_equals_the_firmware(core, kernels, name):
     g, path = _golden(core, kernels, name)
+    if name in REFUSED:
+        with pytest.raises(PrepareError):
+            estimate_arena(path, target=f"{core}/{kernels}")
+        return
     e = estimate_arena(path, target=f"{core}/{kernels}")
     assert (e.total_bytes, e.head_bytes, e.persistent_bytes) == \
         (g["arena_used_bytes"], g["head_bytes"], g["tail_bytes"])
@@ -48,10 +55,11 @@ def test_arena_equals_the_firmware(core, kernels, name):
 @pytest.mark.parametrize("core,kernels,name", CASES)
 def test_outputs_equal_the_firmware(core, kernels, name):
     g, path = _golden(core, kernels, name)
-    try:
-        it = Interpreter(path, target=f"{core}/{kernels}")
-    except UnsupportedOpError:
-        pytest.skip("microinterp refuses this model on purpose")
+    if name in REFUSED:
+        with pytest.raises(PrepareError):
+            Interpreter(path, target=f"{core}/{kernels}")
+        return
+    it = Interpreter(path, target=f"{core}/{kernels}")
     assert (it.arena_used_bytes, it.head_bytes, it.tail_bytes) == \
         (g["arena_used_bytes"], g["head_bytes"], g["tail_bytes"])
     details = it.get_input_details()
