@@ -331,6 +331,14 @@ def run_mutant(data: bytes, mode: str = "memory", time_limit: float = 20.0, mem_
     return Outcome(r["kind"], mode, r.get("error", ""), r.get("detail", ""), r.get("trace", ""))
 
 
+def classify(data: bytes, mode: str = "memory", time_limit: float = 20.0) -> Outcome:
+    """:func:`run_mutant`, and for a hang the same run in the TFLM wheel: a hang it shows too is ``loop``."""
+    o = run_mutant(data, mode, time_limit)
+    if o.kind == "hang" and run_mutant(data, "wheel", time_limit).kind == "hang":
+        return Outcome("loop", mode, detail="the TFLM wheel does not finish this model either")
+    return o
+
+
 @dataclass
 class Report:
     """A campaign's counts: per outcome (``memory typed``, ``out-of-core untyped`` ...) and per escape class."""
@@ -362,9 +370,7 @@ def campaign(seeds: dict[str, bytes], mutants: int, out: str | os.PathLike | Non
         mutant = mutate(name, seeds[name], rng, slots[name])
         report.mutants += 1
         for mode in modes:
-            o = run_mutant(mutant.data, mode, time_limit)
-            if o.kind == "hang" and run_mutant(mutant.data, "wheel", time_limit).kind == "hang":
-                o = Outcome("loop", mode, detail="the TFLM wheel does not finish this model either")
+            o = classify(mutant.data, mode, time_limit)
             report.outcomes[f"{mode} {o.kind}"] += 1
             if o.escaped:
                 entry = {"seed": name, "edits": list(mutant.edits), "mode": mode, "kind": o.kind, "error": o.error,

@@ -1,0 +1,94 @@
+"""The field-aware fuzzer: it finds the fields, classifies outcomes in a child process, and a short campaign over
+in-process seeds (and the zoo, when present) ends with no escape. ``pytest -m slow`` runs a long campaign."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from microinterp.testing.builder import ModelBuilder
+from microinterp.testing.fuzz import campaign, classify, field_slots, mutate, run_mutant
+from microinterp.testing.models import demo_cnn
+
+ZOO = Path(__file__).resolve().parents[3] / "shared" / "models"
+
+
+def _infinite_while() -> bytes:
+    """A WHILE whose condition never turns false: TFLM (the wheel) loops forever on it too."""
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1,), "INT32")
+    y = b.add_tensor("y", (1,), "INT32")
+    b.add_op("WHILE", [x], [y], cond_subgraph_index=1, body_subgraph_index=2)
+    b.inputs, b.outputs = [x], [y]
+    cond = b.add_subgraph("cond")
+    i = cond.add_tensor("i", (1,), "INT32")
+    zero = cond.add_tensor("zero", (1,), "INT32", data=np.array([-1000], np.int32))
+    c = cond.add_tensor("c", (1,), "BOOL")
+    cond.add_op("GREATER", [i, zero], [c])
+    cond.inputs, cond.outputs = [i], [c]
+    body = b.add_subgraph("body")
+    j = body.add_tensor("j", (1,), "INT32")
+    one = body.add_tensor("one", (1,), "INT32", data=np.array([0], np.int32))
+    k = body.add_tensor("k", (1,), "INT32")
+    body.add_op("ADD", [j, one], [k])
+    body.inputs, body.outputs = [j], [k]
+    return b.build()
+
+
+def _seeds() -> dict[str, bytes]:
+    seeds = {"demo_cnn": demo_cnn()}
+    for name in ("person_detect", "kws_ref_model", "trained_lstm_int8", "audio_preprocessor_int8", "ad01_int8"):
+        path = ZOO / f"{name}.tflite"
+        if path.exists():
+            seeds[name] = path.read_bytes()
+    return seeds
+
+
+def test_field_slots_find_what_tflm_interprets():
+    slots = field_slots(demo_cnn())
+    kinds = {s.what.split(" ", 4)[-1].split("[")[0] for s in slots}
+    assert {"shape", "type", "buffer", "scale", "zero_point", "opcode_index", "inputs", "outputs"} <= \
+        {k.split()[-1] for k in kinds}
+    assert any("option field" in s.what for s in slots)
+    assert field_slots(b"not a model") == []
+
+
+def test_mutants_are_reproducible_and_differ_from_their_seed():
+    data = demo_cnn()
+    a = mutate("demo", data, np.random.default_rng(7))
+    b = mutate("demo", data, np.random.default_rng(7))
+    assert a.data == b.data and a.edits == b.edits and a.data != data
+
+
+def test_outcomes_are_classified_in_a_child():
+    assert run_mutant(demo_cnn(), "memory").kind == "ok"
+    assert run_mutant(demo_cnn(), "out-of-core").kind == "ok"
+    bad = run_mutant(b"\x00" * 64, "memory")
+    assert (bad.kind, bad.error) == ("typed", "ModelError")
+    assert run_mutant(_infinite_while(), "memory", time_limit=3).kind == "hang"
+
+
+def test_a_hang_the_wheel_shows_too_is_the_models_own_loop():
+    pytest.importorskip("tflite_micro")
+    o = classify(_infinite_while(), "memory", time_limit=3)
+    assert o.kind == "loop" and not o.escaped
+
+
+def _check(report, out: Path) -> None:
+    assert report.mutants > 0
+    escapes = [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))] if out.exists() else []
+    assert not report.escapes, report.summary() + "\n" + json.dumps(escapes[:3], indent=1)
+
+
+def test_a_short_campaign_has_no_escape(tmp_path):
+    report = campaign(_seeds(), 60, tmp_path / "escapes", rng_seed=101, time_limit=30)
+    _check(report, tmp_path / "escapes")
+
+
+@pytest.mark.slow
+def test_a_long_campaign_has_no_escape(tmp_path):
+    report = campaign(_seeds(), 3000, tmp_path / "escapes", rng_seed=202, time_limit=30)
+    _check(report, tmp_path / "escapes")
