@@ -17,6 +17,8 @@ from microinterp.errors import HostMemoryError, InputError, ModelError, PrepareE
 from microinterp.testing.builder import ModelBuilder
 from microinterp.testing.tflm import compare_with_tflm
 
+from .control_flow_models import while_model
+
 
 def _q(b, name, shape, type_name="INT8", scale=0.1, zp=0, **kw):
     return b.add_tensor(name, shape, type_name, scale=scale, zero_point=zp, **kw)
@@ -46,25 +48,8 @@ def test_a_constant_op_output_is_refused_at_prepare():
 
 
 def test_a_while_copying_into_a_constant_is_refused():
-    b = ModelBuilder()
-    x = b.add_tensor("x", (1,), "INT32")
-    y = b.add_tensor("y", (1,), "INT32")
-    b.add_op("WHILE", [x], [y], cond_subgraph_index=1, body_subgraph_index=2)
-    b.inputs, b.outputs = [x], [y]
-    cond = b.add_subgraph("cond")
-    i = cond.add_tensor("i", (1,), "INT32")
-    ten = cond.add_tensor("ten", (1,), "INT32", data=np.array([10], np.int32))
-    c = cond.add_tensor("c", (1,), "BOOL")
-    cond.add_op("LESS", [i, ten], [c])
-    cond.inputs, cond.outputs = [i], [c]
-    body = b.add_subgraph("body")
-    j = body.add_tensor("j", (1,), "INT32", data=np.array([0], np.int32))      # a constant copy target
-    one = body.add_tensor("one", (1,), "INT32", data=np.array([1], np.int32))
-    k = body.add_tensor("k", (1,), "INT32")
-    body.add_op("ADD", [j, one], [k])
-    body.inputs, body.outputs = [j], [k]
     with pytest.raises(PrepareError, match="copy target .* is a constant"):
-        Interpreter(b.build())
+        Interpreter(while_model("LESS", 10, 1, constant_body_input=True))
 
 
 @pytest.mark.parametrize("alpha", [float("nan"), float("inf")])

@@ -9,33 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from microinterp.testing.builder import ModelBuilder
 from microinterp.testing.fuzz import campaign, classify, field_slots, mutate, run_mutant
 from microinterp.testing.models import demo_cnn
+
+from ..control_flow_models import while_model
 
 ZOO = Path(__file__).resolve().parents[3] / "shared" / "models"
 
 
 def _infinite_while() -> bytes:
     """A WHILE whose condition never turns false: TFLM (the wheel) loops forever on it too."""
-    b = ModelBuilder()
-    x = b.add_tensor("x", (1,), "INT32")
-    y = b.add_tensor("y", (1,), "INT32")
-    b.add_op("WHILE", [x], [y], cond_subgraph_index=1, body_subgraph_index=2)
-    b.inputs, b.outputs = [x], [y]
-    cond = b.add_subgraph("cond")
-    i = cond.add_tensor("i", (1,), "INT32")
-    zero = cond.add_tensor("zero", (1,), "INT32", data=np.array([-1000], np.int32))
-    c = cond.add_tensor("c", (1,), "BOOL")
-    cond.add_op("GREATER", [i, zero], [c])
-    cond.inputs, cond.outputs = [i], [c]
-    body = b.add_subgraph("body")
-    j = body.add_tensor("j", (1,), "INT32")
-    one = body.add_tensor("one", (1,), "INT32", data=np.array([0], np.int32))
-    k = body.add_tensor("k", (1,), "INT32")
-    body.add_op("ADD", [j, one], [k])
-    body.inputs, body.outputs = [j], [k]
-    return b.build()
+    return while_model("GREATER", -1000, 0)
 
 
 def _seeds() -> dict[str, bytes]:
