@@ -407,7 +407,10 @@ class _Parser:
         if not 0 <= bi < len(buffers):
             raise self.fail(f"{where} ({name!r}): buffer index {bi} out of range [0, {len(buffers)})")
         quant = self._quant(t.Quantization(), where, shape)
-        raw = buffers[bi]
+        is_variable = bool(t.IsVariable())
+        # a variable tensor's buffer is ignored: TFLM's AllocateVariables points it at its own arena memory and
+        # ResetVariableTensors fills that with the zero point
+        raw = None if is_variable else buffers[bi]
         data = None
         if raw is None and dtype is not None and n_elem * dtype.itemsize > MAX_PLANNED_BYTES:
             raise self.fail(f"{where} ({name!r}): non-constant tensor of shape {shape} needs "
@@ -423,7 +426,7 @@ class _Parser:
                 # Always a view, even when the data is not aligned to its dtype (numpy reads unaligned arrays
                 # correctly): weights are never copied. INT4 stays packed, two values per byte.
                 data = raw if type_name == "INT4" else raw.view(dtype).reshape(shape)
-        return Tensor(ti, name, shape, type_name, dtype, bi, quant, bool(t.IsVariable()), data)
+        return Tensor(ti, name, shape, type_name, dtype, bi, quant, is_variable, data)
 
     def _quant(self, q: Any, where: str, shape: tuple[int, ...]) -> Quantization | None:
         if q is None:

@@ -238,3 +238,20 @@ def test_config_error_is_exported():
     b.inputs, b.outputs = [x], [y]
     with pytest.raises(microinterp.ConfigError, match="unknown planner"):
         Interpreter(b.build(), planner="magic")
+
+
+def test_a_variable_tensors_buffer_is_ignored_as_tflm_ignores_it():
+    """TFLM points a variable tensor at arena memory and resets it to its zero point, whatever its buffer holds;
+    microinterp once wrote that reset into the read-only model mapping."""
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 4))
+    state = _q(b, "state", (1, 4), zp=3, data=np.full(4, 9), is_variable=True)
+    y = _q(b, "y", (1, 4), zp=3)
+    b.add_op("ADD", [x, state], [y])
+    b.inputs, b.outputs = [x], [y]
+    it = Interpreter(b.build())
+    it.set_input(np.zeros((1, 4), np.int8), 0)
+    it.invoke()
+    it.reset()
+    result = compare_with_tflm(b.build(), [np.zeros((1, 4), np.int8)], per_op=False)
+    assert result.ok, result
