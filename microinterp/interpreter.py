@@ -38,7 +38,7 @@ from .errors import (ArenaOverflowError, ConfigError, HostMemoryError, InputErro
 from .graph import MicroGraph
 from .kernels._qutil import to_int32_arm
 from .kernels.base import InvokeContext, PrepareContext, prepare_ops
-from .litert import LiteRTMixin
+from .litert import LiteRTMixin, litert_arguments
 from .mcu import McuProfile, get_profile, kernel_set, op_class
 from .model import Model, Operator, load_model
 from .pager import OpRecord, Pager, profile_json
@@ -98,15 +98,14 @@ class Interpreter(LiteRTMixin):
     ``kPreserveAllTensors``).
     """
 
-    def __init__(self, model: str | os.PathLike | bytes | memoryview | Model, arena: int | None = None,
+    def __init__(self, model: str | os.PathLike | bytes | memoryview | Model | None = None, arena: int | None = None,
                  backing: str | os.PathLike | None = None, *, resolver: OpResolver | None = None,
                  optimized: bool = True, preserve_all_tensors: bool = False, pools: Any = None,
                  flash: int | None = None, mcu: str | McuProfile = "stm32f746", tile: int | None = None,
                  checksum: str = "crc32", recover: bool = False, cost_kernels: str = "optimized",
                  fuse: bool = True, key: Any = None, planner: str = "tflm", max_arena: int = MAX_ARENA,
                  target: str | Target | None = None, kernels: str | None = None, **kwargs: Any):
-        if kwargs:
-            raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
+        model, preserve_all_tensors = litert_arguments(model, preserve_all_tensors, kwargs)
         self.model = load_model(model)
         self.resolver = resolver if resolver is not None else default_resolver()
         self.optimized = optimized

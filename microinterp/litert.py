@@ -22,6 +22,12 @@ LiteRT                         microinterp
                                subgraph 0 only: TFLM invokes subgraph 0)
 ``reset_all_variables()``      ``reset()``
 =============================  =====================================================================================
+
+The constructor takes LiteRT's arguments too (:func:`litert_arguments`): ``model_path=`` / ``model_content=``
+instead of the first argument, ``experimental_preserve_all_tensors=`` for ``preserve_all_tensors=``, and
+``num_threads``, ``experimental_op_resolver_type``, ``experimental_disable_delegate_clustering`` and
+``experimental_default_delegate_latest_features`` accepted and ignored (TFLM runs one thread, with its own resolver
+and no delegates); ``experimental_delegates`` must be empty.
 """
 
 from __future__ import annotations
@@ -32,6 +38,30 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError, InputError
+
+
+#: LiteRT constructor arguments that do not apply to a TFLM emulator: accepted, documented, ignored.
+IGNORED_LITERT_ARGUMENTS = ("num_threads", "experimental_op_resolver_type", "experimental_disable_delegate_clustering",
+                            "experimental_default_delegate_latest_features")
+
+
+def litert_arguments(model: Any, preserve_all_tensors: bool, kwargs: dict[str, Any]) -> tuple[Any, bool]:
+    """The model and ``preserve_all_tensors`` from LiteRT's constructor arguments (consumed from ``kwargs``);
+    anything else left in ``kwargs`` is a TypeError, as an unknown keyword is."""
+    path, content = kwargs.pop("model_path", None), kwargs.pop("model_content", None)
+    given = [v for v in (model, path, content) if v is not None]
+    if len(given) != 1:
+        raise TypeError("pass exactly one model: the first argument, model_path= or model_content=")
+    if kwargs.pop("experimental_preserve_all_tensors", False):
+        preserve_all_tensors = True
+    delegates = kwargs.pop("experimental_delegates", None)
+    if delegates:
+        raise ConfigError("experimental_delegates: TFLM runs no delegates (an NPU model needs its own runtime)")
+    for name in IGNORED_LITERT_ARGUMENTS:
+        kwargs.pop(name, None)
+    if kwargs:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
+    return given[0], preserve_all_tensors
 
 
 def tensor_details(t: Any) -> dict[str, Any]:

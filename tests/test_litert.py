@@ -117,3 +117,38 @@ def test_tensor_returns_a_view_and_reset_all_variables_resets():
     assert callable(view) and np.array_equal(view(), x) and np.shares_memory(view(), view())
     it.reset_all_variables()
     assert it.allocate_tensors() is None
+
+
+def label_image(Interpreter, model_file: str, image: np.ndarray, num_threads=None, ext_delegate=None):  # noqa: N803
+    """The interpreter code path of LiteRT's ``label_image.py`` example, unchanged (the image decoding aside):
+    constructed with ``model_path=``, ``experimental_delegates=`` and ``num_threads=``."""
+    interpreter = Interpreter(model_path=model_file, experimental_delegates=ext_delegate, num_threads=num_threads)
+    interpreter.allocate_tensors()
+    input_details = interpreter.get_input_details()
+    output_details = interpreter.get_output_details()
+    floating_model = input_details[0]["dtype"] == np.float32
+    height = input_details[0]["shape"][1]
+    width = input_details[0]["shape"][2]
+    input_data = np.expand_dims(image[:height, :width], axis=0)
+    if floating_model:
+        input_data = (np.float32(input_data) - 127.5) / 127.5
+    interpreter.set_tensor(input_details[0]["index"], input_data)
+    interpreter.invoke()
+    output_data = interpreter.get_tensor(output_details[0]["index"])
+    results = np.squeeze(output_data)
+    return results, results.argsort()[-5:][::-1]
+
+
+def test_litert_example_code_runs_unchanged(tmp_path):
+    mod = pytest.importorskip("ai_edge_litert.interpreter")
+    path = tmp_path / "demo.tflite"
+    path.write_bytes(demo_cnn())
+    image = np.random.default_rng(4).integers(-128, 128, (64, 64, 3)).astype(np.int8)
+    mine = label_image(mi.Interpreter, str(path), image, num_threads=1)
+    theirs = label_image(mod.Interpreter, str(path), image, num_threads=1)
+    assert np.array_equal(mine[0], theirs[0]) and np.array_equal(mine[1], theirs[1])
+    with pytest.raises(ConfigError, match="delegates"):
+        mi.Interpreter(model_path=str(path), experimental_delegates=[object()])
+    with pytest.raises(TypeError, match="exactly one model"):
+        mi.Interpreter(str(path), model_path=str(path))
+    assert mi.Interpreter(model_content=path.read_bytes(), experimental_preserve_all_tensors=True).preserve_all_tensors
