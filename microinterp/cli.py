@@ -17,26 +17,19 @@ from typing import Any
 import numpy as np
 
 from . import __version__
-from .errors import InputError, MicroInterpError
+from .errors import ConfigError, InputError, MicroInterpError
 from .interpreter import Interpreter
 from .model import load_model
 from .resolver import default_resolver
+from .sizes import parse_size
 
 
 def _size(text: str) -> int:
-    """Parse a byte count: ``512000``, ``512K``, ``2M`` (K = 1024)."""
-    t = text.strip().upper().rstrip("B")
-    mult = 1
-    if t and t[-1] in "KMG":
-        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[t[-1]]
-        t = t[:-1]
+    """Parse a byte count: ``512000``, ``512K``, ``2M`` (K = 1024; :func:`microinterp.sizes.parse_size`)."""
     try:
-        value = int(float(t) * mult)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"size must be >= 0: {text!r}")
-    return value
+        return parse_size(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 # -- info --------------------------------------------------------------------------------------------------------------

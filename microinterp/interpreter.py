@@ -50,6 +50,7 @@ from .planner.optimal import plan_optimal
 from .planner.table import plan_rows
 from .resolver import OpResolver, default_resolver
 from .shared_arena import SharedArena, TenantArena
+from .sizes import parse_size
 
 #: Default ``max_arena``: the largest planned arena run in host memory (real MCU models need a few MB; the optimized
 #: kernels keep host buffers several times the activations' size, so a mutated model asking for gigabytes would take
@@ -127,6 +128,8 @@ class Interpreter(LiteRTMixin):
         self._input_slots: list[tuple] = []         # in memory: (view, dtype, shape) per input, for set_input
         self._output_views: list[np.ndarray | None] = []
         self.target, self.device, self._device_resets = None, None, ()
+        if arena is not None and not isinstance(arena, SharedArena):
+            arena = parse_size(arena, "arena")        # 512000, "512K", "2M"
         if target is not None or kernels is not None:
             self._target(target, kernels, arena, backing)
             arena = None            # the host runs in an arena of its own plan; the firmware's figures are above
@@ -182,10 +185,10 @@ class Interpreter(LiteRTMixin):
         self.target = get_target(target, kernels)
         check_ops(self.model, self.target)
         self.device = estimate_arena(self.model, target=self.target, resolver=self.resolver)
-        if arena is not None and int(arena) < self.device.total_bytes:
+        if arena is not None and arena < self.device.total_bytes:
             raise ArenaOverflowError(
                 f"the arena of a {self.target.name} firmware (AllocateTensors fails)", self.device.total_bytes,
-                int(arena), needed_arena=self.device.total_bytes,
+                arena, needed_arena=self.device.total_bytes,
                 hint=f"kTensorArenaSize must be at least {self.device.total_bytes} bytes on {self.target.name}")
         self._device_resets = stateless_state_tensors(self.model, self.target)
 

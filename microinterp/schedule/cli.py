@@ -17,6 +17,9 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from ..errors import ConfigError
+from ..sizes import parse_size
+
 GENERATED = ("vgg16", "alexnet", "mobilenet_v1", "demo_cnn")
 #: What a sweep varies besides SRAM and tile size (``--variants``): name -> Config changes.
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -51,6 +54,13 @@ def resolve_model(spec: str, workdir: str) -> tuple[str, str]:
     return spec, os.path.basename(spec)
 
 
+def _size(text: str, what: str = "size") -> int:
+    try:
+        return parse_size(text, what)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _sizes(text: str, size: Callable[[str], int]) -> list[int]:
     return [size(t) for t in text.split(",") if t.strip()]
 
@@ -65,9 +75,7 @@ def _pools(text: str) -> tuple[float, float, float]:
 def _flash(text: str) -> int | None:
     if text.lower() in ("none", "profile", "default"):
         return None
-    from ..cli import _size
-
-    return _size(text)
+    return _size(text, "flash")
 
 
 def _config(args: argparse.Namespace, sram: int, tile: int | None, variant: str = "base") -> Any:
@@ -183,8 +191,6 @@ def _sweep_one(job: tuple[str, str, Any, str, str]) -> dict[str, Any]:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from ..cli import _size
-
     srams = _sizes(args.sram, _size)
     tiles = _sizes(args.tile, _size)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]

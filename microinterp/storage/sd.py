@@ -754,6 +754,16 @@ class SdImage:
             except OSError as e:
                 raise io_error("close", self.path, None, e) from e
 
+    def __del__(self) -> None:
+        """A collected image releases its file and lock (``close()`` or ``with`` does it at once)."""
+        fd = getattr(self, "_fd", None)
+        if fd is not None:
+            self._fd = None
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
     @property
     def closed(self) -> bool:
         return self._fd is None

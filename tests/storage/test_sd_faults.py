@@ -151,3 +151,16 @@ def test_special_files_and_directories_are_refused(tmp_path):
         with pytest.raises(StorageError, match="not a regular file|cannot open"):
             sd_module.SdImage.open(path, fingerprint="f", weights_bytes=10, activation_bytes=10, table_entries=1)
     assert os.path.exists("/dev/null")
+
+
+def test_a_collected_interpreter_releases_its_image(tmp_path, model_and_reference):
+    import gc
+
+    model, x, expected = model_and_reference
+    path = str(tmp_path / "sd.img")
+    it = Interpreter(model, arena=ARENA, backing=path)
+    with pytest.raises(StorageError, match="in use"):
+        Interpreter(model, arena=ARENA, backing=path)
+    del it
+    gc.collect()
+    assert np.array_equal(_run(model, x, path), expected)       # the lock went with the interpreter
