@@ -204,6 +204,7 @@ def _dilated_conv1d_as_converted(stb_out_batch: int) -> bytes:
     return b.build()
 
 
+@pytest.mark.filterwarnings("ignore::microinterp.errors.ModelShapeWarning")
 @pytest.mark.parametrize("stored_batch", [1, 2])
 def test_a_stored_batch_that_disagrees_runs_as_tflm_runs_it(stored_batch):
     """The stock converter stores SPACE_TO_BATCH_ND's output of a dilated Conv1D with a dynamic batch as (1, 16, 16)
