@@ -214,10 +214,13 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     from .deploy import deploy
 
     d = deploy(args.model, args.mcu, args.kernels, target=args.target)
+    # exit codes a script can trust: 0 fits, 1 does not fit in memory (out-of-core settings may follow), 2 TFLM
+    # cannot run the model (ops it has no kernel for)
+    status = 2 if not d.deployable else 0 if d.fits else 1
     if args.json:
-        json.dump(d.as_dict(), sys.stdout, indent=1)
+        json.dump({**d.as_dict(), "exit_code": status}, sys.stdout, indent=1)
         sys.stdout.write("\n")
-        return 0
+        return status
     p = d.mcu
     print(f"{d.model} on {p.name} ({p.core} @ {p.clock_hz / 1e6:g} MHz, {p.sram_bytes // 1024} KB SRAM, "
           f"{p.flash_bytes // 1024} KB flash), {d.kernels} kernels")
@@ -234,6 +237,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     print()
     print(f"weights {d.weights_bytes:,d} B of {p.flash_bytes:,d} B flash; arena {d.arena_size:,d} B of "
           f"{p.sram_bytes:,d} B SRAM: {'fits' if d.fits else 'does NOT fit in memory'}")
+    if not d.deployable:
+        print(f"NOT deployable: TFLM has no kernel for {', '.join(d.unsupported)} (no latency: a firmware cannot "
+              "run this model)")
+        return status
     print(f"latency {d.latency_ms:.2f} ms ({d.cycles / 1e6:.2f} M cycles, cost model)")
     if args.per_op:
         for i, op, c in d.per_op:
@@ -246,7 +253,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
                   f"read / {o['sd_write_bytes']:,d} B written per invoke")
         else:
             print(f"out of core: does not fit this part either (smallest arena {o.get('needed_arena')} bytes)")
-    return 0
+    return status
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
@@ -533,7 +540,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_eval)
 
     s = sub.add_parser("deploy", help="what goes into the firmware: the MicroMutableOpResolver, the arena size for a "
-                                      "32-bit target, latency, memory against the part, out-of-core settings")
+                                      "32-bit target, latency, memory against the part, out-of-core settings; "
+                                      "exit 0 when it fits, 1 when it does not, 2 when TFLM cannot run it")
     s.add_argument("model")
     s.add_argument("--mcu", default="stm32f746", help="MCU profile: stm32f746, apollo3, stm32l4r5, stm32h7a3, stm32u575, nrf5340")
     s.add_argument("--kernels", default="optimized", help="optimized (CMSIS-NN) or reference")

@@ -63,6 +63,7 @@ RESOLVER_METHODS = {
     "SignalFilterBankSquareRoot": "AddFilterBankSquareRoot", "SignalFramer": "AddFramer", "SignalIrfft": "AddIrfft",
     "SignalOverlapAdd": "AddOverlapAdd", "SignalPCAN": "AddPCAN", "SignalRfft": "AddRfft",
     "SignalStacker": "AddStacker", "SignalWindow": "AddWindow", "TANH": "AddTanh", "TFLM_DECODE": "AddDecode",
+    "ethos-u": "AddEthosU",
     "TFLite_Detection_PostProcess": "AddDetectionPostprocess", "TRANSPOSE": "AddTranspose",
     "TRANSPOSE_CONV": "AddTransposeConv", "UNIDIRECTIONAL_SEQUENCE_LSTM": "AddUnidirectionalSequenceLSTM",
     "UNPACK": "AddUnpack", "VAR_HANDLE": "AddVarHandle", "WHILE": "AddWhile", "ZEROS_LIKE": "AddZerosLike",
@@ -91,6 +92,16 @@ class Deployment:
     unmodelled_ops: tuple[str, ...] = ()    # ops whose device Prepare is not modelled (their figures are reference)
 
     @property
+    def unsupported(self) -> tuple[str, ...]:
+        """Ops TFLM registers no kernel for: a firmware cannot run the model (builtins such as GELU, custom codes
+        other than TFLM's own)."""
+        return tuple(op for op in self.ops if op not in RESOLVER_METHODS)
+
+    @property
+    def deployable(self) -> bool:
+        return not self.unsupported
+
+    @property
     def cycles(self) -> float:
         return sum(c for _, _, c in self.per_op)
 
@@ -112,17 +123,20 @@ class Deployment:
                 "per_op": [{"index": i, "op": op, "cycles": c} for i, op, c in self.per_op],
                 "out_of_core": self.out_of_core, "arena_used_bytes": self.arena_bytes,
                 "kTensorArenaSize": self.arena_size, "target": self.target,
-                "unmodelled_ops": list(self.unmodelled_ops)}
+                "unmodelled_ops": list(self.unmodelled_ops), "unsupported_ops": list(self.unsupported),
+                "deployable": self.deployable}
 
 
 def resolver_snippet(ops: list[str]) -> str:
-    """``tflite::MicroMutableOpResolver<N> resolver;`` and one ``Add...()`` per op (custom ops TFLM does not ship:
-    an ``AddCustom`` with a placeholder registration to fill in)."""
+    """``tflite::MicroMutableOpResolver<N> resolver;`` and one ``Add...()`` per op. An op TFLM does not ship gets an
+    ``AddCustom`` with a placeholder for a registration of your own, and a comment saying TFLM has no kernel for
+    it (a builtin such as GELU included: the firmware cannot run the model until you write one)."""
     lines = [f"static tflite::MicroMutableOpResolver<{len(ops)}> op_resolver;"]
     for op in ops:
         method = RESOLVER_METHODS.get(op)
         lines.append(f"op_resolver.{method}();" if method else
-                     f'op_resolver.AddCustom("{op}", /* your TFLMRegistration for {op} */ nullptr);')
+                     f'op_resolver.AddCustom("{op}", /* TFLM has no kernel for {op}: your TFLMRegistration */ '
+                     'nullptr);')
     return "\n".join(lines)
 
 

@@ -50,7 +50,8 @@ def test_a_custom_op_tflm_does_not_ship_gets_a_placeholder():
     snippet = resolver_snippet(["CONV_2D", "MyOp", "SignalRfft"])
     assert snippet.splitlines() == ["static tflite::MicroMutableOpResolver<3> op_resolver;",
                                     "op_resolver.AddConv2D();",
-                                    'op_resolver.AddCustom("MyOp", /* your TFLMRegistration for MyOp */ nullptr);',
+                                    'op_resolver.AddCustom("MyOp", /* TFLM has no kernel for MyOp: your '
+                                    'TFLMRegistration */ nullptr);',
                                     "op_resolver.AddRfft();"]
 
 
@@ -79,5 +80,46 @@ def test_every_zoo_model(tmp_path, capsys):
     assert main(["deploy", str(ZOO / "person_detect.tflite"), "--mcu", "apollo3", "--per-op"]) == 0
     out = capsys.readouterr().out
     assert "MicroMutableOpResolver<5>" in out and "kTensorArenaSize = 82944" in out and "fits" in out
-    assert main(["deploy", str(big), "--json"]) == 0
+    assert main(["deploy", str(big), "--json"]) == 1          # does not fit in memory; runs out of core
     assert json.loads(capsys.readouterr().out)["out_of_core"]["runs"] is True
+
+
+def _gelu_model() -> bytes:
+    from microinterp.testing.builder import ModelBuilder
+
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1, 8), "FLOAT32")
+    y = b.add_tensor("y", (1, 8), "FLOAT32")
+    b.add_op("GELU", [x], [y])
+    b.inputs, b.outputs = [x], [y]
+    return b.build()
+
+
+def test_deploy_says_when_tflm_cannot_run_a_model_and_exits_non_zero(tmp_path, capsys):
+    from microinterp.cli import main
+
+    path = tmp_path / "gelu.tflite"
+    path.write_bytes(_gelu_model())
+    d = deploy(str(path))
+    assert d.unsupported == ("GELU",) and not d.deployable
+    assert "TFLM has no kernel for GELU" in d.resolver
+    assert main(["deploy", str(path)]) == 2
+    assert "NOT deployable" in capsys.readouterr().out
+    assert main(["deploy", str(path), "--json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["unsupported_ops"] == ["GELU"] and doc["deployable"] is False and doc["exit_code"] == 2
+
+
+def test_deploy_exits_zero_when_it_fits_and_one_when_it_does_not(tmp_path, capsys):
+    from microinterp.cli import main
+    from microinterp.testing.models import mobilenet_v1
+
+    small, big = tmp_path / "small.tflite", tmp_path / "big.tflite"
+    small.write_bytes(demo_cnn())
+    big.write_bytes(mobilenet_v1(input_size=128, classes=10))
+    assert main(["deploy", str(small), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["exit_code"] == 0
+    assert main(["deploy", str(big), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fits"] is False and doc["exit_code"] == 1
+    assert resolver_snippet(["ethos-u"]).endswith("op_resolver.AddEthosU();")
