@@ -11,8 +11,9 @@ Each mutant runs in a forked child (:func:`run_mutant`) under a memory limit (``
 load, build an ``Interpreter`` in memory and out of core (a small arena over a temporary SD image), set seeded
 inputs, invoke, read the outputs. The outcome is ``ok``, ``typed`` (a :class:`~microinterp.errors.MicroInterpError`:
 the product's promise), ``untyped`` (any other exception: an escape), ``crash`` (the child died on a signal),
-``hang`` (no answer in time) or ``loop`` (a hang the TFLM wheel shows too on the same inputs: a WHILE whose
-condition never turns false -- the model's own, not an escape). :func:`campaign` runs many, counts outcomes and saves every escape, crash and hang as
+``hang`` (no answer in time, nor in ten times that), ``loop`` (a hang the TFLM wheel shows too on the same inputs:
+a WHILE whose condition never turns false -- the model's own, not an escape) or ``slow`` (finished within ten times
+the limit: a huge tensor at reference speed). :func:`campaign` runs many, counts outcomes and saves every escape, crash and hang as
 a regression file (the mutant ``.tflite`` and a ``.json`` with the seed, the edits and the traceback).
 
 ``python -m microinterp.testing.fuzz --mutants N --out DIR [SEED.tflite ...]`` runs a campaign from the command line.
@@ -331,12 +332,23 @@ def run_mutant(data: bytes, mode: str = "memory", time_limit: float = 20.0, mem_
     return Outcome(r["kind"], mode, r.get("error", ""), r.get("detail", ""), r.get("trace", ""))
 
 
+#: A run that exceeds the time limit is given this many times longer before it counts as a hang.
+SLOW_FACTOR = 10
+
+
 def classify(data: bytes, mode: str = "memory", time_limit: float = 20.0) -> Outcome:
-    """:func:`run_mutant`, and for a hang the same run in the TFLM wheel: a hang it shows too is ``loop``."""
+    """:func:`run_mutant`, and for a hang the same run in the TFLM wheel: a hang it shows too is ``loop`` (the
+    model's own); otherwise the run gets :data:`SLOW_FACTOR` times the limit, and what finishes then is ``slow``
+    (a large tensor computed at reference speed, not a hang), with the outcome it reached in its detail."""
     o = run_mutant(data, mode, time_limit)
-    if o.kind == "hang" and run_mutant(data, "wheel", time_limit).kind == "hang":
+    if o.kind != "hang":
+        return o
+    if run_mutant(data, "wheel", time_limit).kind == "hang":
         return Outcome("loop", mode, detail="the TFLM wheel does not finish this model either")
-    return o
+    long = run_mutant(data, mode, time_limit * SLOW_FACTOR)
+    if long.kind in ("ok", "typed"):
+        return Outcome("slow", mode, long.error, f"finished ({long.kind}) within {time_limit * SLOW_FACTOR:g} s")
+    return long
 
 
 @dataclass
