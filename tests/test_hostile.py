@@ -255,3 +255,32 @@ def test_a_variable_tensors_buffer_is_ignored_as_tflm_ignores_it():
     it.reset()
     result = compare_with_tflm(b.build(), [np.zeros((1, 4), np.int8)], per_op=False)
     assert result.ok, result
+
+
+@pytest.mark.parametrize("mid", [(1, 0, 32, 8), (1, 32, 0, 8)])
+@pytest.mark.parametrize("filter_data", [True, False])
+def test_an_empty_tensor_inside_a_fused_chain_out_of_core(tmp_path, mid, filter_data):
+    """A conv -> conv chain whose middle tensor has no rows (or columns) once divided by a zero band height out of
+    core (range() step 0); a second filter without data once reached the band code as None."""
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 32, 32, 4))
+    w1 = b.add_tensor("w1", (8, 3, 3, 4), "INT8", data=np.ones((8, 3, 3, 4)), scale=[0.1] * 8, zero_point=0, axis=0)
+    m = _q(b, "m", mid)
+    w2 = b.add_tensor("w2", (4, 3, 3, 8), "INT8", data=np.ones((4, 3, 3, 8)) if filter_data else None,
+                      scale=[0.1] * 4, zero_point=0, axis=0)
+    y = _q(b, "y", (1, mid[1], mid[2], 4))
+    b.add_op("CONV_2D", [x, w1], [m], padding="SAME")
+    b.add_op("CONV_2D", [m, w2], [y], padding="SAME")
+    b.inputs, b.outputs = [x], [y]
+    model = b.build()
+    ref = Interpreter(model)
+    ref.set_input(np.ones((1, 32, 32, 4), np.int8), 0)
+    ref.invoke()
+    for arena in (4096, 16384):
+        try:
+            with Interpreter(model, arena=arena, backing=str(tmp_path / f"sd{arena}.img")) as it:
+                it.set_input(np.ones((1, 32, 32, 4), np.int8), 0)
+                it.invoke()
+                assert np.array_equal(it.get_output(0), ref.get_output(0))
+        except MicroInterpError:
+            pass                      # typed: too small an arena

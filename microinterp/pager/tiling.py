@@ -273,6 +273,8 @@ def tiler_for(op: Any, data: Any, tensors: list[Any], is_reference: bool) -> Til
     out = tensors[op.outputs[0]] if op.outputs and op.outputs[0] >= 0 else None
     if not is_reference or out is None or len(op.outputs) != 1:
         return WHOLE
+    if out.num_elements == 0 or any(t is not None and t.data is None and t.num_elements == 0 for t in ins):
+        return WHOLE                # an empty tensor has no rows to band (and no band to fuse)
     if key in ALIASES and ins and ins[0] is not None and ins[0].data is None and not ins[0].is_variable \
             and ins[0].nbytes == out.nbytes and ins[0].dtype == out.dtype:
         return ALIAS
