@@ -284,3 +284,19 @@ def test_an_empty_tensor_inside_a_fused_chain_out_of_core(tmp_path, mid, filter_
                 assert np.array_equal(it.get_output(0), ref.get_output(0))
         except MicroInterpError:
             pass                      # typed: too small an arena
+
+
+def test_an_lstm_cell_state_scale_beyond_int32_shifts_is_a_prepare_error(zoo):
+    """A cell-state scale of 2^-149 (a denormal: still a power of two, as TFLM checks) makes TFLM shift an int32 by
+    137 (undefined behaviour): a typed refusal, where the LUT once overflowed numpy's int64."""
+    import tflite
+
+    data = bytearray(zoo("trained_lstm_int8.tflite").read_bytes())
+    m = tflite.Model.GetRootAs(data, 0)
+    sg = m.Subgraphs(0)
+    op = sg.Operators(0)
+    cell = sg.Tensors(op.Inputs(19)).Quantization()
+    pos = cell._tab.Vector(cell._tab.Offset(8))            # scale[0]
+    data[pos:pos + 4] = np.array([1e-45], np.float32).tobytes()
+    with pytest.raises(PrepareError, match="tanh input shift"):
+        Interpreter(bytes(data))

@@ -18,7 +18,7 @@ from functools import cache
 
 import numpy as np
 
-from ..quant import logistic_int16, tanh_int16
+from ..quant import QuantizationOverflow, logistic_int16, tanh_int16
 from .binary_common import FLT_MAX
 
 INT16_MIN, INT16_MAX = -32768, 32767
@@ -27,6 +27,10 @@ INT16_MIN, INT16_MAX = -32768, 32767
 def tanh_params(cell_state_scale_power: int) -> tuple[int, int]:
     """(input_multiplier, input_left_shift) that ``lstm_internal::Tanh`` passes for scale ``2^power``."""
     shift = 15 + cell_state_scale_power - 3
+    if not -31 <= shift <= 31:
+        # TFLM shifts an int32 by it: undefined beyond 31 (a cell-state scale of 2^-149, a damaged model)
+        raise QuantizationOverflow(f"cell state scale 2^{cell_state_scale_power} makes the tanh input shift {shift}, "
+                                   "beyond what TFLM's int32 arithmetic defines")
     return (3, -shift) if shift < 0 else (0, shift)
 
 
