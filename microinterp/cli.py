@@ -304,8 +304,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for i, path in enumerate(inputs):
         try:
             x = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise SystemExit(f"microinterp run: cannot read {path}: {e}") from None
+        except (OSError, ValueError, EOFError) as e:
+            raise SystemExit(f"microinterp run: cannot read {path} as a .npy array: {e}") from None
         it.set_input(x, i)
     it.invoke()
     outs = [it.get_output(i) for i in range(it.num_outputs)]

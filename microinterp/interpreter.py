@@ -460,7 +460,11 @@ class Interpreter(LiteRTMixin):
         if value.dtype != t.dtype:
             raise InputError(f"input {index} ({t.name!r}): expected dtype {t.dtype}, got {value.dtype}")
         if tuple(value.shape) != t.shape:
-            raise InputError(f"input {index} ({t.name!r}): expected shape {t.shape}, got {tuple(value.shape)}")
+            hint = ""
+            if value.ndim == len(t.shape) and value.shape[1:] == t.shape[1:] and t.shape and t.shape[0] == 1:
+                hint = (f"; for {value.shape[0]} samples use invoke_batch(xs) or `microinterp eval` (one sample "
+                        "per invoke, as TFLM)")
+            raise InputError(f"input {index} ({t.name!r}): expected shape {t.shape}, got {tuple(value.shape)}{hint}")
         if self._pager is not None:
             self._pager.write_input(t.index, value)
             return

@@ -230,7 +230,20 @@ def load_model(source: str | os.PathLike | bytes | bytearray | memoryview | Mode
         raise
     except (IndexError, struct.error, ValueError, TypeError, OverflowError, MemoryError,
             UnicodeDecodeError, RecursionError) as e:
-        raise ModelError(f"malformed flatbuffer ({type(e).__name__}: {e})") from e
+        raise ModelError(_malformed(path, len(raw), e)) from e
+
+
+def _malformed(path: str | None, size: int, e: Exception) -> str:
+    """The message for a flatbuffer the accessors could not decode: the file, and "truncated" when a reference
+    points past its end (the usual cause: an interrupted download or copy)."""
+    where = path or "<bytes>"
+    import re
+
+    m = re.search(r"at offset (\d+)", str(e))
+    if m and int(m.group(1)) >= size - 8 or "buffer of at least" in str(e):
+        return (f"{where}: the file looks truncated ({size} bytes, and the flatbuffer refers past its end); "
+                "download or copy it again")
+    return f"{where}: malformed flatbuffer ({type(e).__name__}: {e}); is it a .tflite model?"
 
 
 class _Parser:

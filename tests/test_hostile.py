@@ -300,3 +300,19 @@ def test_an_lstm_cell_state_scale_beyond_int32_shifts_is_a_prepare_error(zoo):
     data[pos:pos + 4] = np.array([1e-45], np.float32).tobytes()
     with pytest.raises(PrepareError, match="tanh input shift"):
         Interpreter(bytes(data))
+
+
+def test_a_truncated_file_says_so_and_names_the_file(tmp_path, zoo):
+    path = tmp_path / "cut.tflite"
+    path.write_bytes(zoo("person_detect.tflite").read_bytes()[:100_000])
+    with pytest.raises(ModelError, match=f"{path}: the file looks truncated"):
+        Interpreter(str(path))
+
+
+def test_several_samples_to_set_input_point_at_invoke_batch():
+    b = ModelBuilder()
+    x, y = _q(b, "x", (1, 4)), _q(b, "y", (1, 4))
+    b.add_op("RELU", [x], [y])
+    b.inputs, b.outputs = [x], [y]
+    with pytest.raises(InputError, match="for 8 samples use invoke_batch"):
+        Interpreter(b.build()).set_input(np.zeros((8, 4), np.int8), 0)
