@@ -296,16 +296,41 @@ def arena_picture(rows: list[dict[str, Any]], head: int, width: int = 64) -> str
 
 
 # -- run ---------------------------------------------------------------------------------------------------------------
-def cmd_run(args: argparse.Namespace) -> int:
-    it = Interpreter(args.model, arena=args.arena, optimized=not args.reference)
-    inputs = args.input or []
-    if len(inputs) != it.num_inputs:
-        raise SystemExit(f"microinterp run: the model has {it.num_inputs} input(s); give --input once per input")
-    for i, path in enumerate(inputs):
+def _run_inputs(it: Interpreter, paths: list[str]) -> list[np.ndarray]:
+    """One array per model input: ``.npy`` files in input order, or one ``.npz`` holding them (by input name, or
+    ``arr_0``, ``arr_1`` ... in order)."""
+    if len(paths) == 1 and paths[0].endswith(".npz"):
         try:
-            x = np.load(path, allow_pickle=False)
+            with np.load(paths[0], allow_pickle=False) as z:
+                names = [d["name"] for d in it.get_input_details()]
+                keys = names if all(n in z for n in names) else [f"arr_{i}" for i in range(it.num_inputs)]
+                missing = [k for k in keys if k not in z]
+                if missing:
+                    raise SystemExit(f"microinterp run: {paths[0]} has no array {missing[0]!r} (it holds "
+                                     f"{', '.join(z.files)}; name them after the inputs: {', '.join(names)})")
+                return [z[k] for k in keys]
+        except (OSError, ValueError, EOFError) as e:
+            raise SystemExit(f"microinterp run: cannot read {paths[0]} as a .npz archive: {e}") from None
+    if len(paths) != it.num_inputs:
+        raise SystemExit(f"microinterp run: the model has {it.num_inputs} input(s); give --input once per input "
+                         "(.npy), or one .npz holding them all")
+    arrays = []
+    for path in paths:
+        try:
+            arrays.append(np.load(path, allow_pickle=False))
         except (OSError, ValueError, EOFError) as e:
             raise SystemExit(f"microinterp run: cannot read {path} as a .npy array: {e}") from None
+    return arrays
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    extra: dict[str, Any] = {}
+    if args.backing:
+        extra.update(backing=args.backing)
+    if args.target:
+        extra.update(target=args.target, kernels=args.kernels)
+    it = Interpreter(args.model, arena=args.arena, optimized=not args.reference, planner=args.planner, **extra)
+    for i, x in enumerate(_run_inputs(it, args.input or [])):
         it.set_input(x, i)
     it.invoke()
     outs = [it.get_output(i) for i in range(it.num_outputs)]
@@ -314,11 +339,22 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise SystemExit(f"microinterp run: the model has {len(outs)} output(s); give --output once per output")
         for path, y in zip(args.output, outs):
             np.save(path, y)
+    if args.json:
+        json.dump({"outputs": [{"dtype": str(y.dtype), "shape": list(y.shape), "values": y.tolist()} for y in outs],
+                   "arena_size": it.arena_size, "arena_used_bytes": it.arena_used_bytes, "head_bytes": it.head_bytes,
+                   "tail_bytes": it.tail_bytes, "out_of_core": it.out_of_core,
+                   "target": None if it.target is None else it.target.describe()}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        it.close()
+        return 0
     for i, y in enumerate(outs):
         flat = np.array2string(y.reshape(-1)[:16], separator=" ")
         more = " ..." if y.size > 16 else ""
         print(f"output {i}: {y.dtype}{list(y.shape)} {flat}{more}")
-    print(f"arena: {it.arena_used_bytes} bytes used of {it.arena_size} (head {it.head_bytes}, tail {it.tail_bytes})")
+    where = f" out of core (SD image {args.backing})" if it.out_of_core else ""
+    print(f"arena: {it.arena_used_bytes} bytes used of {it.arena_size}{where} (head {it.head_bytes}, "
+          f"tail {it.tail_bytes})")
+    it.close()
     return 0
 
 
@@ -558,12 +594,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--budget", type=float, default=2.0, help="seconds the plan search may take (default 2)")
     s.set_defaults(fn=cmd_optimize)
 
-    s = sub.add_parser("run", help="run a model on .npy inputs")
+    s = sub.add_parser("run", help="run a model on .npy / .npz inputs (in memory, out of core, or as a firmware)")
     s.add_argument("model")
-    s.add_argument("--input", action="append", help=".npy file for each input, in order")
+    s.add_argument("--input", action="append", help=".npy file for each input, in order, or one .npz with all")
     s.add_argument("--output", action="append", help=".npy file to write each output to")
-    s.add_argument("--arena", type=_size, default=None)
-    s.add_argument("--reference", action="store_true", help="reference kernels only")
+    s.add_argument("--arena", type=_size, default=None, help="arena bytes (512000, 512K, 2M)")
+    s.add_argument("--backing", default=None, help="SD image file: runs out of core when the arena is too small")
+    s.add_argument("--planner", default="tflm", choices=("tflm", "optimal", "phased"))
+    s.add_argument("--target", default=None, help="the arena figures of TFLM built for this Cortex-M core")
+    s.add_argument("--kernels", default="cmsis-nn", help="with --target: cmsis-nn or reference")
+    s.add_argument("--reference", action="store_true", help="reference kernels only (host)")
+    s.add_argument("--json", action="store_true", help="outputs and arena figures as JSON")
     s.set_defaults(fn=cmd_run)
 
     s = sub.add_parser("analyze", help="per layer W (MOps), Q (MB), N and compute-/IO-bound class for an MCU")

@@ -6,6 +6,9 @@ import json
 
 import numpy as np
 
+import pytest
+
+import microinterp as mi
 from microinterp.cli import main
 
 from .test_interpreter import reshape_model
@@ -119,3 +122,31 @@ def test_demo_runs_a_small_vgg_out_of_core(tmp_path, capsys):
 def test_small_demo(capsys):
     assert main(["demo", "--small"]) == 0
     assert "identical" in capsys.readouterr().out
+
+
+def test_run_takes_npz_runs_out_of_core_and_as_a_firmware(tmp_path, capsys):
+    from microinterp.testing.models import demo_cnn
+
+    model = tmp_path / "m.tflite"
+    model.write_bytes(demo_cnn())
+    it = mi.Interpreter(str(model))
+    name, shape = it.get_input_details()[0]["name"], tuple(it.get_input_details()[0]["shape"])
+    x = np.random.default_rng(0).integers(-128, 128, shape).astype(np.int8)
+    np.savez(tmp_path / "in.npz", **{name: x})
+    it.set_input(x, 0)
+    it.invoke()
+    expected = it.get_output(0)
+    assert main(["run", str(model), "--input", str(tmp_path / "in.npz"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert np.array_equal(np.array(doc["outputs"][0]["values"], np.int8), expected) and not doc["out_of_core"]
+    assert main(["run", str(model), "--input", str(tmp_path / "in.npz"), "--arena", "24K",
+                 "--backing", str(tmp_path / "sd.img"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["out_of_core"] and np.array_equal(np.array(doc["outputs"][0]["values"], np.int8), expected)
+    assert main(["run", str(model), "--input", str(tmp_path / "in.npz"), "--target", "cortex-m4", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["target"]["core"] == "cortex-m4" and doc["arena_used_bytes"] == \
+        mi.Interpreter(str(model), target="cortex-m4").arena_used_bytes
+    np.savez(tmp_path / "bad.npz", other=x)
+    with pytest.raises(SystemExit, match="name them after the inputs"):
+        main(["run", str(model), "--input", str(tmp_path / "bad.npz")])
