@@ -316,3 +316,24 @@ def test_several_samples_to_set_input_point_at_invoke_batch():
     b.inputs, b.outputs = [x], [y]
     with pytest.raises(InputError, match="for 8 samples use invoke_batch"):
         Interpreter(b.build()).set_input(np.zeros((8, 4), np.int8), 0)
+
+
+def test_an_absent_op_output_is_a_prepare_error():
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 4))
+    b.add_op("RELU", [x], [-1])
+    b.inputs, b.outputs = [x], [x]
+    with pytest.raises(PrepareError, match="output 0 is absent"):
+        Interpreter(b.build())
+
+
+def test_a_transpose_conv_stride_that_wraps_negative_is_refused():
+    b = ModelBuilder()
+    shape = b.add_tensor("shape", (4,), "INT32", data=np.array([1, 8, 8, 2], np.int32))
+    w = b.add_tensor("w", (2, 3, 3, 2), "FLOAT32", data=np.ones((2, 3, 3, 2), np.float32))
+    x = b.add_tensor("x", (1, 4, 4, 2), "FLOAT32")
+    y = b.add_tensor("y", (1, 8, 8, 2), "FLOAT32")
+    b.add_op("TRANSPOSE_CONV", [shape, w, x], [y], padding="SAME", stride_w=2 ** 31 - 1, stride_h=2)
+    b.inputs, b.outputs = [x], [y]
+    with pytest.raises(PrepareError, match="int16 ConvParams"):
+        Interpreter(b.build())

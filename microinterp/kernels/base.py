@@ -140,6 +140,8 @@ def prepare_ops(ctx: PrepareContext, kernels: list[Any], ops: list[Operator]) ->
     tensors = ctx.subgraph.tensors
     for kernel, op in zip(kernels, ops):
         for k, t in enumerate(op.outputs):
+            if t < 0:
+                raise ctx.fail(op, f"output {k} is absent (index {t}): TFLM's kernels need every output tensor")
             if 0 <= t < len(tensors) and tensors[t].is_constant:
                 raise ctx.fail(op, f"output {k} ({tensors[t].name!r}) is a constant tensor of the model: its data "
                                    "is in the file, and TFLM would write the result into the flatbuffer")

@@ -116,7 +116,8 @@ class TransposeConv:
         p = compute_padding_height_width(sh, sw, 1, 1, y.shape[1], y.shape[2], kh, kw, padding)
         pad = (p.height, p.width)
         esh, esw, _, _ = eval_strides(ctx, op, (sh, sw, 1, 1))      # ConvParams keeps them as int16
-        if esh == 0 or esw == 0:
+        if esh <= 0 or esw <= 0:
+            # TFLM would scatter with that step (skipping positions outside the output); not emulated here
             raise ctx.fail(op, f"strides {sh}x{sw} wrap to {esh}x{esw} in TFLM's int16 ConvParams")
         return TransposeConvData(kind, (esh, esw), pad, input_zp, output_zp, ctx.persistent(mult),
                                  ctx.persistent(shift), act_min, act_max, bias is not None)
