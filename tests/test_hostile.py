@@ -337,3 +337,25 @@ def test_a_transpose_conv_stride_that_wraps_negative_is_refused():
     b.inputs, b.outputs = [x], [y]
     with pytest.raises(PrepareError, match="int16 ConvParams"):
         Interpreter(b.build())
+
+
+@pytest.mark.parametrize("rewire", ["written twice", "read before written"])
+def test_out_of_core_refuses_a_graph_that_is_not_a_dataflow_and_memory_runs_it(tmp_path, rewire):
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 64, 64, 4))
+    m = _q(b, "m", (1, 64, 64, 4))
+    y = _q(b, "y", (1, 64, 64, 4))
+    if rewire == "written twice":
+        b.add_op("RELU", [x], [m])
+        b.add_op("RELU6", [x], [m])
+        b.add_op("RELU", [m], [y])
+    else:
+        b.add_op("RELU", [m], [y])                     # reads m before the next op writes it
+        b.add_op("RELU6", [x], [m])
+    b.inputs, b.outputs = [x], [y]
+    model = b.build()
+    it = Interpreter(model)                            # in memory: as TFLM runs it
+    it.set_input(np.zeros((1, 64, 64, 4), np.int8), 0)
+    it.invoke()
+    with pytest.raises(ConfigError, match="out of core"):
+        Interpreter(model, arena=8 * 1024, backing=str(tmp_path / "sd.img"))

@@ -57,6 +57,24 @@ def _fingerprint(model: Any, flash: int, homes: list[Home | None]) -> str:
     return f"microinterp-ooc:{h.hexdigest()}"
 
 
+def _check_dataflow(sg: Any) -> None:
+    """Out of core needs every tensor written by one op at most, before any op reads it (what converters write).
+    TFLM runs a graph that breaks this (a tensor written twice, or read before a later op writes it) in memory, and
+    so does microinterp; the pager's homes and chains assume it, so it refuses such a graph with a ConfigError."""
+    writer: dict[int, int] = {}
+    for op in sg.operators:
+        for t in op.outputs:
+            if t in writer:
+                raise ConfigError(f"out of core: tensor {t} is written by ops {writer[t]} and {op.index}; run this "
+                                  "model in memory (a larger arena=, or no backing)")
+            writer[t] = op.index
+    for op in sg.operators:
+        for t in op.inputs:
+            if t >= 0 and writer.get(t, -1) > op.index:
+                raise ConfigError(f"out of core: op {op.index} ({op.key}) reads tensor {t} before op {writer[t]} "
+                                  "writes it; run this model in memory (a larger arena=, or no backing)")
+
+
 class Pager:
     """Out-of-core state of one interpreter (see the module docstring)."""
 
@@ -71,6 +89,7 @@ class Pager:
         if graph_ops:
             raise ConfigError(f"out of core runs one subgraph without resource variables; this model uses "
                               f"{', '.join(graph_ops)}: run it in memory (a larger arena=, or none)")
+        _check_dataflow(self.subgraph)
         self.mcu = mcu if isinstance(mcu, McuProfile) else get_profile(mcu)
         self.cost_kernels = cost_kernels
         self.flash = int(self.mcu.flash_bytes if flash is None else flash)
