@@ -359,3 +359,35 @@ def test_out_of_core_refuses_a_graph_that_is_not_a_dataflow_and_memory_runs_it(t
     it.invoke()
     with pytest.raises(ConfigError, match="out of core"):
         Interpreter(model, arena=8 * 1024, backing=str(tmp_path / "sd.img"))
+
+
+def test_a_zero_mean_output_scale_is_a_prepare_error():
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 4, 4, 2))
+    axes = b.add_tensor("axes", (2,), "INT32", data=np.array([1, 2], np.int32))
+    y = _q(b, "y", (1, 2), scale=-0.0)
+    b.add_op("MEAN", [x, axes], [y], keep_dims=False)
+    b.inputs, b.outputs = [x], [y]
+    with pytest.raises(PrepareError, match="positive quantization scale"):
+        Interpreter(b.build())
+
+
+def test_a_constant_main_input_of_a_banded_op_runs_whole_out_of_core(tmp_path):
+    """A rewired model feeding a constant into a depthwise convolution: its rows live in flash, not on the card."""
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 8, 8, 4))
+    c = _q(b, "c", (1, 32, 32, 4), data=np.ones((1, 32, 32, 4)))
+    w = b.add_tensor("w", (1, 3, 3, 4), "INT8", data=np.ones((1, 3, 3, 4)), scale=[0.1] * 4, zero_point=0, axis=3)
+    y = _q(b, "y", (1, 32, 32, 4))
+    z = _q(b, "z", (1, 8, 8, 4))
+    b.add_op("DEPTHWISE_CONV_2D", [c, w], [y], padding="SAME", depth_multiplier=1)
+    b.add_op("RELU", [x], [z])
+    b.inputs, b.outputs = [x], [y, z]
+    model = b.build()
+    ref = Interpreter(model)
+    ref.set_input(np.zeros((1, 8, 8, 4), np.int8), 0)
+    ref.invoke()
+    with Interpreter(model, arena=12 * 1024, backing=str(tmp_path / "sd.img"), flash=0) as it:
+        it.set_input(np.zeros((1, 8, 8, 4), np.int8), 0)
+        it.invoke()
+        assert np.array_equal(it.get_output(0), ref.get_output(0))

@@ -149,6 +149,9 @@ def prepare_ops(ctx: PrepareContext, kernels: list[Any], ops: list[Operator]) ->
             data.append(kernel.prepare(ctx, op))
         except QuantizationOverflow as e:
             raise ctx.fail(op, str(e)) from None
+        except ZeroDivisionError:   # a zero scale or size the op divides by (TFLM gets inf or a fault)
+            raise ctx.fail(op, "a zero quantization scale or size in this op's arithmetic (division by zero)") \
+                from None
     return data
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
+from ._qutil import check_scales
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ def prepare_mean_or_sum(ctx, op, supported: tuple[str, ...]) -> tuple[ReduceIO, 
     if quantized:
         if x.quantization is None or y.quantization is None:
             raise ctx.fail(op, f"{io.input_type} {op.name} needs quantized input and output tensors")
+        check_scales(ctx, op, x, y)
         multiplier, shift = quantize_multiplier(x.quantization.scale / y.quantization.scale)
         in_zp, out_zp = x.quantization.zero_point, y.quantization.zero_point
     request_scratch(ctx, op, io, with_sums=quantized)

@@ -280,6 +280,8 @@ def tiler_for(op: Any, data: Any, tensors: list[Any], is_reference: bool) -> Til
         return ALIAS
     if key in ("CONV_2D", "DEPTHWISE_CONV_2D") and not regular_steps(data):
         return WHOLE                # TFLM's int16 strides wrapped to 0 or below: no row bands
+    if ins and ins[0] is not None and ins[0].is_constant and key not in ELEMENTWISE:
+        return WHOLE                # a constant main input (a rewired model) has no records to band
     if key == "CONV_2D" and _batch1_nhwc(ins[0], out) and data.int4_scratch is None:
         tiler = ConvTiler()
         if data.groups != 1:
