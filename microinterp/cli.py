@@ -33,15 +33,48 @@ def _size(text: str) -> int:
 
 
 # -- info --------------------------------------------------------------------------------------------------------------
+def _tensor_doc(t) -> dict[str, Any]:
+    q = t.quantization
+    return {"index": t.index, "name": t.name, "type": t.type_name, "shape": list(t.shape), "bytes": t.nbytes,
+            "kind": "const" if t.is_constant else ("variable" if t.is_variable else "planned"),
+            "quantization": None if q is None else {"scales": [float(v) for v in q.scales[:16]],
+                                                    "zero_points": [int(v) for v in q.zero_points[:16]],
+                                                    "axis": q.axis, "channels": int(q.scales.size)}}
+
+
+def _shapes(sg, ids) -> str:
+    return " ".join(f"{sg.tensors[i].type_name}{list(sg.tensors[i].shape)}" if i >= 0 else "-" for i in ids)
+
+
 def cmd_info(args: argparse.Namespace) -> int:
     m = load_model(args.model)
     resolver = default_resolver()
+    sg = m.main
+    counts: dict[str, int] = {}
+    for s in m.subgraphs:
+        for op in s.operators:
+            counts[op.key] = counts.get(op.key, 0) + 1
+    desc = resolver.describe(m.op_names())
+    if args.json:
+        json.dump({"model": str(args.model), "bytes": m.nbytes, "schema_version": m.version,
+                   "subgraphs": len(m.subgraphs), "description": m.description, "weights_bytes": m.weight_bytes(),
+                   "inputs": [_tensor_doc(sg.tensors[i]) for i in sg.inputs],
+                   "outputs": [_tensor_doc(sg.tensors[i]) for i in sg.outputs],
+                   "ops": [{"name": n, "count": counts[n], "kernel": desc[n]} for n in m.op_names()],
+                   "operators": [{"index": op.index, "op": op.key, "inputs": list(op.inputs),
+                                  "outputs": list(op.outputs),
+                                  "input_shapes": [list(sg.tensors[i].shape) if i >= 0 else None for i in op.inputs],
+                                  "output_shapes": [list(sg.tensors[i].shape) for i in op.outputs if i >= 0],
+                                  "options": {k: v if isinstance(v, (int, float, str, bool)) or v is None else str(v)
+                                              for k, v in op.options.items()}} for op in sg.operators],
+                   "tensors": [_tensor_doc(t) for t in sg.tensors]}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
     out = []
     out.append(f"model: {args.model}  ({m.nbytes} bytes, schema v{m.version}, {len(m.subgraphs)} subgraph(s))")
     if m.description:
         out.append(f"description: {m.description}")
     out.append(f"weights: {m.weight_bytes()} bytes in constant tensors")
-    sg = m.main
     for kind, ids in (("input", sg.inputs), ("output", sg.outputs)):
         for i, ti in enumerate(ids):
             t = sg.tensors[ti]
@@ -50,18 +83,14 @@ def cmd_info(args: argparse.Namespace) -> int:
             out.append(f"{kind} {i}: tensor {ti} {t.name!r} {t.type_name}{list(t.shape)}{qs}")
     out.append("")
     out.append("ops the resolver needs:")
-    desc = resolver.describe(m.op_names())
-    counts: dict[str, int] = {}
-    for s in m.subgraphs:
-        for op in s.operators:
-            counts[op.key] = counts.get(op.key, 0) + 1
     for name in m.op_names():
         out.append(f"  {name:<32} x{counts[name]:<4} {desc[name]}")
     out.append("")
-    out.append(f"{'op':>4}  {'name':<28} {'inputs':<22} {'outputs':<14} options")
+    out.append(f"{'op':>4}  {'name':<24} {'inputs -> outputs (type[shape])':<60} options")
     for op in sg.operators:
         opts = ", ".join(f"{k}={v}" for k, v in op.options.items())
-        out.append(f"{op.index:>4}  {op.key:<28} {list(op.inputs)!s:<22} {list(op.outputs)!s:<14} {opts}")
+        io = f"{_shapes(sg, op.inputs)} -> {_shapes(sg, op.outputs)}"
+        out.append(f"{op.index:>4}  {op.key:<24} {io:<60} {opts}")
     out.append("")
     out.append(f"{'tensor':>6}  {'type':<8} {'shape':<20} {'bytes':>9}  kind      name")
     for t in sg.tensors:
@@ -541,8 +570,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"microinterp {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("info", help="ops, tensors, sizes and the kernels a model needs")
+    s = sub.add_parser("info", help="ops (with their tensors' shapes), tensors, sizes and the kernels a model needs")
     s.add_argument("model")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(fn=cmd_info)
 
     s = sub.add_parser("plan", help="the arena plan: head, tail, every buffer's offset, size and lifetime")

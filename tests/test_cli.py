@@ -21,6 +21,13 @@ def test_info(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "RESHAPE" in out and "reference: microinterp.kernels.reshape.Reshape" in out
     assert "input 0: tensor 0 'x' INT8[1, 2, 3]" in out
+    assert "RESHAPE" in out and " -> INT8[" in out                        # every op with its tensors' shapes
+    assert main(["info", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    m = mi.load_model(str(path))
+    assert [o["op"] for o in doc["operators"]] == [op.key for op in m.main.operators]
+    assert doc["operators"][0]["output_shapes"] == [list(m.main.tensors[m.main.operators[0].outputs[0]].shape)]
+    assert doc["inputs"][0]["shape"] == [1, 2, 3]
 
 
 def test_plan_json_and_text(tmp_path, capsys):
@@ -150,3 +157,4 @@ def test_run_takes_npz_runs_out_of_core_and_as_a_firmware(tmp_path, capsys):
     np.savez(tmp_path / "bad.npz", other=x)
     with pytest.raises(SystemExit, match="name them after the inputs"):
         main(["run", str(model), "--input", str(tmp_path / "bad.npz")])
+
