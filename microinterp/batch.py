@@ -5,9 +5,10 @@ leading dimension of ``n`` (inputs, outputs, activations, variable state); a RES
 shape tensor and its ``new_shape`` option) whose first entry is 1 gets ``n`` there. The TFLM kernels treat the
 batch dimension as independent samples (convolutions, pools, fully connected rows, softmax rows, elementwise ops),
 so sample ``i`` of the batched run is computed by exactly the arithmetic of a single invoke on sample ``i``.
-Models with control flow or ops that mix the batch dimension are refused (:class:`~microinterp.errors.ConfigError`),
-and every rebatched interpreter is checked once when it is built: in a probe of distinct random samples, the first,
-middle and last must give their single-invoke results.
+Models with control flow or ops that may mix the batch dimension (a CONCATENATION along the batch axis, GATHER ...)
+are not rebatched: :func:`invoke_batch` runs them sample by sample instead, each invoke from a reset state (the same
+results, at single-invoke speed). Every rebatched interpreter is checked once when it is built: in a probe of
+distinct random samples, the first, middle and last must give their single-invoke results.
 
 **Running** (:func:`invoke_batch`, ``Interpreter.invoke_batch``). Samples go through in chunks of ``batch`` (the
 rebatched interpreters are cached per chunk size; memory is bounded by the chunk's arena), outputs are concatenated
@@ -37,6 +38,16 @@ NOT_BATCHABLE = frozenset({"IF", "WHILE", "CALL_ONCE", "BATCH_MATMUL", "TRANSPOS
                            "DYNAMIC_UPDATE_SLICE", "SELECT_V2"})
 
 
+def _batch_safe(sg: Any, op: Any) -> bool:
+    """A NOT_BATCHABLE op that keeps samples apart after all: a CONCATENATION along an axis other than the batch
+    axis (the two branches of a CNN joined along channels) concatenates each sample's own rows."""
+    if op.key != "CONCATENATION" or not op.outputs:
+        return False
+    rank = len(sg.tensors[op.outputs[0]].shape)
+    axis = int(op.options.get("axis", 0))
+    return rank > 1 and (axis % rank if -rank <= axis < rank else 0) != 0
+
+
 def rebatch(model: Any, n: int) -> bytes:
     """``model`` with batch ``n`` instead of 1 (see the module docstring)."""
     from .model import load_model
@@ -45,7 +56,7 @@ def rebatch(model: Any, n: int) -> bytes:
     m = load_model(model)
     if len(m.subgraphs) != 1:
         raise ConfigError("batch evaluation runs single-subgraph models (this one has control flow)")
-    mixing = sorted({op.key for op in m.main.operators if op.key in NOT_BATCHABLE})
+    mixing = sorted({op.key for op in m.main.operators if op.key in NOT_BATCHABLE and not _batch_safe(m.main, op)})
     if mixing:
         raise ConfigError(f"batch evaluation is not supported for models with {', '.join(mixing)} (they may mix "
                           "samples along the leading dimension); evaluate sample by sample")
@@ -157,6 +168,13 @@ def invoke_batch(interp: Any, inputs: Any, batch: int = 64, progress: Callable[[
     runner = getattr(interp, "_batch_runner", None)
     if runner is None:
         runner = interp._batch_runner = BatchRunner(interp)
+    try:
+        runner.runner(min(batch, total) or 1, 0)
+    except ConfigError:
+        shapes = [tuple(interp.get_input_details(i)["shape"]) for i in range(interp.num_inputs)]
+        if not all(sh and sh[0] == 1 for sh in shapes):
+            raise               # samples need a leading batch of 1 to be told apart
+        return _per_sample(interp, arrays, total, progress)     # ops that may mix samples, control flow
     starts = list(range(0, total, batch))
     results: list[list[np.ndarray] | None] = [None] * len(starts)
 
@@ -173,6 +191,25 @@ def invoke_batch(interp: Any, inputs: Any, batch: int = 64, progress: Callable[[
         _run_threads(run_chunk, starts, min(threads, len(starts)), batch, total, progress)
     outs = [[r[k] for r in results] for k in range(interp.num_outputs)]
     result = [np.concatenate(o) if o else np.zeros((0,)) for o in outs]
+    return result[0] if len(result) == 1 else result
+
+
+def _per_sample(interp: Any, arrays: list[np.ndarray], total: int,
+                progress: Callable[[int, int], None] | None) -> Any:
+    """N single invokes, each from a reset state (what the batched run is checked against): the fallback for models
+    that cannot be rebatched."""
+    outs: list[list[np.ndarray]] = [[] for _ in range(interp.num_outputs)]
+    for s in range(total):
+        interp.reset()
+        for i, x in enumerate(arrays):
+            interp.set_input(np.ascontiguousarray(x[s:s + 1]), i)
+        interp.invoke()
+        for k in range(interp.num_outputs):
+            outs[k].append(interp.get_output(k))
+        if progress is not None:
+            progress(s + 1, total)
+    # outputs with a leading batch of 1 are joined along it, others stacked: [N, ...] either way
+    result = [(np.concatenate(o) if o[0].shape[:1] == (1,) else np.stack(o)) if o else np.zeros((0,)) for o in outs]
     return result[0] if len(result) == 1 else result
 
 
