@@ -194,6 +194,22 @@ def invoke_batch(interp: Any, inputs: Any, batch: int = 64, progress: Callable[[
     return result[0] if len(result) == 1 else result
 
 
+def quantize_samples(interp: Any, xs: np.ndarray, index: int = 0) -> np.ndarray:
+    """A float dataset ``[N, ...]`` quantized for input ``index`` with that input's own scale and zero point, as
+    TFLM's QUANTIZE op computes it (``clamp(round_half_away(x / scale) + zero_point)`` in float32): for feeding an
+    int8/int16 model from float data."""
+    from .kernels._qutil import qparams
+    from .quant import QMAX, QMIN, round_half_away
+
+    t = interp.model.main.tensors[interp.model.main.inputs[index]]
+    scale, zp = qparams(t)
+    if t.type_name not in QMIN or not scale:
+        raise InputError(f"input {index} ({t.name!r}) is {t.type_name} without a quantization scale: nothing to "
+                         "quantize for")
+    q = round_half_away(np.asarray(xs, np.float32) / np.float32(scale)) + zp
+    return np.clip(q, QMIN[t.type_name], QMAX[t.type_name]).astype(t.dtype)
+
+
 def _per_sample(interp: Any, arrays: list[np.ndarray], total: int,
                 progress: Callable[[int, int], None] | None) -> Any:
     """N single invokes, each from a reset state (what the batched run is checked against): the fallback for models

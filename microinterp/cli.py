@@ -185,8 +185,15 @@ def _plan_strategies(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     """A dataset through invoke_batch: outputs (--output), and with labels the accuracy and confusion matrix of
     the first output's argmax."""
-    xs = np.load(args.inputs)
+    try:
+        xs = np.load(args.inputs, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise SystemExit(f"microinterp eval: cannot read {args.inputs} as a .npy array: {e}") from None
     it = Interpreter(args.model)
+    if args.quantize:
+        from .batch import quantize_samples
+
+        xs = quantize_samples(it, xs)
     progress = None
     bar = None
     if not args.json:
@@ -201,17 +208,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
             def progress(done: int, total: int) -> None:
                 print(f"\r{done}/{total} samples", end="", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    if args.jobs or args.ray is not None:
-        from .scaleout import evaluate
+    try:
+        if args.jobs or args.ray is not None:
+            from .scaleout import evaluate
 
-        ys = evaluate(args.model, xs, args.batch, jobs=args.jobs, ray=args.ray, progress=progress)
-    else:
-        ys = it.invoke_batch(xs, args.batch, progress, threads=args.threads)
+            ys = evaluate(args.model, xs, args.batch, jobs=args.jobs, ray=args.ray, progress=progress)
+        else:
+            ys = it.invoke_batch(xs, args.batch, progress, threads=args.threads)
+    finally:        # the bar ends its line before anything else is printed, an error included
+        if bar is not None:
+            bar.close()
+        elif progress is not None:
+            print(file=sys.stderr)
     seconds = time.perf_counter() - t0
-    if bar is not None:
-        bar.close()
-    elif progress is not None:
-        print(file=sys.stderr)
     first = ys if isinstance(ys, np.ndarray) else ys[0]
     if args.output:
         np.save(args.output, first)
@@ -602,6 +611,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, default=None, help="spread the chunks over N local processes")
     s.add_argument("--ray", nargs="?", const="local", default=None,
                    help="spread the chunks over Ray ('local' starts one, 'auto' or an address joins a cluster)")
+    s.add_argument("--quantize", action="store_true",
+                   help="quantize float inputs with the model input's scale and zero point (as QUANTIZE does)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_eval)
 

@@ -183,3 +183,25 @@ def test_a_two_branch_cnn_is_batched():
     got = it.invoke_batch(xs, 4)
     assert np.array_equal(got, np.concatenate(singles(mi.Interpreter(_two_branch_cnn()), xs)))
     assert it._batch_runner.cache                   # rebatched: the concatenation is along channels
+
+
+def test_eval_quantizes_a_float_dataset_with_the_inputs_quantization(tmp_path, capsys):
+    import json
+
+    from microinterp.batch import quantize_samples
+    from microinterp.cli import main
+
+    model = tmp_path / "m.tflite"
+    model.write_bytes(demo_cnn())
+    it = mi.Interpreter(model)
+    d = it.get_input_details()[0]
+    scale, zp = d["quantization"]
+    xs = np.random.default_rng(3).uniform(-5, 5, (4, *d["shape"][1:])).astype(np.float32)
+    q = quantize_samples(it, xs)
+    assert q.dtype == np.int8
+    assert np.array_equal(q, np.clip(np.trunc(xs / np.float32(scale) + np.copysign(0.5, xs)) + zp, -128, 127))
+    np.save(tmp_path / "x.npy", xs)
+    assert main(["eval", str(model), "--inputs", str(tmp_path / "x.npy"), "--quantize", "--output",
+                 str(tmp_path / "y.npy"), "--json"]) == 0
+    json.loads(capsys.readouterr().out)
+    assert np.array_equal(np.load(tmp_path / "y.npy"), it.invoke_batch(q))
