@@ -44,7 +44,6 @@ from .model import Model, load_model
 from .planner.lifetimes import ScratchRequest
 
 if TYPE_CHECKING:
-    from .kernels.base import PrepareContext
     from .targets import Target
 
 #: TFLM's MicroArenaBufferAlignment(): kernels' persistent buffers and variables are 16-aligned.
@@ -265,9 +264,9 @@ def _skips_prepare(op: Any, tensors: Any) -> bool:
             and w.quantization.scales.size == 1)
 
 
-def _replay_prepare(model: Model, resolver: Any) -> tuple[list[tuple[list[int], list[ScratchRequest]]], PrepareContext]:
+def _replay_prepare(model: Model, resolver: Any) -> list[tuple[list[int], list[ScratchRequest]]]:
     """One pass of microinterp's reference ``prepare`` over subgraph 0 (the layer that mirrors TFLM's Prepare):
-    per op (sizes of its persistent arrays, its scratch requests), and the context (its scratch requests in order)."""
+    per op, the sizes of its persistent arrays and its scratch requests."""
     from .kernels.base import PrepareContext, prepare_ops
 
     sg = model.main
@@ -280,7 +279,7 @@ def _replay_prepare(model: Model, resolver: Any) -> tuple[list[tuple[list[int], 
         if kernel is not None and not _skips_prepare(op, sg.tensors):
             prepare_ops(ctx, [kernel], [op])
         records.append((arena.allocations[n_arrays:], ctx.scratch_requests[n_scratch:]))
-    return records, ctx
+    return records
 
 
 def _device_prepare(model: Model, records: list, target: Any) -> tuple[list, dict[int, int], set[str]]:
@@ -339,7 +338,7 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
     from .planner.greedy import plan_size
     from .planner.table import plan_rows
 
-    records, ctx = _replay_prepare(model, resolver)
+    records = _replay_prepare(model, resolver)
     device_opdata: dict[int, int] = {}
     unmodelled: set[str] = set()
     if target is not None:
