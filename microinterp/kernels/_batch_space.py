@@ -35,8 +35,19 @@ class BatchSpaceOp:
     disagrees with the op's arithmetic, which TFLM runs anyway over the stored shape -- so does ``compute``, and
     prepare warns (:class:`~microinterp.errors.ModelShapeWarning`)."""
 
+    #: What the op calls its second matrix ("paddings" or "crops").
+    PADS_WORD = ""
+    #: Whether the batch the op's loops divide by is the input's (SPACE_TO_BATCH_ND) or the output's.
+    DIVIDES_BY_INPUT_BATCH = True
+
     def problem(self, x_shape, y_shape, geo) -> str | None:
-        raise NotImplementedError
+        bh, bw, top, left = geo
+        batch = nhwc(x_shape if self.DIVIDES_BY_INPUT_BATCH else y_shape)[0]
+        if bh <= 0 or bw <= 0 or top < 0 or left < 0:
+            return f"block {bh}x{bw} must be positive and {self.PADS_WORD} {top}, {left} non-negative"
+        if batch <= 0 or nhwc(x_shape)[3] != nhwc(y_shape)[3]:
+            return f"input {tuple(x_shape)} and output {tuple(y_shape)} need a batch and the same depth"
+        return None
 
     def mismatch(self, x_shape, y_shape, geo) -> str | None:
         raise NotImplementedError

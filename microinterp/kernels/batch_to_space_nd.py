@@ -18,14 +18,8 @@ from ._batch_space import BatchSpaceOp, nhwc
 
 
 class BatchToSpaceND(BatchSpaceOp):
-    def problem(self, x_shape, y_shape, geo) -> str | None:
-        bh, bw, top, left = geo
-        bo, _, _, c = nhwc(y_shape)
-        if bh <= 0 or bw <= 0 or top < 0 or left < 0:
-            return f"block {bh}x{bw} must be positive and crops {top}, {left} non-negative"
-        if bo <= 0 or c != nhwc(x_shape)[3]:
-            return f"input {tuple(x_shape)} and output {tuple(y_shape)} need a batch and the same depth"
-        return None
+    PADS_WORD = "crops"
+    DIVIDES_BY_INPUT_BATCH = False
 
     def mismatch(self, x_shape, y_shape, geo) -> str | None:
         bh, bw, top, left = geo

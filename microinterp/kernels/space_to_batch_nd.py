@@ -21,14 +21,8 @@ from ._batch_space import BatchSpaceOp, nhwc
 
 
 class SpaceToBatchND(BatchSpaceOp):
-    def problem(self, x_shape, y_shape, geo) -> str | None:
-        bh, bw, top, left = geo
-        b, _, _, c = nhwc(x_shape)
-        if bh <= 0 or bw <= 0 or top < 0 or left < 0:
-            return f"block {bh}x{bw} must be positive and paddings {top}, {left} non-negative"
-        if b <= 0 or c != nhwc(y_shape)[3]:
-            return f"input {tuple(x_shape)} and output {tuple(y_shape)} need a batch and the same depth"
-        return None
+    PADS_WORD = "paddings"
+    DIVIDES_BY_INPUT_BATCH = True
 
     def mismatch(self, x_shape, y_shape, geo) -> str | None:
         bh, bw, top, left = geo

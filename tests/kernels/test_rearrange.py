@@ -164,6 +164,24 @@ def test_refusals():
                              mode=0), [], tflm=None, match="beyond")
 
 
+
+def test_batch_space_refusals_name_the_op_s_own_words():
+    """Both ops share one check (``_batch_space.BatchSpaceOp.problem``); each speaks of its own matrix, and the
+    depth of input and output must agree."""
+    block = np.array([2, 2], np.int32)
+    neg = np.array([[0, 0], [-1, 0]], np.int32)
+    zero = np.zeros((2, 2), np.int32)
+    assert_refused(single_op("SPACE_TO_BATCH_ND", [T((1, 4, 4, 1), "FLOAT32"), T((2,), "INT32", data=block),
+                                                   T((2, 2), "INT32", data=neg)], T((4, 2, 2, 1), "FLOAT32")),
+                   [], tflm=None, match="paddings 0, -1 non-negative")
+    assert_refused(single_op("BATCH_TO_SPACE_ND", [T((4, 2, 2, 1), "FLOAT32"), T((2,), "INT32", data=block),
+                                                   T((2, 2), "INT32", data=neg)], T((1, 4, 4, 1), "FLOAT32")),
+                   [], tflm=None, match="crops 0, -1 non-negative")
+    for op, x, y in (("SPACE_TO_BATCH_ND", (1, 4, 4, 1), (4, 2, 2, 2)), ("BATCH_TO_SPACE_ND", (4, 2, 2, 2),
+                                                                         (1, 4, 4, 1))):
+        assert_refused(single_op(op, [T(x, "FLOAT32"), T((2,), "INT32", data=block), T((2, 2), "INT32", data=zero)],
+                                 T(y, "FLOAT32")), [], tflm=None, match="need a batch and the same depth")
+
 def test_reverse_with_non_contiguous_axes_as_input_fails_at_invoke():
     model = single_op("REVERSE_V2", [T((2, 2, 2), "FLOAT32"), T((2,), "INT32")], T((2, 2, 2), "FLOAT32"))
     it = Interpreter(model)
