@@ -17,19 +17,11 @@ from typing import Any
 import numpy as np
 
 from . import __version__
-from .errors import ConfigError, InputError, MicroInterpError
+from .errors import InputError, MicroInterpError
 from .interpreter import Interpreter
 from .model import load_model
 from .resolver import default_resolver
-from .sizes import parse_size
-
-
-def _size(text: str) -> int:
-    """Parse a byte count: ``512000``, ``512K``, ``2M`` (K = 1024; :func:`microinterp.sizes.parse_size`)."""
-    try:
-        return parse_size(text)
-    except ConfigError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+from .sizes import size_argument as _size
 
 
 # -- info --------------------------------------------------------------------------------------------------------------

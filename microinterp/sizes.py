@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from .errors import ConfigError
@@ -31,3 +32,12 @@ def parse_size(value: Any, what: str = "size") -> int:
     if n < 0:
         raise ConfigError(f"{what} must be >= 0, got {value!r}")
     return n
+
+
+def size_argument(text: str, what: str = "size") -> int:
+    """:func:`parse_size` as an argparse ``type``: the CLIs' byte-count options (an ArgumentTypeError, which argparse
+    prints with the option's name, instead of ConfigError)."""
+    try:
+        return parse_size(text, what)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None

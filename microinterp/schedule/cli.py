@@ -17,8 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-from ..errors import ConfigError
-from ..sizes import parse_size
+from ..sizes import size_argument as _size
 
 GENERATED = ("vgg16", "alexnet", "mobilenet_v1", "demo_cnn")
 #: What a sweep varies besides SRAM and tile size (``--variants``): name -> Config changes.
@@ -52,13 +51,6 @@ def resolve_model(spec: str, workdir: str) -> tuple[str, str]:
     if not os.path.exists(spec):
         raise SystemExit(f"microinterp: no such model file: {spec} (or use gen:{'|'.join(GENERATED)})")
     return spec, os.path.basename(spec)
-
-
-def _size(text: str, what: str = "size") -> int:
-    try:
-        return parse_size(text, what)
-    except ConfigError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _sizes(text: str, size: Callable[[str], int]) -> list[int]:
