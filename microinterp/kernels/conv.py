@@ -79,7 +79,7 @@ def check_strides(ctx, op) -> tuple[int, int, int, int]:
     return vals  # type: ignore[return-value]
 
 
-def eval_strides(ctx, op, vals: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+def eval_strides(vals: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
     """The strides and dilations Eval uses: TFLM's ConvParams / DepthwiseParams keep them as ``int16_t`` (Prepare
     computes the padding with the full ``int`` of the options), so a value of 2^16 or more wraps -- to 0, or to a
     negative step, which TFLM runs (its taps outside the image are skipped) and so does the reference here."""
@@ -254,7 +254,7 @@ class Conv2D:
         int4_scratch, int4_packed = int4_filter_scratch(ctx, op, w)
         zp_in = x.quantization.zero_point if quantized else 0
         zp_out = y.quantization.zero_point if quantized else 0
-        stride_h, stride_w, dil_h, dil_w = eval_strides(ctx, op, (stride_h, stride_w, dil_h, dil_w))
+        stride_h, stride_w, dil_h, dil_w = eval_strides((stride_h, stride_w, dil_h, dil_w))
         return ConvData(kind, stride_h, stride_w, dil_h, dil_w, pad.height, pad.width, x.shape[1],
                         x.shape[3] // w.shape[3], -zp_in if kind == "int8" else 0, zp_out if kind == "int8" else 0,
                         act_min, act_max, mult, shift, bias_t is not None, int4_scratch, int4_packed, tuple(w.shape),

@@ -121,7 +121,7 @@ class DepthwiseConv2D:
         kind = _kind(ctx, op, x, bias_t)
         zp_in = x.quantization.zero_point if kind == "int8" else 0
         zp_out = y.quantization.zero_point if kind == "int8" else 0
-        stride_h, stride_w, dil_h, dil_w = eval_strides(ctx, op, (stride_h, stride_w, dil_h, dil_w))
+        stride_h, stride_w, dil_h, dil_w = eval_strides((stride_h, stride_w, dil_h, dil_w))
         return DepthwiseData(kind, stride_h, stride_w, dil_h, dil_w, pad.height, pad.width, x.shape[1], multiplier,
                              -zp_in, zp_out, act_min, act_max, mult, shift, bias_t is not None, int4_scratch,
                              int4_packed, tuple(w.shape), Requantizer(mult, shift) if kind == "int8" else None)

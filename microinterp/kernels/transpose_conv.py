@@ -115,7 +115,7 @@ class TransposeConv:
             raise ctx.fail(op, f"bias has {bias.num_elements} elements, expected {c_out}")
         p = compute_padding_height_width(sh, sw, 1, 1, y.shape[1], y.shape[2], kh, kw, padding)
         pad = (p.height, p.width)
-        esh, esw, _, _ = eval_strides(ctx, op, (sh, sw, 1, 1))      # ConvParams keeps them as int16
+        esh, esw, _, _ = eval_strides((sh, sw, 1, 1))      # ConvParams keeps them as int16
         if esh <= 0 or esw <= 0:
             # TFLM would scatter with that step (skipping positions outside the output); not emulated here
             raise ctx.fail(op, f"strides {sh}x{sw} wrap to {esh}x{esw} in TFLM's int16 ConvParams")
