@@ -163,7 +163,42 @@ def write_goldens(log_dir: str, core: str, kernels: str, models: list[str] | Non
     return out
 
 
-if __name__ == "__main__":        # python -m microinterp.testing.device LOG_DIR CORE KERNELS
+#: Where the shape sweeps' goldens live (the instruction model's fitting data), one file per build.
+SWEEP_DIR = GOLDEN_DIR / "sweep"
+
+
+def sweep_digest(digest: str) -> str:
+    """A sweep golden's form of an output already in :func:`output_digest` form: the first 16 hex digits of the
+    SHA-256 of its bytes."""
+    if digest.startswith("sha256:"):
+        return digest[7:23]
+    return hashlib.sha256(bytes.fromhex(digest)).hexdigest()[:16]
+
+
+def write_sweep_goldens(log_dir: str, core: str, kernels: str) -> Path:
+    """Parse the logs of the shape sweeps (:mod:`microinterp.testing.sweep`, built in-process) of one build into
+    ``tests/goldens/device/sweep/<core>.<kernels>.json``."""
+    from .sweep import SWEEPS, build
+
+    entries = {}
+    for name in SWEEPS:
+        log = Path(log_dir) / f"{name}.log"
+        if log.exists():
+            entry = parse_log(log.read_text(errors="replace"), build(name))
+            # many small outputs: each kept as its SHA-256 (:func:`sweep_digest`), to keep the file small
+            entry["outputs"] = [[sweep_digest(o) for o in seed] for seed in entry.get("outputs", [])]
+            entries[name] = entry
+    out = SWEEP_DIR / f"{core}.{kernels}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"build": build_info(core, kernels), "models": entries}, indent=1) + "\n")
+    return out
+
+
+if __name__ == "__main__":        # python -m microinterp.testing.device [--sweep] LOG_DIR CORE KERNELS
     import sys
 
-    print(write_goldens(sys.argv[1], sys.argv[2], sys.argv[3]))
+    args = sys.argv[1:]
+    if args[0] == "--sweep":
+        print(write_sweep_goldens(*args[1:4]))
+    else:
+        print(write_goldens(*args[:3]))

@@ -1,0 +1,174 @@
+"""Fit the instruction model (:mod:`microinterp.cost.instructions`) on the device oracle's counts.
+
+For each firmware build and each kernel path, the coefficients minimise the squared **relative** error over the
+path's nodes, under non-negativity (every loop-structure term costs instructions; it cannot save them):
+``scipy.optimize.nnls`` on the rows ``features / count`` against 1, with the columns scaled to unit maximum.
+
+Fitting data: the shape sweeps' goldens (``tests/goldens/device/sweep/``), built in-process. A path no sweep
+covers (the Signal library, the LSTM, PACK, SHAPE ...) is fitted on the zoo's and the population's own nodes with
+the generic terms (fixed, per output and per input element) and marked ``"fitted_on": "models"`` -- those figures
+are not held out, and the docs say so. ``*`` is each build's fallback for an op kind the oracle never ran: the
+generic terms fitted on every sweep node of the elementwise and data-movement ops.
+
+Run ``python -m microinterp.cost.fit`` after new goldens to rewrite ``instructions.json`` (needs the ``fit``
+extra: scipy).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..model import load_model
+from ..testing import device
+from . import instructions as ins
+
+#: Generic terms (``instructions._generic``) for paths fitted on the models themselves and for the fallback.
+GENERIC_TERMS = ("1", "out", "in")
+
+
+def _nodes(golden_dir, build: str, sweep: bool) -> list[tuple[str, dict[str, int], int, str, dict[str, int]]]:
+    """(path, features, instructions, model, generic features) of every node of every model in one golden file."""
+    from ..testing.sweep import SWEEPS
+    from ..testing.sweep import build as build_sweep
+
+    path = (golden_dir / f"{build}.json")
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text())["models"]
+    rows = []
+    for name, entry in data.items():
+        if "instructions" not in entry:
+            continue
+        if sweep:
+            raw = build_sweep(name) if name in SWEEPS else None
+        else:
+            f = device.model_file(name)
+            raw = Path(f).read_bytes() if f else None
+        if raw is None:
+            continue
+        if hashlib.sha256(raw).hexdigest() != entry["model_sha256"]:
+            raise ValueError(f"{path}: the golden of {name} was measured on another model (rerun the oracle)")
+        sg = load_model(raw).subgraphs[0]
+        values = _data_dependent_inputs(raw, sg, build)
+        for op, count in zip(sg.operators, entry["instructions"]):
+            p, feats = ins.op_features(op, sg.tensors, build, values.get(op.index))
+            rows.append((p, feats, count, name, ins._generic(op, sg.tensors, None)[1]))
+    return rows
+
+
+#: Terms of one core feature set's loops only: Helium's 16-lane vectors and 4-position blocks, the DSP kernels'
+#: 4-element SIMD steps, their remainders and 2x2 blocks. Offering both to the fit only lets it trade collinear terms.
+_MVE_ONLY = ("K16", "P4_", "Prem4_", "c16", "C16", "n16", "nrem16", "Krem16", "U4_K16", "Urem4_K16")
+_PLAIN_ONLY = ("U3", "Urem3")
+_DSP_ONLY = ("K4", "Krem4", "odd", "P2_", "c4", "crem4", "C4", "Crem4", "n4", "nrem4")
+
+
+def _applies(term: str, build: str) -> bool:
+    if ".reference" in build:
+        return True
+    mve = build.startswith("cortex-m55")
+    if any(k in term for k in _PLAIN_ONLY):
+        return ins.CORE_FEATURES[build.partition(".")[0]] == "none"
+    if any(k in term for k in _MVE_ONLY):
+        return mve
+    if any(k in term for k in _DSP_ONLY):
+        return not mve
+    return True
+
+
+def _data_dependent_inputs(raw: bytes, sg: Any, build: str) -> dict[int, Any]:
+    """The first input of every data-dependent op (SOFTMAX) as the oracle's first invoke saw it: microinterp, which
+    is bit-exact with the firmware, runs the same seeded input with every tensor preserved."""
+    wanted = [op for op in sg.operators if op.key in ins.DATA_DEPENDENT]
+    if not wanted:
+        return {}
+    from ..interpreter import Interpreter
+
+    core, _, kernels = build.partition(".")
+    it = Interpreter(raw, target=f"{core}/{kernels}", preserve_all_tensors=True)
+    for i, d in enumerate(it.get_input_details()):
+        it.set_tensor(d["index"], device.seeded_input(d["dtype"], tuple(d["shape"]), 0, i))
+    it.invoke()
+    return {op.index: it.get_tensor(op.inputs[0]).copy() for op in wanted}
+
+
+def _nnls(features: list[dict[str, int]], counts: list[int], terms: list[str]) -> dict[str, float]:
+    from scipy.optimize import nnls
+
+    a = np.array([[f.get(t, 0) for t in terms] for f in features], dtype=np.float64)
+    y = np.array(counts, dtype=np.float64)
+    keep = y > 0
+    a, y = a[keep], y[keep]
+    scale = np.abs(a).max(axis=0)
+    scale[scale == 0] = 1.0
+    coef, _ = nnls(a / scale / y[:, None], np.ones(len(y)), maxiter=50 * len(terms))
+    coef = coef / scale
+    return {t: float(c) for t, c in zip(terms, coef) if c > 0}
+
+
+def _worst(terms: dict[str, float], features, counts) -> float:
+    errs = [abs(sum(c * f.get(t, 0) for t, c in terms.items()) / y - 1) for f, y in zip(features, counts) if y > 0]
+    return max(errs) if errs else 0.0
+
+
+def fit_build(build: str) -> dict[str, Any]:
+    """The fitted paths of one build."""
+    sweep_rows = _nodes(device.SWEEP_DIR, build, sweep=True)
+    model_rows = _nodes(device.GOLDEN_DIR, build, sweep=False)
+    by_path: dict[str, list] = defaultdict(list)
+    for p, f, y, _, _ in sweep_rows:
+        by_path[p].append((f, y))
+    out: dict[str, Any] = {}
+    for p, rows in sorted(by_path.items()):
+        feats, counts = [r[0] for r in rows], [r[1] for r in rows]
+        terms = [t for t in sorted(feats[0]) if _applies(t, build)]
+        if len(rows) < 12:      # too few nodes for the loop terms: fixed + the main size only
+            terms = [t for t in terms if t in ("1", "n", "out", "P_oc", "macs", "R_C", "B_U")] or terms[:2]
+        fit = _nnls(feats, counts, terms)
+        out[p] = {"terms": fit, "fitted_on": "sweep", "nodes": len(rows), "max_rel_error": _worst(fit, feats, counts)}
+    uncovered: dict[str, list] = defaultdict(list)
+    for p, _, y, _, g in model_rows:
+        if p not in out:
+            uncovered[p].append((g, y))
+    for p, rows in sorted(uncovered.items()):
+        feats, counts = [r[0] for r in rows], [r[1] for r in rows]
+        fit = _nnls(feats, counts, list(GENERIC_TERMS))
+        out[p] = {"terms": fit, "fitted_on": "models", "nodes": len(rows),
+                  "max_rel_error": _worst(fit, feats, counts), "generic": True}
+    generic = [(g, y) for p, _, y, _, g in sweep_rows if "/" not in p and not p.endswith("POOL_2D") and p != "SOFTMAX"]
+    fit = _nnls([g for g, _ in generic], [y for _, y in generic], list(GENERIC_TERMS))
+    out["*"] = {"terms": fit, "fitted_on": "sweep", "nodes": len(generic),
+                "max_rel_error": _worst(fit, [g for g, _ in generic], [y for _, y in generic]), "generic": True}
+    return out
+
+
+def fit_all() -> dict[str, Any]:
+    builds = sorted(p.stem for p in device.SWEEP_DIR.glob("*.json"))
+    return {"about": "instructions per op of TFLM's Cortex-M build: microinterp.cost.fit over the device oracle's "
+                     "goldens (tests/goldens/device/)",
+            "builds": {b: fit_build(b) for b in builds}}
+
+
+if __name__ == "__main__":
+    ins.COEFFICIENTS.write_text(json.dumps(fit_all(), indent=1, sort_keys=True) + "\n")
+    print(ins.COEFFICIENTS)
+
+
+def compare(build: str, sweep: bool = False) -> list[dict[str, Any]]:
+    """Every node of every golden model of ``build`` (the zoo and the population, or the sweeps): the oracle's
+    count, the model's prediction, the path and whether that path was fitted on these nodes themselves."""
+    table = ins.coefficients()[build]
+    out = []
+    for p, f, y, name, g in _nodes(device.SWEEP_DIR if sweep else device.GOLDEN_DIR, build, sweep=sweep):
+        fit = table.get(p) or table["*"]
+        feats = g if fit.get("generic") else f
+        pred = max(0.0, sum(c * feats.get(t, 0) for t, c in fit["terms"].items()))
+        out.append({"model": name, "path": p, "oracle": y, "predicted": pred,
+                    "fitted_on": fit["fitted_on"] if p in table else "fallback"})
+    return out
