@@ -89,6 +89,7 @@ class Analysis:
     def as_dict(self) -> dict[str, Any]:
         """The ``--json`` document (schema in docs/cost-model.md)."""
         return {"model": self.model, "mcu": self.mcu.name, "kernels": KERNEL_NAMES[self.kernels],
+                "cost_build": self.mcu.figure_note(self.kernels),
                 "s_cpu_mops": self.s_cpu / 1e6, "s_io_mb_per_s": self.s_io / MB,
                 "range": {"s_cpu_mops": [x / 1e6 for x in S_CPU_RANGE], "s_io_mb_per_s": [x / MB for x in S_IO_RANGE]},
                 "negligible_share": NEGLIGIBLE_SHARE,
@@ -113,7 +114,10 @@ class Analysis:
                  f"weights {t['weight_mb']:.3f} MB, footprint {t['footprint_mb']:.3f} MB")
         run = (f"  in core on {p.name}: {t['cycles'] / 1e6:.2f} M cycles = {t['seconds'] * 1e3:.1f} ms, "
                f"{t['energy_mj']:.2f} mJ")
-        lines += ["", f"totals: {counts}", sizes, run]
+        lines += ["", f"totals: {counts}", sizes, run, f"  cycles model {p.figure_note(self.kernels)}"]
+        if t.get("calibrated_cycles") is not None:
+            lines.append(f"  calibrated: {t['calibrated_cycles'] / 1e6:.2f} M cycles = "
+                         f"{t['calibrated_cycles'] / p.clock_hz * 1e3:.1f} ms with {p.calibration_note(self.kernels)}")
         return "\n".join(lines)
 
 
@@ -143,16 +147,15 @@ def _n(w: float, q: float, s_cpu: float, s_io: float) -> float:
     return (w / s_cpu) / (q / s_io)
 
 
-def predict_cycles(model: Any, mcu: str | McuProfile = "apollo3", kernels: str = "optimized") -> list[float]:
-    """The calibrated cost model: cycles of each op of the main subgraph when the whole model runs in core
-    (``compute_cycles`` of its class, MACs and output elements, plus the interpreter's per-op overhead)."""
+def predict_cycles(model: Any, mcu: str | McuProfile = "apollo3", kernels: str = "optimized", *,
+                   calibrated: bool = False) -> list[float]:
+    """The cost model: cycles of each op of the main subgraph when the whole model runs in core -- the op's
+    instructions on the board's core x its cycles per instruction (:meth:`McuProfile.op_cycles`; today's build,
+    or the board's published build with ``calibrated``), plus TFLM's per-op overhead."""
     m, p, ks = _model(model), _profile(mcu), kernel_set(kernels)
     tensors = m.main.tensors
-    out = []
-    for op in m.main.operators:
-        macs, elements = op_work(op, tensors)
-        out.append(p.compute_cycles(op_class(op.key), macs, elements, kernels=ks) + p.interpreter_cycles_per_op)
-    return out
+    return [p.op_cycles(op, tensors, ks, calibrated=calibrated) + p.interpreter_cycles_per_op
+            for op in m.main.operators]
 
 
 def analyze(model: Any, mcu: str | McuProfile = "stm32f746", kernels: str = "optimized", *,
@@ -193,6 +196,7 @@ def analyze(model: Any, mcu: str | McuProfile = "stm32f746", kernels: str = "opt
     totals = {"layers": len(layers), "counts": {c: sum(1 for r in layers if r.klass == c) for c in CLASSES},
               "mops": total_w / 1e6, "io_mb": sum(r.io_mb for r in layers), "feature_map_mb": fmap / MB,
               "weight_mb": wts / MB, "footprint_mb": (fmap + wts) / MB, "cycles": total_cycles, "seconds": seconds,
+              "calibrated_cycles": sum(predict_cycles(m, p, ks, calibrated=True)) if p.calibration.get(ks) else None,
               "energy_mj": p.energy_joules(seconds) * 1e3}
     name = m.source if isinstance(getattr(m, "source", None), str) else (m.description or "model")
     return Analysis(name, p, ks, s_cpu, s_io, tuple(layers), totals)

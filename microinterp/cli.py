@@ -152,7 +152,7 @@ def _plan_strategies(args: argparse.Namespace) -> int:
     mcu = get_profile(args.mcu)
     kernels = "reference" if args.reference else "optimized"
     base = sum(predict_cycles(it.model, mcu, kernels))
-    extra = phased.extra_cycles(mcu, kernels)
+    extra = phased.extra_cycles(mcu, it.model.main.tensors, kernels)
     cost = {"segments": [s.ops for s in phased.segments], "extra_kernel_calls": phased.extra_calls(),
             "moved_bytes": phased.moved_bytes(), "mcu": mcu.name, "kernels": kernels, "cycles": base,
             "extra_cycles": extra, "throughput_decrease_percent": 100 * (1 - base / (base + extra)) if base else 0.0}
@@ -271,7 +271,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         print(f"NOT deployable: TFLM has no kernel for {', '.join(d.unsupported)} (no latency: a firmware cannot "
               "run this model)")
         return status
-    print(f"latency {d.latency_ms:.2f} ms ({d.cycles / 1e6:.2f} M cycles, cost model)")
+    print(f"latency {d.latency_ms:.2f} ms ({d.cycles / 1e6:.2f} M cycles; cost model of {p.figure_note(d.kernels)})")
+    if d.calibrated_cycles is not None:
+        print(f"  calibrated: {d.calibrated_latency_ms:.2f} ms ({d.calibrated_cycles / 1e6:.2f} M cycles) with "
+              f"{p.calibration_note(d.kernels)}")
     if args.per_op:
         for i, op, c in d.per_op:
             print(f"  {i:>3} {op:<24} {c / 1e3:>10.1f} k cycles")
@@ -457,8 +460,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
             sys.stdout.write("\n")
             return 0
         mode = "out of core" if it.out_of_core else "in memory"
-        print(f"{args.model}: {mode}, arena {it.arena_size} bytes, MCU {it.mcu.name} "
-              f"({it.mcu.clock_hz / 1e6:g} MHz, {it.cost_kernels} kernels)")
+        print(f"{args.model}: {mode}, arena {it.arena_size} bytes; cycles model {it.mcu.figure_note(it.cost_kernels)}")
         if it.out_of_core:
             p = it._pager
             print(f"pools: input {p.pools.input}, weights {p.pools.weights}, output {p.pools.output} bytes; "
@@ -484,6 +486,7 @@ def cmd_listen(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .audio import default_models, listen
+    from .mcu import get_profile
 
     models = Path(args.models) if args.models else None
     if models is None:
@@ -510,6 +513,7 @@ def cmd_listen(args: argparse.Namespace) -> int:
                                                                  heard.scores.tolist())))
     for stage, cycles in heard.cycles.items():
         print(f"{stage:28s} {cycles:>12,d} cycles ({args.mcu})")
+    print(f"cycles model {get_profile(args.mcu).figure_note()}")
     return 0
 
 
@@ -548,6 +552,7 @@ def cmd_lm(args: argparse.Namespace) -> int:
     for name, m in doc["mcu"].items():
         print(f"{name:10s} ({m['clock_hz'] / 1e6:g} MHz, {args.kernels}): prompt {m['prefill_cycles'] / 1e6:.2f} M "
               f"cycles, {m['step_cycles'] / 1e6:.3f} M cycles/token = {m['tokens_per_s']:.1f} tokens/s")
+        print(f"{'':10s} cycles model {m['cost_build']}")
     if args.profile:        # the per-op table of one real step (in memory, or out of core with --backing)
         from .lm import generate
         from .pager import format_table

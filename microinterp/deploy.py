@@ -90,6 +90,7 @@ class Deployment:
     out_of_core: dict[str, Any] | None
     target: dict[str, str] | None = None    # the firmware build the arena figures are for
     unmodelled_ops: tuple[str, ...] = ()    # ops whose device Prepare is not modelled (their figures are reference)
+    calibrated_cycles: float | None = None  # the board's published build (None: the board has none)
 
     @property
     def unsupported(self) -> tuple[str, ...]:
@@ -110,6 +111,10 @@ class Deployment:
         return self.cycles / self.mcu.clock_hz * 1e3
 
     @property
+    def calibrated_latency_ms(self) -> float | None:
+        return None if self.calibrated_cycles is None else self.calibrated_cycles / self.mcu.clock_hz * 1e3
+
+    @property
     def fits(self) -> bool:
         return self.arena_size <= self.mcu.sram_bytes and self.weights_bytes <= self.mcu.flash_bytes
 
@@ -119,7 +124,10 @@ class Deployment:
                 "arena_size": self.arena_size, "head_bytes": self.head_bytes, "tail_bytes": self.tail_bytes,
                 "weights_bytes": self.weights_bytes, "sram_bytes": self.mcu.sram_bytes,
                 "flash_bytes": self.mcu.flash_bytes, "fits": self.fits, "cycles": self.cycles,
-                "latency_ms": self.latency_ms,
+                "latency_ms": self.latency_ms, "cost_build": self.mcu.figure_note(self.kernels),
+                "calibrated": None if self.calibrated_cycles is None else {
+                    "cycles": self.calibrated_cycles, "latency_ms": self.calibrated_latency_ms,
+                    "build": self.mcu.calibration_note(self.kernels)},
                 "per_op": [{"index": i, "op": op, "cycles": c} for i, op, c in self.per_op],
                 "out_of_core": self.out_of_core, "arena_used_bytes": self.arena_bytes,
                 "kTensorArenaSize": self.arena_size, "target": self.target,
@@ -162,12 +170,13 @@ def deploy(model: Any, mcu: str | McuProfile = "stm32f746", kernels: str = "opti
     weights = m.weight_bytes()
     cycles = predict_cycles(m, p, ks)
     per_op = tuple((op.index, op.key, c) for op, c in zip(m.main.operators, cycles))
+    calibrated = sum(predict_cycles(m, p, ks, calibrated=True)) if p.calibration.get(ks) else None
     ooc = None
     if size > p.sram_bytes or weights > p.flash_bytes:
         ooc = _out_of_core(m, p)
     return Deployment(m.source or m.description or "model", p, ks, tuple(ops), resolver_snippet(ops), arena, size,
                       est.head_bytes, est.persistent_bytes, weights, per_op, ooc, device.describe(),
-                      est.unmodelled_ops)
+                      est.unmodelled_ops, calibrated)
 
 
 #: Pool splits (input : weights : output) tried out of core, the pager's default first.

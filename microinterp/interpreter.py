@@ -33,8 +33,16 @@ if TYPE_CHECKING:
 import numpy as np
 
 from .arena import Arena, SizingArena
-from .errors import (ArenaOverflowError, ConfigError, HostMemoryError, InputError, MicroInterpError, ModelError,
-                     UnsupportedOpError)
+from .cost.instructions import DATA_DEPENDENT
+from .errors import (
+    ArenaOverflowError,
+    ConfigError,
+    HostMemoryError,
+    InputError,
+    MicroInterpError,
+    ModelError,
+    UnsupportedOpError,
+)
 from .graph import MicroGraph
 from .kernels._qutil import to_int32_arm
 from .kernels.base import InvokeContext, PrepareContext, prepare_ops
@@ -550,11 +558,15 @@ class Interpreter(LiteRTMixin):
             macs, elements = op_work(op, self._subgraph.tensors)
             flash = sum(self._subgraph.tensors[ti].nbytes for ti in op.inputs
                         if ti >= 0 and self._subgraph.tensors[ti].data is not None)
-            # the calibrated cost model (analysis.predict_cycles): kernel cycles plus TFLM's per-op overhead; the
-            # coefficients were fitted on runs that stream the weights from flash, so in memory the flash bytes are
-            # counted but cost no extra cycles -- analyze, profile and schedule give one estimate
+            # the cost model (analysis.predict_cycles): kernel cycles plus TFLM's per-op overhead; the flash
+            # bytes are counted but cost no extra cycles (the board's memory factor covers running from flash) --
+            # analyze, profile and schedule give one estimate
+            # with every tensor preserved, a data-dependent kernel (SOFTMAX) is charged for the values it saw
+            values = self._read_tensor(op.inputs[0]) if self.preserve_all_tensors and op.key in DATA_DEPENDENT \
+                and self._stamps[-1] else None
             tile = TileRecord(0, None, None, macs, elements, flash_read_bytes=flash,
-                              compute_cycles=self.mcu.compute_cycles(cls, macs, elements, kernels=self.cost_kernels)
+                              compute_cycles=self.mcu.op_cycles(op, self._subgraph.tensors, self.cost_kernels,
+                                                                values=values)
                               + self.mcu.interpreter_cycles_per_op)
             records.append(OpRecord(i, op.key, cls, "in-memory", [tile], self._stamps[i + 1] - self._stamps[i]))
         return records

@@ -142,7 +142,8 @@ def report(prefill_model: Any, step_model: Any, config: LlmConfig, prompt_ids: S
             it.invoke()
             cycles[mode] = totals(it.profile)["total_cycles"]
         clock = it.mcu.clock_hz
-        doc["mcu"][name] = {"clock_hz": clock, "prefill_cycles": cycles["prefill"],
+        doc["mcu"][name] = {"clock_hz": clock, "cost_build": it.mcu.figure_note(kernels),
+                            "prefill_cycles": cycles["prefill"],
                             "step_cycles": cycles["step"], "tokens_per_s": clock / cycles["step"]}
     if backing is not None:
         kw = {"arena": arena, "mcu": mcus[0], "flash": flash, "cost_kernels": kernels}

@@ -312,9 +312,16 @@ class Engine:
         if work is None:
             work = plan.work[rec.rows] = op_work(plan.op, self.tensors, rows=rec.rows)
         rec.macs, rec.elements = work
-        coeff = self.mcu.op_cycles[self.kernels][op_class(plan.op.key)]
-        rec.compute_cycles = coeff.cycles_per_mac * rec.macs + coeff.cycles_per_element * rec.elements + \
-            (coeff.fixed_cycles + self.mcu.interpreter_cycles_per_op if first else 0)
+        cost = plan.work.get("cost")
+        if cost is None:    # the whole op's cycles, its fixed part, and its whole work (MACs, else elements)
+            op, ts = plan.op, self.tensors
+            total = op_work(op, ts)
+            cost = plan.work["cost"] = (self.mcu.op_cycles(op, ts, self.kernels),
+                                        self.mcu.op_fixed_cycles(op, ts, self.kernels), total[0] or total[1])
+        cycles, fixed, whole = cost
+        share = (rec.macs or rec.elements) / whole if whole else 1.0
+        rec.compute_cycles = (cycles - fixed) * share + \
+            (fixed + self.mcu.interpreter_cycles_per_op if first else 0)
 
     def _slice_bias(self, plan: OpPlan, band: BandViews, c0: int, c1: int) -> None:
         op = plan.op

@@ -106,19 +106,17 @@ class PhasedPlan:
     def moved_bytes(self) -> int:
         return sum(s.moved for s in self.segments)
 
-    def extra_cycles(self, mcu: Any, kernels: str = "optimized") -> float:
-        """MCU cycles phasing adds per invoke: every kernel call beyond an op's first pays the op class's fixed
-        cycles again, and every line-buffer byte moved costs the ``other`` class's cycles per element (a
-        memmove). The MACs and output elements are the unphased ones."""
-        from ..mcu import op_class
-
+    def extra_cycles(self, mcu: Any, tensors: Sequence[Any], kernels: str = "optimized") -> float:
+        """MCU cycles phasing adds per invoke: every kernel call beyond an op's first pays the op's fixed cycles
+        again (:meth:`~microinterp.mcu.McuProfile.op_fixed_cycles`), and every line-buffer byte moved costs a
+        memmove (:meth:`~microinterp.mcu.McuProfile.move_cycles`). The work itself is the unphased op's."""
         ks = kernel_set(kernels)
-        move = mcu.op_cycles[ks]["other"].cycles_per_element
         total = 0.0
         for s in self.segments:
             for p, n in zip(s.chain.plans, s.op_calls):
-                total += (n - 1) * mcu.compute_cycles(op_class(p.op.key), kernels=ks)
-            total += s.moved * move
+                if n > 1:
+                    total += (n - 1) * mcu.op_fixed_cycles(p.op, tensors, ks)
+            total += mcu.move_cycles(s.moved)
         return total
 
 

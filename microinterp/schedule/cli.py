@@ -126,6 +126,8 @@ def format_result(r: Any) -> str:
                  f"amplification {w['write_amplification']:g}: {w['endurance_tb']:.0f} TB endurance, {life}")
     lines.append(f"energy per inference: {e['joules'] * 1e3:.1f} mJ vs {e['ideal_joules'] * 1e3:.1f} mJ on an "
                  f"infinite-SRAM MCU ({_pct(e['overhead'])})")
+    if o.get("cost_build"):
+        lines.append(f"cycles model {o['cost_build']}")
     return "\n".join(lines)
 
 

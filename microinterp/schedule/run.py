@@ -202,7 +202,7 @@ def evaluate(opened: Opened, cfg: Config, name: str = "model", *, keep: bool = F
                options={"input_reuse": cfg.input_reuse, "double_buffer": cfg.double_buffer, "preempt": cfg.preempt,
                         "single_buffer_io_bound": cfg.single_buffer_io_bound, "flash": cfg.flash,
                         "pools": list(cfg.pools), "checksum": cfg.checksum, "mcu": mcu.name,
-                        "kernels": kernel_set(cfg.kernels),
+                        "kernels": kernel_set(cfg.kernels), "cost_build": mcu.figure_note(cfg.kernels),
                         "sd_read_mb_s": mcu.sd_read_bytes_per_s / 1e6,
                         "sd_write_mb_s": mcu.sd_write_bytes_per_s / 1e6, "hash_on_cpu": g1.hash_on_cpu})
     fps = cfg.fps if cfg.fps else (1.0 / r.period_s if r.period_s else 0.0)
