@@ -3,12 +3,14 @@
 ``Interpreter.profile`` is a list of :class:`OpRecord`; each holds its :class:`TileRecord` list. The numbers of a
 tile::
 
-    compute_cycles = [fixed, first tile only] + cycles_per_mac * macs + cycles_per_element * elements
+    compute_cycles = [op's fixed cycles + TFLM's per-op overhead, first tile only]
+                     + (op's cycles - its fixed cycles) x the tile's share of the op's MACs (else elements)
     io_cycles      = flash_cycles(flash bytes) + sd_io_cycles(read sectors, read commands)
                      + sd_io_cycles(written sectors, write commands, write=True)
     hash_cycles    = hash_cycles(checksummed payload bytes read + written, algorithm)
 
-with the coefficients of the interpreter's :class:`~microinterp.mcu.McuProfile`. An op is ``io``-bound when its IO
+with the op's cycles from the interpreter's :class:`~microinterp.mcu.McuProfile` (instructions x cycles per
+instruction). An op is ``io``-bound when its IO
 and checksum cycles exceed its compute cycles. SD bytes are physical (whole 512-byte sectors, what the card moves);
 ``payload`` counts are the tensor bytes inside them. The JSON form (:func:`profile_json`) is documented in
 docs/profile-schema.md.
