@@ -5,6 +5,11 @@ Precedence, lowest to highest::
     reference  <  optimized (on by default)  <  plugins (entry-point group ``microinterp.kernels``, on request)
                <  explicit ``register(op_name, kernel)`` / ``@register_kernel(op_name)``
 
+Registration is scoped: ``register_kernel`` binds into a resolver the caller holds (``resolver.register_kernel``,
+``register_kernel(..., resolver=r)``) or into the resolver of the innermost ``with OpResolver() as r:`` block, which
+is also what interpreters built inside that block use. It never changes the process-wide default, so one script's
+kernel cannot silently change every later Interpreter.
+
 Within one layer an op is bound at most once: binding it again without ``replace=True`` raises. Builtin ops are keyed
 by their schema name (``"CONV_2D"``); custom ops (``CUSTOM`` + custom code) by their custom code string. A plugin
 entry point loads to a callable that receives the resolver and calls :meth:`OpResolver.register_plugin` (or to a
@@ -13,6 +18,7 @@ mapping ``{op_name: kernel}``).
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Mapping
 from importlib import metadata as importlib_metadata
 from typing import Any
@@ -64,6 +70,21 @@ class OpResolver:
     def register_plugin(self, op_name: str, kernel: Any, replace: bool = False) -> None:
         """Bind ``op_name`` in the plugin layer (what entry-point plugins call)."""
         self._bind("plugin", op_name, kernel, replace)
+
+    def register_kernel(self, op_name: str, replace: bool = False) -> Callable[[Any], Any]:
+        """Decorator binding a kernel class (instantiated) or object to ``op_name`` in this resolver's explicit
+        layer; returns the decorated object unchanged."""
+        return register_kernel(op_name, replace=replace, resolver=self)
+
+    def __enter__(self) -> OpResolver:
+        """``with OpResolver() as r:``: ``register_kernel`` without ``resolver=`` binds into ``r``, and interpreters
+        built inside the block without ``resolver=`` use it. Blocks nest; leaving one restores the outer scope."""
+        self._tokens = getattr(self, "_tokens", [])
+        self._tokens.append(_SCOPE.set(self))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _SCOPE.reset(self._tokens.pop())
 
     def unregister(self, op_name: str) -> None:
         """Remove an explicit binding (the op falls back to the lower layers)."""
@@ -156,25 +177,38 @@ class OpResolver:
 
 
 _DEFAULT: OpResolver | None = None
+#: The resolver of the innermost ``with OpResolver() as r:`` block (per thread and task), or None.
+_SCOPE: contextvars.ContextVar[OpResolver | None] = contextvars.ContextVar("microinterp_resolver", default=None)
 
 
 def default_resolver() -> OpResolver:
-    """The process-wide resolver that ``register_kernel`` writes to and interpreters use by default."""
+    """The resolver interpreters use when given none: the innermost ``with OpResolver()`` block's, else the
+    process-wide one (the shipped kernels and nothing registered by ``register_kernel``)."""
     global _DEFAULT
+    scoped = _SCOPE.get()
+    if scoped is not None:
+        return scoped
     if _DEFAULT is None:
         _DEFAULT = OpResolver()
     return _DEFAULT
 
 
-def register_kernel(op_name: str, replace: bool = False) -> Callable[[Any], Any]:
-    """Decorator: ``@register_kernel("CONV_2D")`` on a kernel class (instantiated) or kernel object.
-
-    The kernel goes into the explicit layer of the default resolver.
-    """
+def register_kernel(op_name: str, replace: bool = False, *, resolver: OpResolver | None = None
+                    ) -> Callable[[Any], Any]:
+    """Decorator: ``@register_kernel("CONV_2D", resolver=r)`` on a kernel class (instantiated) or kernel object
+    binds it in ``r``'s explicit layer. Without ``resolver=`` it binds into the innermost ``with OpResolver() as r:``
+    block's resolver; outside any block it raises :class:`RegistrationError` (it never binds into the process-wide
+    default, which every later Interpreter would use)."""
+    target = resolver if resolver is not None else _SCOPE.get()
+    if target is None:
+        raise RegistrationError(
+            f"register_kernel({op_name!r}) needs a resolver: pass resolver=OpResolver() and give it to the "
+            "Interpreter (Interpreter(model, resolver=r)), or register inside `with microinterp.OpResolver() as r:`, "
+            "where interpreters use r")
 
     def deco(obj: Any) -> Any:
         kernel = obj() if isinstance(obj, type) else obj
-        default_resolver().register(op_name, kernel, replace=replace)
+        target.register(op_name, kernel, replace=replace)
         return obj
 
     return deco

@@ -1,5 +1,5 @@
-"""The op resolver: layer precedence, replace= rules, the register_kernel decorator (on a throw-away default
-resolver), custom ops keyed by their custom code, describe(), and entry-point plugins (fake entry points)."""
+"""The op resolver: layer precedence, replace= rules, the register_kernel decorator (scoped: a resolver held or a with
+block), custom ops keyed by their custom code, describe(), and entry-point plugins (fake entry points)."""
 
 from __future__ import annotations
 
@@ -30,14 +30,6 @@ class FakeKernel:
 
 class OtherKernel(FakeKernel):
     pass
-
-
-@pytest.fixture
-def fresh_default(monkeypatch):
-    """A throw-away process-wide resolver: register_kernel writes there, and it vanishes after the test."""
-    fresh = OpResolver()
-    monkeypatch.setattr(resolver_mod, "_DEFAULT", fresh)
-    return fresh
 
 
 @pytest.fixture
@@ -124,25 +116,40 @@ def test_registration_error_is_a_microinterp_error():
 # -- the decorator ---------------------------------------------------------------------------------------------------
 
 
-def test_register_kernel_decorator_on_a_class(fresh_default):
-    @register_kernel("MY_DECORATED_OP")
+def test_register_kernel_decorator_on_a_class():
+    r = OpResolver()
+
+    @register_kernel("MY_DECORATED_OP", resolver=r)
     class Decorated(FakeKernel):
         pass
 
     assert isinstance(Decorated, type)  # the class itself is returned unchanged
-    bound = fresh_default.find("MY_DECORATED_OP")
-    assert isinstance(bound, Decorated) and fresh_default.layer_of("MY_DECORATED_OP") == "explicit"
+    bound = r.find("MY_DECORATED_OP")
+    assert isinstance(bound, Decorated) and r.layer_of("MY_DECORATED_OP") == "explicit"
     with pytest.raises(RegistrationError):
-        register_kernel("MY_DECORATED_OP")(Decorated)
-    register_kernel("MY_DECORATED_OP", replace=True)(OtherKernel)
-    assert isinstance(fresh_default.find("MY_DECORATED_OP"), OtherKernel)
+        r.register_kernel("MY_DECORATED_OP")(Decorated)
+    r.register_kernel("MY_DECORATED_OP", replace=True)(OtherKernel)
+    assert isinstance(r.find("MY_DECORATED_OP"), OtherKernel)
+    assert resolver_mod.default_resolver().find("MY_DECORATED_OP") is None
 
 
-def test_register_kernel_decorator_on_an_object(fresh_default):
+def test_register_kernel_never_binds_into_every_later_interpreter():
+    """Issue 26: outside a resolver the user holds or a with block, register_kernel refuses (and says how)."""
+    with pytest.raises(RegistrationError, match="needs a resolver.*with microinterp.OpResolver"):
+        register_kernel("RESHAPE")(FakeKernel("x"))
+    assert not isinstance(resolver_mod.default_resolver().find("RESHAPE"), FakeKernel)
+
+
+def test_a_with_block_scopes_registration_and_the_interpreters_built_in_it():
     obj = FakeKernel("instance")
-    assert register_kernel("RESHAPE")(obj) is obj
-    assert fresh_default.find("RESHAPE") is obj
-    assert resolver_mod.default_resolver() is fresh_default
+    with OpResolver() as r:
+        assert register_kernel("RESHAPE")(obj) is obj
+        assert r.find("RESHAPE") is obj and resolver_mod.default_resolver() is r
+        with OpResolver() as inner:
+            assert resolver_mod.default_resolver() is inner and inner.find("RESHAPE") is not obj
+        assert resolver_mod.default_resolver() is r
+    assert resolver_mod.default_resolver() is not r
+    assert resolver_mod.default_resolver().find("RESHAPE") is not obj
 
 
 def test_fixture_leaves_the_real_default_untouched():
@@ -300,3 +307,14 @@ def test_plugins_are_only_loaded_when_asked(monkeypatch):
     assert OpResolver().find("EP_OP") is None and calls == []
     r = OpResolver(plugins=True)
     assert calls == ["microinterp.kernels"] and r.find("EP_OP") is not None and r.plugins_loaded == ["real"]
+
+
+def test_interpreters_built_in_a_with_block_use_its_kernels():
+    with OpResolver() as r:
+        r.register_kernel("TimesTwo")(TimesTwo)
+        it = Interpreter(custom_model())
+    it.set_input(np.array([[1, -2, 50, -100]], np.int8))
+    it.invoke()
+    assert it.get_output().tolist() == [3, -6, 127, -128]
+    with pytest.raises(UnsupportedOpError):
+        Interpreter(custom_model())          # outside the block: the default resolver has no TimesTwo
