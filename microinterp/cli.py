@@ -427,8 +427,11 @@ def _read_key(path: str | None) -> bytes | str | None:
 
 def cmd_profile(args: argparse.Namespace) -> int:
     from .pager import format_table
+    from .storage.null import NullStorage
 
-    with Interpreter(args.model, arena=args.arena, backing=args.backing, mcu=args.mcu, flash=args.flash,
+    # --dry-run writes nothing: the pager tiles and counts against a backing that stores nothing
+    backing = NullStorage() if args.dry_run and args.backing else args.backing
+    with Interpreter(args.model, arena=args.arena, backing=backing, mcu=args.mcu, flash=args.flash,
                      tile=args.tile, checksum=args.checksum, recover=args.recover, cost_kernels=args.kernels,
                      optimized=not args.reference, fuse=not args.no_fuse,
                      key=_read_key(args.key_file)) as it:

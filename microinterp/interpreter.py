@@ -108,7 +108,7 @@ class Interpreter(LiteRTMixin):
     """
 
     def __init__(self, model: str | os.PathLike | bytes | memoryview | Model | None = None, arena: int | None = None,
-                 backing: str | os.PathLike | None = None, *, resolver: OpResolver | None = None,
+                 backing: str | os.PathLike | Any = None, *, resolver: OpResolver | None = None,
                  optimized: bool = True, preserve_all_tensors: bool = False, pools: Any = None,
                  flash: int | None = None, mcu: str | McuProfile = "stm32f746", tile: int | None = None,
                  checksum: str = "crc32", recover: bool = False, cost_kernels: str = "optimized",

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -78,7 +79,7 @@ def _check_dataflow(sg: Any) -> None:
 class Pager:
     """Out-of-core state of one interpreter (see the module docstring)."""
 
-    def __init__(self, interp: Any, arena_size: int, backing: str | os.PathLike, *, pools: Any = None,
+    def __init__(self, interp: Any, arena_size: int, backing: str | os.PathLike | Any, *, pools: Any = None,
                  flash: int | None = None, mcu: str | McuProfile = "stm32f746", tile: int | None = None,
                  checksum: str = "crc32", recover: bool = False, cost_kernels: str = "optimized", fuse: bool = True,
                  key: Any = None):
@@ -152,9 +153,11 @@ class Pager:
                                 self.pools.weights], base[s + self.pools.input + self.pools.weights:])
         self.buffers.joint = base[s:s + self.pools.input + self.pools.weights]     # fused chains (fusion.py)
 
-        self.sd = SdImage.open(backing, fingerprint=_fingerprint(self.model, self.flash, self.homes),
-                               weights_bytes=weights_bytes, activation_bytes=act_bytes,
-                               table_entries=max(records, 1), checksum=checksum, key=key)
+        # a path opens an SD image; a storage object (NullStorage: nothing stored, dry runs) opens its own
+        opener = backing.open if hasattr(backing, "open") and not isinstance(backing, (str, os.PathLike)) \
+            else partial(SdImage.open, backing)
+        self.sd = opener(fingerprint=_fingerprint(self.model, self.flash, self.homes), weights_bytes=weights_bytes,
+                         activation_bytes=act_bytes, table_entries=max(records, 1), checksum=checksum, key=key)
         try:
             self.weights_written = 0
             if not self.sd.weights_ready:
