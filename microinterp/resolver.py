@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Callable, Mapping
 from importlib import metadata as importlib_metadata
-from typing import Any
+from typing import Any, Self
 
 from .errors import MicroInterpError
 
@@ -76,7 +76,7 @@ class OpResolver:
         layer; returns the decorated object unchanged."""
         return register_kernel(op_name, replace=replace, resolver=self)
 
-    def __enter__(self) -> OpResolver:
+    def __enter__(self) -> Self:
         """``with OpResolver() as r:``: ``register_kernel`` without ``resolver=`` binds into ``r``, and interpreters
         built inside the block without ``resolver=`` use it. Blocks nest; leaving one restores the outer scope."""
         self._tokens = getattr(self, "_tokens", [])

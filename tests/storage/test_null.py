@@ -28,9 +28,9 @@ def test_a_dry_run_counts_what_an_image_would_and_writes_nothing(tmp_path):
 
 
 def test_invoking_a_dry_run_says_what_to_pass():
-    with mi.Interpreter(demo_cnn(), arena=45_000, backing=NullStorage(), flash=0) as it:
-        with pytest.raises(StorageError, match="stores nothing.*backing='sd.img'"):
-            it.invoke()
+    with mi.Interpreter(demo_cnn(), arena=45_000, backing=NullStorage(), flash=0) as it, \
+            pytest.raises(StorageError, match="stores nothing.*backing='sd.img'"):
+        it.invoke()
 
 
 def test_profile_dry_run_leaves_no_image(tmp_path, capsys):
