@@ -21,7 +21,10 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Callable, Mapping
 from importlib import metadata as importlib_metadata
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing import Self
 
 from .errors import MicroInterpError
 
