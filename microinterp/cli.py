@@ -289,6 +289,13 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     return status
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import write
+
+    print(write(args.model, args.output, arena=args.arena, mcu=args.mcu))
+    return 0
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     from .optimize import optimize
 
@@ -627,6 +634,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--per-op", action="store_true", help="list the cycles of every op")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_deploy)
+
+    s = sub.add_parser("report", help="one self-contained HTML page: the graph, the arena over time per planner, "
+                                      "per-op work, cycles per MCU and out-of-core traffic, the deploy snippet")
+    s.add_argument("model")
+    s.add_argument("-o", "--output", default="report.html", help="the HTML file to write (default report.html)")
+    s.add_argument("--arena", type=_size, default=512_000,
+                   help="arena for the out-of-core columns (a dry run; default 512K)")
+    s.add_argument("--mcu", default="stm32f746", help="MCU profile of the deploy section")
+    s.set_defaults(fn=cmd_report)
 
     s = sub.add_parser("optimize", help="write the model with the smallest plan found as OfflineMemoryAllocation "
                                         "metadata (TFLM then uses that head)")
