@@ -116,8 +116,8 @@ def format_result(r: Any) -> str:
         (f"compute-only (infinite SRAM) {r.compute_only_s * 1e3:.1f} ms | IO-only {r.io_only_s * 1e3:.1f} ms | "
          f"sequential IO+compute {r.sequential_s * 1e3:.1f} ms"),
         f"per-frame latency   {r.latency_s * 1e3:10.1f} ms  overhead {_pct(r.latency_overhead)} vs compute-only",
-        (f"throughput, {r.frames} frames {1 / r.period_s:10.4f} fps  ({r.period_s * 1e3:.1f} ms/frame) overhead "
-         f"{_pct(-r.throughput_overhead)}; CPU busy {r.cpu_utilisation:.0%}, SD busy {r.io_utilisation:.0%}"),
+        (f"throughput, {r.frames} frames {1 / r.period_s:10.4f} fps  ({r.period_s * 1e3:.1f} ms/frame), "
+         f"{r.throughput_overhead * 100:.1f}% below compute-only; CPU busy {r.cpu_utilisation:.0%}, SD busy {r.io_utilisation:.0%}"),
     ]
     w, e = r.wear, r.energy
     life = "forever" if w["lifetime_years"] is None else f"{w['lifetime_years']:.1f} years"
@@ -213,13 +213,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             w.writerow(row)
     with open(json_path, "w") as f:
         json.dump({"schema": "microinterp.sweep/1", "model": name, "results": rows}, f, indent=2, default=str)
+    print("lat +: latency above compute-only (infinite SRAM); fps -: throughput below it (both: lower is better)")
     print(f"{'variant':<15} {'SRAM':>6} {'tile':>6} {'tiles':>6} {'IO':>7} {'comp':>6} {'latency s':>10} "
-          f"{'lat ovh':>8} {'fps':>8} {'thr ovh':>8}  status")
+          f"{'lat +':>8} {'fps':>8} {'fps -':>8}  status")
     for r in rows:
         if r["status"] == "ok":
             print(f"{r['variant']:<15} {r['sram'] // 1024:>5}K {r['tile'] // 1024:>5}K {r['tiles']:>6} "
                   f"{r['io_tasks']:>7} {r['compute_tasks']:>6} {r['latency_s']:>10.3f} "
-                  f"{_pct(r['latency_overhead']):>8} {1 / r['period_s']:>8.4f} {_pct(-r['throughput_overhead']):>8}"
+                  f"{_pct(r['latency_overhead']):>8} {1 / r['period_s']:>8.4f} {_pct(r['throughput_overhead']):>8}"
                   f"  ok")
         else:
             print(f"{r['variant']:<15} {r['sram'] // 1024:>5}K {r['tile'] // 1024:>5}K  {r['status'][:90]}")

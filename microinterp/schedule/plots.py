@@ -85,9 +85,11 @@ def plot_sweep(results: Sequence[dict[str, Any]], path: str, title: str = "") ->
         a1.axhline(comp, color="k", lw=1, ls=":", label="compute-only (infinite SRAM)")
         a2.axhline(1 / comp, color="k", lw=1, ls=":", label="compute-only (infinite SRAM)")
     frames = next((r["frames"] for r in results if r.get("status") == "ok"), 1)
-    for ax, yl in ((a1, "per-frame latency (s)"), (a2, f"throughput of {frames} frames (frames/s)")):
+    for ax, yl in ((a1, "per-frame latency (s), lower is better"),
+                   (a2, f"throughput of {frames} frames (frames/s), higher is better")):
         _tile_axis(ax, results)
         ax.set_ylabel(yl)
+        ax.set_ylim(bottom=0)       # from zero: a few percent must not look like a factor
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
     a1.set_title("latency vs tile size")
@@ -138,7 +140,7 @@ def plot_gantt(schedule: Any, path: str, title: str = "", frames: int | None = N
     hz = schedule.clock_hz
     tasks = [t for t in schedule.tasks() if frames is None or t.frame < frames]
     nframes = max((t.frame for t in tasks), default=0) + 1
-    fig, ax = plt.subplots(figsize=(14, 3.2 + 0.3 * min(nframes, 4)))
+    fig, ax = plt.subplots(figsize=(14, 4.4 + 0.3 * min(nframes, 4)))
     rows = {"cpu": 1, "io": 0}
     bars: dict[tuple[str, str], list[tuple[float, float]]] = {}
     shade: dict[tuple[str, str], list[float]] = {}
@@ -153,23 +155,28 @@ def plot_gantt(schedule: Any, path: str, title: str = "", frames: int | None = N
         for a in sorted(set(alphas)):
             sel = [s for s, al in zip(spans, alphas) if al == a]
             ax.broken_barh(sel, (rows[res] - 0.4, 0.8), facecolors=color, alpha=a, edgecolor="none")
-    # layer boundaries of frame 0
-    first: dict[int, float] = {}
+    # layer boundaries of frame 0, each labelled with the op that starts there
+    first: dict[int, tuple[float, int]] = {}
     for t in tasks:
-        if t.frame == 0 and t.kind == "compute":
-            first[t.layer] = min(first.get(t.layer, math.inf), t.start / hz)
-    for layer, x in sorted(first.items()):
+        if t.frame == 0 and t.kind == "compute" and t.start / hz < first.get(t.layer, (math.inf, 0))[0]:
+            first[t.layer] = (t.start / hz, t.op)
+    names = {o["index"]: o.get("op", "") for o in getattr(schedule.graph, "ops", [])}
+    step = max(1, math.ceil(len(first) / 40))          # at most ~40 labels
+    for k, (_, (x, op)) in enumerate(sorted(first.items())):
         ax.axvline(x, color="k", lw=0.3, alpha=0.4)
+        if k % step == 0:
+            ax.text(x, 1.02, f"{op} {names.get(op, '')}", transform=ax.get_xaxis_transform(), rotation=60,
+                    fontsize=6, ha="left", va="bottom")
     ax.set_yticks([0, 1])
     ax.set_yticklabels(["SD (DMA)", "CPU"])
     ax.set_xlabel("time (s)")
     ax.set_xlim(0, schedule.makespan / hz)
     util = (f"CPU busy {schedule.busy['cpu'] / schedule.makespan:.0%}, SD busy "
             f"{schedule.busy['io'] / schedule.makespan:.0%}" if schedule.makespan else "")
-    ax.set_title((title + "  " if title else "") + util, fontsize=10)
+    fig.suptitle((title + "  " if title else "") + util, fontsize=10)
     handles = [Patch(color=COLORS[k], label=k) for k in ("compute", "read input", "read weights", "write")]
-    ax.legend(handles=handles, loc="upper right", fontsize=7, ncol=4)
-    fig.tight_layout()
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize=7, ncol=4)
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
