@@ -184,6 +184,12 @@ def _sweep_one(job: tuple[str, str, Any, str, str]) -> dict[str, Any]:
     return _row(r, variant)
 
 
+def _progress(done: int, total: int, row: dict[str, Any]) -> None:
+    """One line per grid point on stderr (a sweep takes minutes; the table comes at the end)."""
+    print(f"sweep [{done}/{total}] {row['variant']} SRAM {row['sram'] // 1024}K tile {row['tile'] // 1024}K: "
+          f"{row['status']}", file=sys.stderr, flush=True)
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     srams = _sizes(args.sram, _size)
     tiles = _sizes(args.tile, _size)
@@ -201,9 +207,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             rows = ray_map(_sweep_one, [(j,) for j in jobs], args.ray)
         elif args.jobs > 1:
             with ProcessPoolExecutor(max_workers=args.jobs) as ex:
-                rows = list(ex.map(_sweep_one, jobs))
+                rows = []
+                for r in ex.map(_sweep_one, jobs):
+                    rows.append(r)
+                    _progress(len(rows), len(jobs), r)
         else:
-            rows = [_sweep_one(j) for j in jobs]
+            rows = []
+            for j in jobs:
+                rows.append(_sweep_one(j))
+                _progress(len(rows), len(jobs), rows[-1])
     csv_path = os.path.join(args.out, f"{name}-sweep.csv")
     json_path = os.path.join(args.out, f"{name}-sweep.json")
     with open(csv_path, "w", newline="") as f:

@@ -55,6 +55,8 @@ def test_sweep_writes_csv_and_json_in_parallel(model, tmp_path, capsys):
     # smaller tiles: at least as many IO tasks
     base = {(r["sram"], r["tile"]): r for r in ok if r["variant"] == "base"}
     assert base[(45 * 1024, 4096)]["io_tasks"] >= base[(45 * 1024, 8192)]["io_tasks"]
+    err = capsys.readouterr().err        # progress: one line per grid point as it finishes
+    assert [ln for ln in err.splitlines() if ln.startswith("sweep [")][-1].startswith("sweep [12/12]")
 
 
 def test_a_model_that_fits_runs_in_core(model, capsys):
