@@ -154,6 +154,10 @@ class Subgraph:
     outputs: tuple[int, ...]
     operators: tuple[Operator, ...]
 
+    def __repr__(self) -> str:
+        return (f"Subgraph({self.index}, {self.name!r}: {len(self.operators)} ops, {len(self.tensors)} tensors, "
+                f"inputs {list(self.inputs)}, outputs {list(self.outputs)})")
+
 
 @dataclass(frozen=True)
 class SignatureDef:
@@ -181,6 +185,13 @@ class Model:
     @property
     def main(self) -> Subgraph:
         return self.subgraphs[0]
+
+    def __repr__(self) -> str:
+        """One line (a model's full dataclass repr runs to megabytes): source, size, subgraphs, ops, weights."""
+        where = self.source if isinstance(self.source, str) else f"<{self.nbytes:,} bytes>"
+        ops = sum(len(sg.operators) for sg in self.subgraphs)
+        return (f"Model({where!s}, {self.description!r}, {len(self.subgraphs)} subgraph(s), {ops} ops, "
+                f"{self.weight_bytes():,} bytes of weights)")
 
     @property
     def fingerprint(self) -> str:

@@ -607,3 +607,14 @@ def test_missing_options_table_gives_schema_defaults(conv_bytes):
     reshape = root(conv_bytes).Subgraphs(0).Operators(1)
     m = load_model(patched(conv_bytes, field_pos(reshape, 10), "<B", 0))
     assert m.main.operators[1].options == {"new_shape": ()}
+
+
+def test_the_repr_of_a_large_model_is_one_line():
+    """Issue 26: the repr of a built VGG-size model ran to millions of characters."""
+    from microinterp.model import load_model
+    from microinterp.testing.models import demo_cnn
+
+    m = load_model(demo_cnn())
+    text = repr(m)
+    assert "\n" not in text and len(text) < 200 and "12 ops" in text and "bytes of weights" in text
+    assert len(repr(m.main)) < 200 and "30 tensors" in repr(m.main)
