@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import __version__
-from .errors import InputError, MicroInterpError
+from .errors import ConfigError, InputError, MicroInterpError
 from .interpreter import Interpreter
 from .model import load_model
 from .resolver import default_resolver
@@ -364,12 +364,7 @@ def _run_inputs(it: Interpreter, paths: list[str]) -> list[np.ndarray]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    extra: dict[str, Any] = {}
-    if args.backing:
-        extra.update(backing=args.backing)
-    if args.target:
-        extra.update(target=args.target, kernels=args.kernels)
-    it = Interpreter(args.model, arena=args.arena, optimized=not args.reference, planner=args.planner, **extra)
+    it = Interpreter(args.model, optimized=not args.reference, **_running_kwargs(args))
     for i, x in enumerate(_run_inputs(it, args.input or [])):
         it.set_input(x, i)
     it.invoke()
@@ -420,6 +415,47 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 # -- profile -----------------------------------------------------------------------------------------------------------
+def _pools(text: str) -> tuple[float, ...]:
+    """``--pools 2:1:1`` (input : weights : output shares of the out-of-core arena)."""
+    try:
+        parts = tuple(float(v) for v in text.replace(",", ":").split(":"))
+    except ValueError:
+        parts = ()
+    if len(parts) != 3 or min(parts) <= 0:
+        raise argparse.ArgumentTypeError(f"--pools takes three positive shares input:weights:output, got {text!r}")
+    return parts
+
+
+def _running_options(s: argparse.ArgumentParser) -> None:
+    """The options every command that runs a model takes, with one meaning everywhere."""
+    s.add_argument("--arena", type=_size, default=None, help="arena bytes (512000, 512K, 2M); default: what the "
+                                                              "plan needs")
+    s.add_argument("--backing", default=None, help="SD image file: runs out of core when the arena is too small")
+    s.add_argument("--pools", type=_pools, default=None, help="out of core: input:weights:output shares of the "
+                                                               "arena (e.g. 2:1:1, as deploy suggests)")
+    s.add_argument("--key-file", default=None, help="encrypt the SD image (AES-256-GCM): a file with the 32-byte key "
+                                                    "(raw, or 64 hex digits); needs the crypto extra")
+    s.add_argument("--planner", default="tflm", choices=("tflm", "optimal", "phased"),
+                   help="tflm (TFLM's greedy plan), optimal, or phased (row-band phases, a smaller head)")
+    s.add_argument("--target", default=None, help="the arena figures of TFLM built for this Cortex-M core "
+                                                  "(cortex-m3, -m4, -m7, -m33, -m55)")
+    s.add_argument("--mcu", default="stm32f746", help="MCU profile for cycles: stm32f746, apollo3, stm32l4r5, "
+                                                      "stm32h7a3, stm32u575, nrf5340")
+
+
+def _running_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """Interpreter keyword arguments from :func:`_running_options` (only those given)."""
+    kw: dict[str, Any] = {"arena": args.arena, "planner": args.planner, "mcu": args.mcu}
+    if args.backing:
+        kw.update(backing=args.backing, pools=args.pools, key=_read_key(args.key_file))
+    elif args.pools or args.key_file:
+        raise ConfigError("--pools and --key-file are out-of-core options: pass --backing too")
+    if args.target:
+        ks = "reference" if str(getattr(args, "kernels", "")).lower() in ("reference", "ref") else "cmsis-nn"
+        kw.update(target=args.target, kernels=ks)
+    return kw
+
+
 def _read_key(path: str | None) -> bytes | str | None:
     """An SD image key file: 32 raw bytes, or 64 hexadecimal digits (whitespace ignored)."""
     if path is None:
@@ -436,12 +472,11 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from .pager import format_table
     from .storage.null import NullStorage
 
-    # --dry-run writes nothing: the pager tiles and counts against a backing that stores nothing
-    backing = NullStorage() if args.dry_run and args.backing else args.backing
-    with Interpreter(args.model, arena=args.arena, backing=backing, mcu=args.mcu, flash=args.flash,
-                     tile=args.tile, checksum=args.checksum, recover=args.recover, cost_kernels=args.kernels,
-                     optimized=not args.reference, fuse=not args.no_fuse,
-                     key=_read_key(args.key_file)) as it:
+    kw = _running_kwargs(args)
+    if args.backing:            # --dry-run writes nothing: the pager counts against a backing that stores nothing
+        kw.update(backing=NullStorage() if args.dry_run else args.backing, flash=args.flash, tile=args.tile,
+                  checksum=args.checksum, recover=args.recover, fuse=not args.no_fuse)
+    with Interpreter(args.model, cost_kernels=args.kernels, optimized=not args.reference, **kw) as it:
         rng = np.random.default_rng(args.seed)
         for i in range(it.num_inputs):
             d = it.get_input_details(i)
@@ -655,10 +690,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("model")
     s.add_argument("--input", action="append", help=".npy file for each input, in order, or one .npz with all")
     s.add_argument("--output", action="append", help=".npy file to write each output to")
-    s.add_argument("--arena", type=_size, default=None, help="arena bytes (512000, 512K, 2M)")
-    s.add_argument("--backing", default=None, help="SD image file: runs out of core when the arena is too small")
-    s.add_argument("--planner", default="tflm", choices=("tflm", "optimal", "phased"))
-    s.add_argument("--target", default=None, help="the arena figures of TFLM built for this Cortex-M core")
+    _running_options(s)
     s.add_argument("--kernels", default="cmsis-nn", help="with --target: cmsis-nn or reference")
     s.add_argument("--reference", action="store_true", help="reference kernels only (host)")
     s.add_argument("--json", action="store_true", help="outputs and arena figures as JSON")
@@ -675,18 +707,14 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("profile", help="run once (in memory or out of core) and show per-op cycles, SD and flash "
                                        "traffic, checksum cost and host time")
     s.add_argument("model")
-    s.add_argument("--arena", type=_size, default=None, help="arena bytes (e.g. 512K); default: what the plan needs")
-    s.add_argument("--backing", default=None, help="SD image file: run out of core when the plan does not fit")
-    s.add_argument("--mcu", default="stm32f746", help="MCU profile: stm32f746, apollo3, stm32l4r5, stm32h7a3, stm32u575, nrf5340")
-    s.add_argument("--kernels", default="optimized", help="kernel set the cycles assume: optimized (cmsis-nn) or "
-                                                           "reference")
+    _running_options(s)
+    s.add_argument("--kernels", default="optimized", help="kernel set the cycles (and --target's build) assume: "
+                                                           "optimized (cmsis-nn) or reference")
     s.add_argument("--flash", type=_size, default=None, help="flash budget for weights (default: the MCU's flash)")
     s.add_argument("--tile", type=_size, default=None, help="largest tile buffer in bytes (default: the pools)")
     s.add_argument("--checksum", default="crc32", help="crc32 (default), blake2b, blake2b-64 or xxh3")
     s.add_argument("--recover", action="store_true", help="recompute tiles whose checksum fails")
     s.add_argument("--no-fuse", action="store_true", help="out of core: no fused chains (every tensor on the card)")
-    s.add_argument("--key-file", default=None, help="encrypt the SD image (AES-256-GCM): a file with the 32-byte key "
-                                                    "(raw, or 64 hex digits); needs the crypto extra")
     s.add_argument("--seed", type=int, default=0, help="seed of the random input")
     s.add_argument("--reference", action="store_true", help="reference kernels only (in memory)")
     s.add_argument("--dry-run", action="store_true", help="count tiles, traffic and cycles without running kernels")

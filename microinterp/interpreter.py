@@ -169,12 +169,9 @@ class Interpreter(LiteRTMixin):
                                   "it out of core, or a larger max_arena=")
         try:
             self._build(Arena(arena))
-        except ArenaOverflowError as e:
-            if backing is None:
-                e.args = (e.args[0] + "; or pass backing='sd.img' to run it out of core, paging tensors and "
-                          "weights to a file-backed SD image",)
-            raise
         except MemoryError as e:
+            if isinstance(e, ArenaOverflowError):
+                raise
             raise HostMemoryError(f"the host could not allocate a kernel's buffers for this model ({e}); pass "
                                   "optimized=False (fewer host buffers) or backing='sd.img' to run it out of "
                                   "core") from e
@@ -293,9 +290,11 @@ class Interpreter(LiteRTMixin):
             if tenant is not None:
                 raise tenant.overflow(e, self) from None
             needed = self._measure()
+            phased = "" if self.planner == "phased" else (
+                "planner='phased' (row-band phases: a smaller head, a few more kernel calls), or ")
             raise ArenaOverflowError(e.what, e.requested, e.available, needed_arena=needed + arena.start,
-                                     hint="or pass backing='sd.img' to run it out of core, paging tensors and "
-                                          "weights to a file-backed SD image") from None
+                                     hint=f"To run in less, pass {phased}backing='sd.img' (out of core: tensors "
+                                          "and weights paged to a file-backed SD image)") from None
         except BaseException:
             if tenant is not None:
                 tenant.rollback()

@@ -158,3 +158,27 @@ def test_run_takes_npz_runs_out_of_core_and_as_a_firmware(tmp_path, capsys):
     with pytest.raises(SystemExit, match="name them after the inputs"):
         main(["run", str(model), "--input", str(tmp_path / "bad.npz")])
 
+
+
+def test_run_and_profile_take_the_same_running_options(tmp_path, capsys):
+    """Issue 26: one set of options for every command that runs a model (--arena, --backing, --pools, --key-file,
+    --planner, --target, --mcu); the overflow hint names both ways to run in less."""
+    from microinterp.testing.models import demo_cnn
+
+    model = tmp_path / "m.tflite"
+    model.write_bytes(demo_cnn())
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((1, 64, 64, 3), np.int8))
+    img = tmp_path / "sd.img"
+    for cmd in ("run", "profile"):
+        extra = ["--input", str(x)] if cmd == "run" else ["--host-rounds", "0"]
+        assert main([cmd, str(model), "--arena", "45K", "--backing", str(img), "--pools", "2:1:1", "--mcu",
+                     "apollo3", *extra]) == 0
+        assert main([cmd, str(model), "--planner", "phased", *extra]) == 0
+        assert main([cmd, str(model), "--target", "cortex-m55", *extra]) == 0
+        capsys.readouterr()
+        assert main([cmd, str(model), "--pools", "2:1:1", *extra]) == 1
+        assert "pass --backing too" in capsys.readouterr().err
+    assert main(["run", str(model), "--input", str(x), "--arena", "20K"]) == 1
+    err = capsys.readouterr().err
+    assert "planner='phased'" in err and "backing='sd.img'" in err and err.count("backing='sd.img'") == 1
