@@ -230,7 +230,9 @@ class Pager:
                 f"tile buffers of op {e.op_index} ({e.op_name}), even one row per tile", e.need, e.have,
                 needed_arena=need,
                 hint=f"its {e.pool} pool needs {e.need} bytes and has {e.have} (pools input:weights:output = "
-                     f"{':'.join(f'{f:g}' for f in self.fractions)}, out of core)") from None
+                     f"{':'.join(f'{f:g}' for f in self.fractions)}, out of core); other shares may run it in less: "
+                     "pools=(2, 1, 1) gives the input pool more (`microinterp deploy` tries several and names "
+                     "one that fits the part)") from None
         return pools
 
     def _smallest_arena(self, planner: Planner, start: int) -> int:
