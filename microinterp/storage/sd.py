@@ -343,7 +343,7 @@ class SdImage:
 
     def __init__(self, fd: int, path: str, fingerprint: str, weights_bytes: int, activation_bytes: int,
                  table_entries: int, checksum: Checksum, key: bytes | None = None):
-        self._fd: int | None = fd
+        self._fd: int | None = None     # owned only once construction succeeded (see the end; __del__ closes it)
         self._failed = False        # a write or a sync failed: refuse further use until reopened
         self._key = key
         self.encrypted = key is not None
@@ -368,6 +368,7 @@ class SdImage:
         self._digest_all = _digest_all(checksum)
         self._digest_size = ENTRY_BYTES if self.encrypted else checksum.digest_size
         self.reset_stats()
+        self._fd = fd
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -392,6 +393,7 @@ class SdImage:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
             raise StorageError(f"cannot open SD image {path}: {e.strerror or e}") from e
+        image = None
         try:
             try:
                 mode = os.fstat(fd).st_mode
@@ -408,6 +410,10 @@ class SdImage:
                         sizes["table_entries"], algo, key)
             image._attach()
         except BaseException:
+            # the half-open image must not close this fd number again when it is collected: by then the number
+            # may belong to another open file (a reopened image)
+            if image is not None:
+                image._fd = None
             os.close(fd)
             raise
         return image

@@ -164,3 +164,26 @@ def test_a_collected_interpreter_releases_its_image(tmp_path, model_and_referenc
     del it
     gc.collect()
     assert np.array_equal(_run(model, x, path), expected)       # the lock went with the interpreter
+
+
+def test_a_failed_open_never_closes_the_fd_number_twice(tmp_path, monkeypatch):
+    """The half-built image of a failed open was collected later and closed its fd number again -- by then the
+    number of a newly opened file (a reopened image): EBADF on the new one (a flaky fault-injection failure)."""
+    import gc
+
+    def broken(self):
+        raise StorageError("injected")
+
+    monkeypatch.setattr(sd_module.SdImage, "_attach", broken)
+    try:
+        sd_module.SdImage.open(tmp_path / "a.img", fingerprint="f", weights_bytes=10, activation_bytes=10,
+                               table_entries=1)
+    except StorageError as e:
+        kept = e                                   # its traceback keeps the half-built image alive
+    fd = os.open(tmp_path / "b", os.O_RDWR | os.O_CREAT)      # the lowest free number: the one just closed
+    try:
+        del kept
+        gc.collect()
+        os.fstat(fd)                               # still open
+    finally:
+        os.close(fd)
