@@ -51,7 +51,7 @@ def _batch_safe(sg: Any, op: Any) -> bool:
 def rebatch(model: Any, n: int) -> bytes:
     """``model`` with batch ``n`` instead of 1 (see the module docstring)."""
     from .model import load_model
-    from .optimize import rebuild
+    from .rewrite import rebuild
 
     m = load_model(model)
     if len(m.subgraphs) != 1:
@@ -103,13 +103,11 @@ class BatchRunner:
         with self.lock:
             it = self.cache.get((n, slot))
             if it is None:
-                from .interpreter import Interpreter
-
                 src = self.interp
                 model = self.models.get(n)
                 if model is None:
                     model = self.models[n] = rebatch(src.model, n)
-                it = Interpreter(model, resolver=src.resolver, optimized=src.optimized)
+                it = type(src)(model, resolver=src.resolver, optimized=src.optimized)     # the caller's class
                 self._check(it, n)
                 self.cache[(n, slot)] = it
         return it

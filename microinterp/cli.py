@@ -20,6 +20,7 @@ from . import __version__
 from .errors import ConfigError, InputError, MicroInterpError
 from .interpreter import Interpreter
 from .model import load_model
+from .planner.picture import arena_picture
 from .resolver import default_resolver
 from .sizes import size_argument as _size
 
@@ -305,34 +306,6 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     print(f"{args.output}: OfflineMemoryAllocation for {sum(o >= 0 for o in r.offsets)} tensors; arena head "
           f"{r.tflm_head:,d} -> {r.predicted_head:,d} bytes ({r.saved:,d} less; lower bound {r.lower_bound:,d})")
     return 0
-
-
-def arena_picture(rows: list[dict[str, Any]], head: int, width: int = 64) -> str:
-    """A text picture of the head over time: one line per time step, one column per ``head/width`` bytes.
-
-    Each buffer is drawn with a symbol (its number in the table, modulo the symbol set) where it is alive.
-    """
-    if not rows or head == 0:
-        return "(nothing planned)"
-    symbols = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-    t_end = max(max(r["last"], r["first"]) for r in rows)
-    t_start = min(min(r["first"], r["last"]) for r in rows)
-    scale = head / width
-    lines = [f"time  0{'bytes ->':>{width - 1}}|{head}"]
-    for t in range(t_start, t_end + 1):
-        line = ["."] * width
-        for i, r in enumerate(rows):
-            if r["first"] <= t <= r["last"]:
-                a = int(r["offset"] / scale)
-                b = max(a + 1, int(np.ceil((r["offset"] + r["size"]) / scale)))
-                for c in range(a, min(b, width)):
-                    line[c] = symbols[i % len(symbols)]
-        lines.append(f"{t:>4}  {''.join(line)}")
-    lines.append("each symbol is the buffer of that number in the table (0-9, A-Z, a-z, then again); '.' is free")
-    scratch = [symbols[i % len(symbols)] for i, r in enumerate(rows) if r["kind"] == "scratch"]
-    if scratch:
-        lines.append(f"scratch buffers (kernels' working memory while their op runs): {' '.join(scratch)}")
-    return "\n".join(lines)
 
 
 # -- run ---------------------------------------------------------------------------------------------------------------

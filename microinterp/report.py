@@ -162,7 +162,7 @@ def _arenas(model: Any) -> tuple[str, list[tuple[str, int]]]:
         out.append(arena_svg(it.plan_table(), it.head_bytes,
                              f"planner={planner}: head {it.head_bytes:,} bytes, tail {it.tail_bytes:,}"))
         if planner == "tflm":
-            from .cli import arena_picture
+            from .planner.picture import arena_picture
 
             picture = arena_picture(it.plan_table(), it.head_bytes)
     if picture:

@@ -107,8 +107,8 @@ def _kernel_set(name: str) -> str:
 def check_ops(model: Any, target: Target) -> None:
     """Refuse a model with ops the firmware build has no kernel for (TFLM registers no such op or custom code),
     listing every one of them (:class:`~microinterp.errors.UnsupportedOpError`)."""
-    from .deploy import RESOLVER_METHODS
     from .errors import UnsupportedOpError
+    from .tflm_ops import RESOLVER_METHODS
 
     missing = [(op.index if sg.index == 0 else f"{sg.index}:{op.index}", op.key)
                for sg in model.subgraphs for op in sg.operators if op.key not in RESOLVER_METHODS]

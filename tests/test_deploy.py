@@ -12,7 +12,8 @@ import pytest
 
 import microinterp as mi
 from microinterp.cli import main
-from microinterp.deploy import RESOLVER_METHODS, deploy, resolver_snippet
+from microinterp.deploy import deploy, resolver_snippet
+from microinterp.tflm_ops import RESOLVER_METHODS
 from microinterp.kernels import REFERENCE_KERNELS
 from microinterp.memory32 import estimate_arena
 from microinterp.testing.models import demo_cnn

@@ -10,15 +10,14 @@ import pytest
 
 from microinterp import Interpreter, load_model
 from microinterp.errors import ConfigError, MicroInterpError
-from microinterp.memory32 import (
+from microinterp.memory32 import CATEGORIES, estimate_arena
+from microinterp.structs32 import (
     AFFINE_QUANTIZATION,
-    CATEGORIES,
     ILP32,
     LP64,
     NODE_AND_REGISTRATION,
     TFLITE_EVAL_TENSOR,
     TFLITE_TENSOR,
-    estimate_arena,
     opdata_bytes,
 )
 from microinterp.testing.builder import ModelBuilder

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...memory32 import ILP32, opdata_bytes
 from ...model import Operator, Tensor
+from ...structs32 import ILP32, opdata_bytes
 from ..padding import compute_padding_height_width
 
 
