@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable
 
 import numpy as np
@@ -89,7 +91,10 @@ def apply_int8_table(table: np.ndarray, x1: np.ndarray, x2: np.ndarray, out: np.
 
 def float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.ndarray, shape: tuple[int, ...],
                  lo: np.float32, hi: np.float32) -> None:
-    """``out = clamp(ufunc(x1, x2))`` in float32 (overflow to inf is expected and then clamped to FLT_MAX)."""
+    """``out = clamp(ufunc(x1, x2))`` in float32 (overflow to inf is expected and then clamped to FLT_MAX).
+    ``shape`` is the prepared broadcast shape; a band of rows (out of core) computes in its own."""
+    if out.size != math.prod(shape):
+        shape = np.broadcast_shapes(x1.shape, x2.shape)
     y = out.reshape(shape)
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         ufunc(x1, x2, out=y)

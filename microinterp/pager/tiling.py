@@ -43,7 +43,14 @@ from ..kernels.pooling_common import input_rows as pool_input_rows
 #: (so running ``invoke`` on a row band of every tensor gives that band of the result).
 ELEMENTWISE = frozenset({"ADD", "SUB", "MUL", "RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH", "LOGISTIC", "TANH",
                          "QUANTIZE", "DEQUANTIZE", "MAXIMUM", "MINIMUM",
-                         "ABS", "RSQRT", "ELU", "DIV", "SQUARED_DIFFERENCE", "ADD_N", "SELECT_V2"})
+                         "ABS", "RSQRT", "ELU", "DIV", "SQUARED_DIFFERENCE", "ADD_N", "SELECT_V2",
+                         # float and integer math, comparisons and logic: one output element per input element
+                         "SQRT", "EXP", "LOG", "NEG", "SQUARE", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "CAST",
+                         "PRELU", "FLOOR_DIV", "FLOOR_MOD", "EQUAL", "NOT_EQUAL", "GREATER",
+                         "GREATER_EQUAL", "LESS", "LESS_EQUAL", "LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT"})
+#: Ops whose output row depends only on the same row of each input (elementwise ops of every type; SOFTMAX and
+#: LOG_SOFTMAX normalise along the last axis, within a row): they run in row bands like an elementwise op.
+ROW_LOCAL = ELEMENTWISE | {"SOFTMAX", "LOG_SOFTMAX"}
 
 
 @dataclass
@@ -295,7 +302,7 @@ def tiler_for(op: Any, data: Any, tensors: list[Any], is_reference: bool) -> Til
         return PadTiler()
     if key == "TRANSPOSE" and _batch1_nhwc(ins[0], out) and data.perm[0] == 0:
         return TransposeTiler(int(data.perm[1]))
-    if key in ELEMENTWISE and _batch1_nhwc(out) and out.type_name in ("INT8", "INT16"):
+    if key in ROW_LOCAL and _batch1_nhwc(out):
         rows = {}
         for k, t in enumerate(ins):
             if t is None:
