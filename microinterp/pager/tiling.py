@@ -32,10 +32,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..kernels import REFERENCE_KERNELS, average_pool, conv, depthwise_conv, fully_connected, max_pool, pad
+from ..kernels.conv import regular_steps
 from ..kernels.optimized import conv as optimized_conv
 from ..kernels.optimized import depthwise_conv as optimized_depthwise
 from ..kernels.optimized import fully_connected as optimized_fc
-from ..kernels.conv import regular_steps
 from ..kernels.padding import input_rows_for
 from ..kernels.pooling_common import input_rows as pool_input_rows
 
