@@ -39,7 +39,7 @@ from ..kernels.optimized import fully_connected as optimized_fc
 from ..kernels.padding import input_rows_for
 from ..kernels.pooling_common import input_rows as pool_input_rows
 
-#: Elementwise ops whose int8/int16 kernels compute each output position from the same position of their inputs
+#: Elementwise ops (every type) whose kernels compute each output position from the same position of their inputs
 #: (so running ``invoke`` on a row band of every tensor gives that band of the result).
 ELEMENTWISE = frozenset({"ADD", "SUB", "MUL", "RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH", "LOGISTIC", "TANH",
                          "QUANTIZE", "DEQUANTIZE", "MAXIMUM", "MINIMUM",
