@@ -95,18 +95,31 @@ class ResizeBilinear:
         return ResizeBilinearData(integer, (y0.reshape(-1, 1), y1.reshape(-1, 1)), (x0, x1), weights)
 
     def invoke(self, ctx, op, data: ResizeBilinearData) -> None:
-        x = ctx.input(op, 0)
-        out = ctx.output(op, 0)
-        (y0, y1), (x0, x1) = data.rows, data.cols
-        v00, v10, v01, v11 = x[:, y0, x0], x[:, y1, x0], x[:, y0, x1], x[:, y1, x1]
-        if data.integer:
-            w00, w10, w01, w11 = data.weights
-            acc = v00 * w00 + v10 * w10 + v01 * w01 + v11 * w11
-            rounded = (np.abs(acc) + (1 << 19)) >> 20  # (acc +- 2^19) / 2^20, C truncation = half away from zero
-            out[...] = np.where(acc < 0, -rounded, rounded)
-        else:
-            wy0, wy1, wx0, wx1 = data.weights
-            out[...] = v00 * wy0 * wx0 + v10 * wy1 * wx0 + v01 * wy0 * wx1 + v11 * wy1 * wx1 + np.float32(0)
+        resize_rows(data, ctx.input(op, 0), 0, ctx.output(op, 0), 0)
+
+
+def input_rows(data: ResizeBilinearData, y0: int, y1: int) -> tuple[int, int]:
+    """Input rows ``[lo, hi)`` that output rows ``[y0, y1)`` interpolate between."""
+    lo, hi = data.rows
+    return int(lo[y0:y1].min()), int(hi[y0:y1].max()) + 1
+
+
+def resize_rows(data: ResizeBilinearData, x: np.ndarray, x_row0: int, out: np.ndarray, y0: int) -> None:
+    """Output rows ``[y0, y0 + out rows)`` from input rows starting at ``x_row0`` (the whole op: 0, 0): the same
+    four taps and weights, per output element, as the whole tensor."""
+    y1 = y0 + out.shape[1]
+    (r0, r1), (x0, x1) = data.rows, data.cols
+    r0, r1 = r0[y0:y1] - x_row0, r1[y0:y1] - x_row0
+    v00, v10, v01, v11 = x[:, r0, x0], x[:, r1, x0], x[:, r0, x1], x[:, r1, x1]
+    if data.integer:
+        w00, w10, w01, w11 = (w[y0:y1] for w in data.weights)
+        acc = v00 * w00 + v10 * w10 + v01 * w01 + v11 * w11
+        rounded = (np.abs(acc) + (1 << 19)) >> 20  # (acc +- 2^19) / 2^20, C truncation = half away from zero
+        out[...] = np.where(acc < 0, -rounded, rounded)
+    else:
+        wy0, wy1, wx0, wx1 = data.weights
+        wy0, wy1 = wy0[y0:y1], wy1[y0:y1]
+        out[...] = v00 * wy0 * wx0 + v10 * wy1 * wx0 + v01 * wy0 * wx1 + v11 * wy1 * wx1 + np.float32(0)
 
 
 KERNEL = ResizeBilinear()

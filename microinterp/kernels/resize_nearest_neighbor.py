@@ -55,9 +55,18 @@ class ResizeNearestNeighbor:
                                  nearest_indices(x.shape[2], out_w, align, half))
 
     def invoke(self, ctx, op, data: ResizeNearestData) -> None:
-        x = ctx.input(op, 0)
-        out = ctx.output(op, 0)
-        out[...] = x[:, data.rows][:, :, data.cols]
+        resize_rows(data, ctx.input(op, 0), 0, ctx.output(op, 0), 0)
+
+
+def input_rows(data: ResizeNearestData, y0: int, y1: int) -> tuple[int, int]:
+    """Input rows ``[lo, hi)`` that output rows ``[y0, y1)`` copy from."""
+    rows = data.rows[y0:y1]
+    return int(rows.min()), int(rows.max()) + 1
+
+
+def resize_rows(data: ResizeNearestData, x: np.ndarray, x_row0: int, out: np.ndarray, y0: int) -> None:
+    """Output rows ``[y0, y0 + out rows)`` from input rows starting at ``x_row0`` (the whole op: 0, 0)."""
+    out[...] = x[:, data.rows[y0:y0 + out.shape[1]] - x_row0][:, :, data.cols]
 
 
 KERNEL = ResizeNearestNeighbor()

@@ -31,7 +31,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..kernels import REFERENCE_KERNELS, average_pool, conv, depthwise_conv, fully_connected, max_pool, pad
+from ..kernels import (
+    REFERENCE_KERNELS,
+    average_pool,
+    conv,
+    depthwise_conv,
+    fully_connected,
+    max_pool,
+    pad,
+    resize_bilinear,
+    resize_nearest_neighbor,
+)
 from ..kernels.conv import regular_steps
 from ..kernels.optimized import conv as optimized_conv
 from ..kernels.optimized import depthwise_conv as optimized_depthwise
@@ -183,6 +193,23 @@ class PadTiler(Tiler):
         pad.pad_rows(data, band.inputs[0], band.row0[0], band.out, band.y0, fill)
 
 
+class ResizeTiler(Tiler):
+    """RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR: output rows ``[y0, y1)`` read the input rows their source
+    positions fall between (the kernel's own row tables), computed by the kernel's ``resize_rows``."""
+
+    mode = "rows"
+    row_inputs: ClassVar[dict[int, int]] = {0: 1}
+
+    def __init__(self, module: Any):
+        self.module = module
+
+    def input_rows(self, data, k, y0, y1):
+        return self.module.input_rows(data, y0, y1)
+
+    def compute(self, kernel, op, data, band):
+        self.module.resize_rows(data, band.inputs[0], band.row0[0], band.out, band.y0)
+
+
 class TransposeTiler(Tiler):
     """Output rows ``[y0, y1)`` of a 4-D transpose are input indices ``[y0, y1)`` along axis ``perm[1]``."""
 
@@ -243,6 +270,7 @@ class FusedPadTiler(Tiler):
 
 
 WHOLE = WholeTiler()
+RESIZES = {"RESIZE_BILINEAR": resize_bilinear, "RESIZE_NEAREST_NEIGHBOR": resize_nearest_neighbor}
 ALIAS = AliasTiler()
 ALIASES = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
 
@@ -300,8 +328,15 @@ def tiler_for(op: Any, data: Any, tensors: list[Any], is_reference: bool) -> Til
         return PoolTiler(max_pool.pool_rows if key == "MAX_POOL_2D" else average_pool.pool_rows)
     if key in ("PAD", "PADV2") and _batch1_nhwc(ins[0], out) and data.box_shape == ins[0].shape:
         return PadTiler()
+    if key in RESIZES and _batch1_nhwc(ins[0], out):
+        return ResizeTiler(RESIZES[key])
     if key == "TRANSPOSE" and _batch1_nhwc(ins[0], out) and data.perm[0] == 0:
         return TransposeTiler(int(data.perm[1]))
+    if key == "CONCATENATION" and _batch1_nhwc(out, *ins) and data.axis % 4 != 1:
+        # joined along another axis than the rows: a band of output rows is the same rows of every input
+        if any(t.data is not None and t.shape[1] > 1 for t in ins):
+            return WHOLE
+        return ElementwiseTiler({k: 1 for k, t in enumerate(ins) if t.data is None})
     if key in ROW_LOCAL and _batch1_nhwc(out):
         rows = {}
         for k, t in enumerate(ins):

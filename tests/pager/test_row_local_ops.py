@@ -68,3 +68,64 @@ def test_row_local_op_runs_in_bands_out_of_core(tmp_path, op):
         np.testing.assert_array_equal(it.get_output(), ref.get_output())
         modes = {r.op: r.mode for r in it.profile}
         assert modes[op] in ("rows", "chain"), modes
+
+
+@pytest.mark.parametrize("op,type_name,options", [
+    ("RESIZE_BILINEAR", "FLOAT32", {"align_corners": False, "half_pixel_centers": True}),
+    ("RESIZE_BILINEAR", "FLOAT32", {"align_corners": True, "half_pixel_centers": False}),
+    ("RESIZE_BILINEAR", "INT8", {"align_corners": False, "half_pixel_centers": False}),
+    ("RESIZE_NEAREST_NEIGHBOR", "FLOAT32", {"align_corners": False, "half_pixel_centers": True}),
+    ("RESIZE_NEAREST_NEIGHBOR", "INT8", {"align_corners": True, "half_pixel_centers": False}),
+])
+def test_resizes_run_in_bands_out_of_core(tmp_path, op, type_name, options):
+    """Upsampling x2.5 (deeplab's last op is a RESIZE_BILINEAR to the full image): bands of output rows read the
+    input rows their source positions fall between."""
+    small, big = (1, 20, 20, 16), (1, 50, 50, 16)
+    q = {"scale": 0.05, "zero_point": 3} if type_name == "INT8" else {}
+    b = ModelBuilder()
+    x = b.add_tensor("x", small, type_name, **q)
+    a = b.add_tensor("a", small, type_name, **q)
+    b.add_op("ABS" if type_name == "FLOAT32" else "RELU", [x], [a])
+    size = b.add_tensor("size", (2,), "INT32", data=np.array(big[1:3], np.int32))
+    y = b.add_tensor("y", big, type_name, **q)
+    b.add_op(op, [a, size], [y], **options)
+    b.inputs, b.outputs = [x], [y]
+    model = b.build()
+    rng = np.random.default_rng(5)
+    inp = (rng.normal(0, 3, small).astype(np.float32) if type_name == "FLOAT32"
+           else rng.integers(-128, 128, small, dtype=np.int8))
+    ref = mi.Interpreter(model)
+    ref.set_input(inp)
+    ref.invoke()
+    arena = smallest_out_of_core_arena(model, tmp_path / "a.img", flash=0)
+    assert arena < ref.arena_used_bytes / 2
+    with mi.Interpreter(model, arena=arena, backing=tmp_path / "a.img", flash=0) as it:
+        it.set_input(inp)
+        it.invoke()
+        np.testing.assert_array_equal(it.get_output(), ref.get_output())
+        assert {r.op: r.mode for r in it.profile}[op] in ("rows", "chain")
+
+
+@pytest.mark.parametrize("type_name", ["FLOAT32", "INT8"])
+def test_concatenation_along_channels_runs_in_bands(tmp_path, type_name):
+    q = {"scale": 0.05, "zero_point": 3} if type_name == "INT8" else {}
+    b = ModelBuilder()
+    x = b.add_tensor("x", SHAPE, type_name, **q)
+    a = b.add_tensor("a", SHAPE, type_name, **q)
+    b.add_op("ABS" if type_name == "FLOAT32" else "RELU", [x], [a])
+    y = b.add_tensor("y", SHAPE[:3] + (2 * SHAPE[3],), type_name, **q)
+    b.add_op("CONCATENATION", [a, x], [y], axis=-1)
+    b.inputs, b.outputs = [x], [y]
+    model = b.build()
+    inp = (_input(7) if type_name == "FLOAT32"
+           else np.random.default_rng(7).integers(-128, 128, SHAPE, dtype=np.int8))
+    ref = mi.Interpreter(model)
+    ref.set_input(inp)
+    ref.invoke()
+    arena = smallest_out_of_core_arena(model, tmp_path / "a.img", flash=0)
+    assert arena < ref.arena_used_bytes / 2
+    with mi.Interpreter(model, arena=arena, backing=tmp_path / "a.img", flash=0) as it:
+        it.set_input(inp)
+        it.invoke()
+        np.testing.assert_array_equal(it.get_output(), ref.get_output())
+        assert {r.op: r.mode for r in it.profile}["CONCATENATION"] in ("rows", "chain")
