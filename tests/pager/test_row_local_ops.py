@@ -46,6 +46,23 @@ def _model(op: str) -> bytes:
     return b.build()
 
 
+def _runs_in_bands(tmp_path, model: bytes, inp: np.ndarray, op: str) -> None:
+    """Out of core at the smallest arena that pages (less than half the in-memory plan): ``op`` runs in row bands
+    and the output equals the in-memory run's."""
+    ref = mi.Interpreter(model)
+    ref.set_input(inp)
+    ref.invoke()
+    arena = smallest_out_of_core_arena(model, tmp_path / "a.img", flash=0)
+    assert arena < ref.arena_used_bytes / 2
+    with mi.Interpreter(model, arena=arena, backing=tmp_path / "a.img", flash=0) as it:
+        assert it.out_of_core
+        it.set_input(inp)
+        it.invoke()
+        np.testing.assert_array_equal(it.get_output(), ref.get_output())
+        modes = {r.op: r.mode for r in it.profile}
+        assert modes[op] in ("rows", "chain"), modes
+
+
 def _input(seed: int) -> np.ndarray:
     x = np.random.default_rng(seed).normal(0, 3, SHAPE).astype(np.float32)
     x.reshape(-1)[:6] = [np.nan, np.inf, -np.inf, -0.0, 1e38, -1e-40]
@@ -54,20 +71,7 @@ def _input(seed: int) -> np.ndarray:
 
 @pytest.mark.parametrize("op", UNARY + BINARY + COMPARE)
 def test_row_local_op_runs_in_bands_out_of_core(tmp_path, op):
-    model = _model(op)
-    x = _input(3)
-    ref = mi.Interpreter(model)
-    ref.set_input(x)
-    ref.invoke()
-    arena = smallest_out_of_core_arena(model, tmp_path / "a.img", flash=0)
-    assert arena < ref.arena_used_bytes / 2
-    with mi.Interpreter(model, arena=arena, backing=tmp_path / "a.img", flash=0) as it:
-        assert it.out_of_core
-        it.set_input(x)
-        it.invoke()
-        np.testing.assert_array_equal(it.get_output(), ref.get_output())
-        modes = {r.op: r.mode for r in it.profile}
-        assert modes[op] in ("rows", "chain"), modes
+    _runs_in_bands(tmp_path, _model(op), _input(3), op)
 
 
 @pytest.mark.parametrize("op,type_name,options", [
@@ -94,16 +98,7 @@ def test_resizes_run_in_bands_out_of_core(tmp_path, op, type_name, options):
     rng = np.random.default_rng(5)
     inp = (rng.normal(0, 3, small).astype(np.float32) if type_name == "FLOAT32"
            else rng.integers(-128, 128, small, dtype=np.int8))
-    ref = mi.Interpreter(model)
-    ref.set_input(inp)
-    ref.invoke()
-    arena = smallest_out_of_core_arena(model, tmp_path / "a.img", flash=0)
-    assert arena < ref.arena_used_bytes / 2
-    with mi.Interpreter(model, arena=arena, backing=tmp_path / "a.img", flash=0) as it:
-        it.set_input(inp)
-        it.invoke()
-        np.testing.assert_array_equal(it.get_output(), ref.get_output())
-        assert {r.op: r.mode for r in it.profile}[op] in ("rows", "chain")
+    _runs_in_bands(tmp_path, model, inp, op)
 
 
 @pytest.mark.parametrize("type_name", ["FLOAT32", "INT8"])
@@ -119,13 +114,4 @@ def test_concatenation_along_channels_runs_in_bands(tmp_path, type_name):
     model = b.build()
     inp = (_input(7) if type_name == "FLOAT32"
            else np.random.default_rng(7).integers(-128, 128, SHAPE, dtype=np.int8))
-    ref = mi.Interpreter(model)
-    ref.set_input(inp)
-    ref.invoke()
-    arena = smallest_out_of_core_arena(model, tmp_path / "a.img", flash=0)
-    assert arena < ref.arena_used_bytes / 2
-    with mi.Interpreter(model, arena=arena, backing=tmp_path / "a.img", flash=0) as it:
-        it.set_input(inp)
-        it.invoke()
-        np.testing.assert_array_equal(it.get_output(), ref.get_output())
-        assert {r.op: r.mode for r in it.profile}["CONCATENATION"] in ("rows", "chain")
+    _runs_in_bands(tmp_path, model, inp, "CONCATENATION")
