@@ -25,6 +25,7 @@ broadcast). Scratch requests, in order: the accumulator (``4·prod(out)`` int8, 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -52,6 +53,8 @@ class TransposeConvData:
     act_min: float
     act_max: float
     has_bias: bool
+    filter_h: int = 0              # kernel rows and input rows: which input rows a band of output rows reads
+    in_h: int = 0
 
 
 class TransposeConv:
@@ -120,28 +123,55 @@ class TransposeConv:
             # TFLM would scatter with that step (skipping positions outside the output); not emulated here
             raise ctx.fail(op, f"strides {sh}x{sw} wrap to {esh}x{esw} in TFLM's int16 ConvParams")
         return TransposeConvData(kind, (esh, esw), pad, input_zp, output_zp, ctx.persistent(mult),
-                                 ctx.persistent(shift), act_min, act_max, bias is not None)
+                                 ctx.persistent(shift), act_min, act_max, bias is not None, kh, x.shape[1])
 
     def invoke(self, ctx, op, data: TransposeConvData) -> None:
-        w, x, out = ctx.input(op, 1), ctx.input(op, 2), ctx.output(op, 0)
         bias = ctx.input(op, 3) if data.has_bias else None
-        if data.kind == "FLOAT32":
-            acc = _scatter_float(x, w, out.shape, data.stride, data.pad)
-            if bias is not None:
-                acc = acc + bias.astype(np.float32)
-            out[...] = np.minimum(np.maximum(acc, np.float32(data.act_min)), np.float32(data.act_max))
-            return
+        transpose_conv_rows(data, ctx.input(op, 2), 0, ctx.input(op, 1), bias, ctx.output(op, 0), 0)
+
+
+def input_rows(data: TransposeConvData, y0: int, y1: int) -> tuple[int, int]:
+    """Input rows ``[lo, hi)`` that scatter into output rows ``[y0, y1)``: input row ``i`` reaches canvas rows
+    ``i*sh .. i*sh + kh - 1``, and output row ``y`` is canvas row ``y + pad_h``."""
+    sh, kh = data.stride[0], data.filter_h
+    c0, c1 = y0 + data.pad[0], y1 + data.pad[0]
+    lo = max(0, -(-(c0 - kh + 1) // sh))
+    hi = min(data.in_h, (c1 - 1) // sh + 1)
+    return lo, max(lo, hi)
+
+
+def transpose_conv_rows(data: TransposeConvData, x: np.ndarray, x_row0: int, w: np.ndarray, bias: Any,
+                        out: np.ndarray, y0: int) -> None:
+    """Output rows ``[y0, y0 + out rows)`` from input rows ``[x_row0, x_row0 + x rows)`` (every row that scatters
+    into them: :func:`input_rows`); the whole op is ``x_row0 = y0 = 0``. The band's canvas starts at canvas row
+    ``x_row0 * sh``; each output element gets the same contributions in the same order as from the whole input."""
+    rows, width = out.shape[1], out.shape[2]
+    start = y0 + data.pad[0] - x_row0 * data.stride[0]        # the band's first output row in the band's canvas
+    local = (out.shape[0], max(start + rows, 0), width, out.shape[3])
+    if data.kind == "FLOAT32":
+        canvas = _scatter_float(x, w, local, data.stride, (0, data.pad[1]))
+    else:
         xi = x.astype(np.int64)
         if data.kind == "INT8":
             xi = xi - data.input_zp
-        acc = _scatter_int(xi, w, out.shape, data.stride, data.pad)
+        canvas = _scatter_int(xi, w, local, data.stride, (0, data.pad[1]))
+    if start >= 0:
+        acc = canvas[:, start:start + rows]
+    else:       # output rows no input row reaches (kernel shorter than the stride): zero before the bias
+        acc = np.zeros((out.shape[0], rows, width, out.shape[3]), canvas.dtype)
+        acc[:, -start:] = canvas[:, :rows + start]
+    if data.kind == "FLOAT32":
         if bias is not None:
-            acc = acc + bias.astype(np.int64)
-        if data.kind == "INT8":
-            res = mbqm(wrap_int32(acc), data.multipliers, data.shifts) + data.output_zp
-        else:
-            res = mbqm_int64(acc, data.multipliers, data.shifts)
-        out[...] = np.clip(res, data.act_min, data.act_max)
+            acc = acc + bias.astype(np.float32)
+        out[...] = np.minimum(np.maximum(acc, np.float32(data.act_min)), np.float32(data.act_max))
+        return
+    if bias is not None:
+        acc = acc + bias.astype(np.int64)
+    if data.kind == "INT8":
+        res = mbqm(wrap_int32(acc), data.multipliers, data.shifts) + data.output_zp
+    else:
+        res = mbqm_int64(acc, data.multipliers, data.shifts)
+    out[...] = np.clip(res, data.act_min, data.act_max)
 
 
 def _scatter_layout(x_shape, w_shape, out_shape, stride, pad):

@@ -41,6 +41,7 @@ from ..kernels import (
     pad,
     resize_bilinear,
     resize_nearest_neighbor,
+    transpose_conv,
 )
 from ..kernels.conv import regular_steps
 from ..kernels.optimized import conv as optimized_conv
@@ -210,6 +211,21 @@ class ResizeTiler(Tiler):
         self.module.resize_rows(data, band.inputs[0], band.row0[0], band.out, band.y0)
 
 
+class TransposeConvTiler(Tiler):
+    """TRANSPOSE_CONV: output rows ``[y0, y1)`` read the input rows that scatter into them (input 2, the
+    activation); the filter and bias are passed whole. The kernel's ``transpose_conv_rows`` scatters the band."""
+
+    mode = "rows"
+    row_inputs: ClassVar[dict[int, int]] = {2: 1}
+
+    def input_rows(self, data, k, y0, y1):
+        return transpose_conv.input_rows(data, y0, y1)
+
+    def compute(self, kernel, op, data, band):
+        transpose_conv.transpose_conv_rows(data, band.inputs[2], band.row0[2], band.inputs[1],
+                                           band.inputs.get(3) if data.has_bias else None, band.out, band.y0)
+
+
 class TransposeTiler(Tiler):
     """Output rows ``[y0, y1)`` of a 4-D transpose are input indices ``[y0, y1)`` along axis ``perm[1]``."""
 
@@ -315,6 +331,9 @@ def tiler_for(op: Any, data: Any, tensors: list[Any], is_reference: bool) -> Til
         return ALIAS
     if key in ("CONV_2D", "DEPTHWISE_CONV_2D") and not regular_steps(data):
         return WHOLE                # TFLM's int16 strides wrapped to 0 or below: no row bands
+    if key == "TRANSPOSE_CONV":     # input 0 is the output shape; the activation is input 2
+        ok = len(ins) > 2 and ins[2] is not None and not ins[2].is_constant and _batch1_nhwc(ins[2], out)
+        return TransposeConvTiler() if ok and data.filter_h else WHOLE
     if ins and ins[0] is not None and ins[0].is_constant and key not in ELEMENTWISE:
         return WHOLE                # a constant main input (a rewired model) has no records to band
     if key == "CONV_2D" and _batch1_nhwc(ins[0], out) and data.int4_scratch is None:
