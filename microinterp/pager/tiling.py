@@ -39,9 +39,6 @@ from ..kernels import (
     fully_connected,
     max_pool,
     pad,
-    resize_bilinear,
-    resize_nearest_neighbor,
-    transpose_conv,
 )
 from ..kernels.conv import regular_steps
 from ..kernels.optimized import conv as optimized_conv
@@ -194,36 +191,21 @@ class PadTiler(Tiler):
         pad.pad_rows(data, band.inputs[0], band.row0[0], band.out, band.y0, fill)
 
 
-class ResizeTiler(Tiler):
-    """RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR: output rows ``[y0, y1)`` read the input rows their source
-    positions fall between (the kernel's own row tables), computed by the kernel's ``resize_rows``."""
+class DeclaredTiler(Tiler):
+    """An op whose kernel declares its row bands (:class:`~microinterp.kernels.base.RowBands`): the kernel says
+    which inputs it reads by rows, which rows a band needs, and computes the band."""
 
     mode = "rows"
-    row_inputs: ClassVar[dict[int, int]] = {0: 1}
 
-    def __init__(self, module: Any):
-        self.module = module
-
-    def input_rows(self, data, k, y0, y1):
-        return self.module.input_rows(data, y0, y1)
-
-    def compute(self, kernel, op, data, band):
-        self.module.resize_rows(data, band.inputs[0], band.row0[0], band.out, band.y0)
-
-
-class TransposeConvTiler(Tiler):
-    """TRANSPOSE_CONV: output rows ``[y0, y1)`` read the input rows that scatter into them (input 2, the
-    activation); the filter and bias are passed whole. The kernel's ``transpose_conv_rows`` scatters the band."""
-
-    mode = "rows"
-    row_inputs: ClassVar[dict[int, int]] = {2: 1}
+    def __init__(self, bands: Any):
+        self.bands = bands
+        self.row_inputs = dict(bands.row_inputs)
 
     def input_rows(self, data, k, y0, y1):
-        return transpose_conv.input_rows(data, y0, y1)
+        return self.bands.input_rows(data, k, y0, y1)
 
     def compute(self, kernel, op, data, band):
-        transpose_conv.transpose_conv_rows(data, band.inputs[2], band.row0[2], band.inputs[1],
-                                           band.inputs.get(3) if data.has_bias else None, band.out, band.y0)
+        self.bands.compute(data, band.inputs, band.row0, band.out, band.y0)
 
 
 class TransposeTiler(Tiler):
@@ -286,7 +268,6 @@ class FusedPadTiler(Tiler):
 
 
 WHOLE = WholeTiler()
-RESIZES = {"RESIZE_BILINEAR": resize_bilinear, "RESIZE_NEAREST_NEIGHBOR": resize_nearest_neighbor}
 ALIAS = AliasTiler()
 ALIASES = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
 
@@ -331,9 +312,9 @@ def tiler_for(op: Any, data: Any, tensors: list[Any], is_reference: bool) -> Til
         return ALIAS
     if key in ("CONV_2D", "DEPTHWISE_CONV_2D") and not regular_steps(data):
         return WHOLE                # TFLM's int16 strides wrapped to 0 or below: no row bands
-    if key == "TRANSPOSE_CONV":     # input 0 is the output shape; the activation is input 2
-        ok = len(ins) > 2 and ins[2] is not None and not ins[2].is_constant and _batch1_nhwc(ins[2], out)
-        return TransposeConvTiler() if ok and data.filter_h else WHOLE
+    bands = getattr(REFERENCE_KERNELS.get(key), "row_bands", None)
+    if bands is not None:           # the kernel declares how it runs in row bands
+        return DeclaredTiler(bands) if bands.applies(op, data, ins, out) else WHOLE
     if ins and ins[0] is not None and ins[0].is_constant and key not in ELEMENTWISE:
         return WHOLE                # a constant main input (a rewired model) has no records to band
     if key == "CONV_2D" and _batch1_nhwc(ins[0], out) and data.int4_scratch is None:
@@ -347,8 +328,6 @@ def tiler_for(op: Any, data: Any, tensors: list[Any], is_reference: bool) -> Til
         return PoolTiler(max_pool.pool_rows if key == "MAX_POOL_2D" else average_pool.pool_rows)
     if key in ("PAD", "PADV2") and _batch1_nhwc(ins[0], out) and data.box_shape == ins[0].shape:
         return PadTiler()
-    if key in RESIZES and _batch1_nhwc(ins[0], out):
-        return ResizeTiler(RESIZES[key])
     if key == "TRANSPOSE" and _batch1_nhwc(ins[0], out) and data.perm[0] == 0:
         return TransposeTiler(int(data.perm[1]))
     if key == "CONCATENATION" and _batch1_nhwc(out, *ins) and data.axis % 4 != 1:
