@@ -20,6 +20,7 @@ from . import __version__
 from .errors import ConfigError, InputError, MicroInterpError
 from .interpreter import Interpreter
 from .model import load_model
+from .planner import PLANNERS
 from .planner.picture import arena_picture
 from .resolver import default_resolver
 from .sizes import size_argument as _size
@@ -95,10 +96,10 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 # -- plan --------------------------------------------------------------------------------------------------------------
 def cmd_plan(args: argparse.Namespace) -> int:
-    if args.strategy == "all":
+    if args.planner == "all":
         return _plan_strategies(args)
     target = {} if args.target is None else {"target": args.target, "kernels": args.kernels}
-    it = Interpreter(args.model, arena=args.arena, optimized=not args.reference, planner=args.strategy, **target)
+    it = Interpreter(args.model, arena=args.arena, optimized=not args.reference, planner=args.planner, **target)
     rows = it.plan_table()
     if args.json:
         doc = {
@@ -107,7 +108,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "head_bytes": it.head_bytes,
             "tail_bytes": it.tail_bytes,
             "arena_used_bytes": it.arena_used_bytes,
-            "planner": "linear" if it.preserve_all_tensors else {"tflm": "greedy"}.get(it.planner, it.planner),
+            "planner": "linear" if it.preserve_all_tensors else it.planner,
             "target": None if it.target is None else it.target.describe(),
             "buffers": rows,
         }
@@ -161,7 +162,7 @@ def _plan_strategies(args: argparse.Namespace) -> int:
         json.dump({"model": str(args.model), "heads": rows, "phased": cost}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    print(f"{'strategy':<22} {'head bytes':>11} {'below TFLM':>11}")
+    print(f"{'planner':<22} {'head bytes':>11} {'below TFLM':>11}")
     for name, head in rows.items():
         print(f"{name:<22} {head:>11,d} {100 * (tflm - head) / tflm if tflm else 0:>10.1f}%")
     print(f"\nphased: {len(phased.segments)} segments, {cost['extra_kernel_calls']} extra kernel calls, "
@@ -408,8 +409,8 @@ def _running_options(s: argparse.ArgumentParser) -> None:
                                                                "arena (e.g. 2:1:1, as deploy suggests)")
     s.add_argument("--key-file", default=None, help="encrypt the SD image (AES-256-GCM): a file with the 32-byte key "
                                                     "(raw, or 64 hex digits); needs the crypto extra")
-    s.add_argument("--planner", default="tflm", choices=("tflm", "optimal", "phased"),
-                   help="tflm (TFLM's greedy plan), optimal, or phased (row-band phases, a smaller head)")
+    s.add_argument("--planner", default="tflm", choices=tuple(PLANNERS),
+                   help="; ".join(f"{k}: {v}" for k, v in PLANNERS.items()))
     s.add_argument("--target", default=None, help="the arena figures of TFLM built for this Cortex-M core "
                                                   "(cortex-m3, -m4, -m7, -m33, -m55)")
     s.add_argument("--mcu", default="stm32f746", help="MCU profile for cycles: stm32f746, apollo3, stm32l4r5, "
@@ -605,11 +606,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.add_argument("--width", type=int, default=64, help="columns of the arena picture")
     s.add_argument("--reference", action="store_true", help="reference kernels only")
-    s.add_argument("--strategy", default="tflm", choices=("tflm", "optimal", "phased", "all"),
-                   help="tflm (TFLM's greedy plan, default), optimal (the smallest found), phased (row-band phases "
-                        "with line buffers), all (a table)")
-    s.add_argument("--picture", action="store_true", help="with --strategy all: the arena over time per strategy")
-    s.add_argument("--mcu", default="stm32f746", help="MCU profile for the phased cycle cost (--strategy all)")
+    s.add_argument("--planner", "--strategy", dest="planner", default="tflm", choices=(*PLANNERS, "all"),
+                   help="; ".join(f"{k}: {v}" for k, v in PLANNERS.items()) + "; all: a table of every planner "
+                        "(--strategy is the old name)")
+    s.add_argument("--picture", action="store_true", help="with --planner all: the arena over time per planner")
+    s.add_argument("--mcu", default="stm32f746", help="MCU profile for the phased cycle cost (--planner all)")
     s.add_argument("--target", default=None, help="the plan of TFLM built for this core (cortex-m3, cortex-m4, "
                                                   "cortex-m7, cortex-m33, cortex-m55), its scratch buffers included")
     s.add_argument("--kernels", default="cmsis-nn", help="with --target: cmsis-nn (default) or reference")

@@ -52,7 +52,7 @@ from .model import Model, Operator, load_model
 from .pager import OpRecord, Pager, profile_json
 from .pager.profile import TileRecord
 from .pager.work import op_work
-from .planner import allocation_infos, buffer_requests, plan_greedy, plan_linear
+from .planner import PLANNERS, allocation_infos, buffer_requests, plan_greedy, plan_linear
 from .planner.greedy import plan_size
 from .planner.optimal import plan_optimal
 from .planner.table import plan_rows
@@ -95,7 +95,6 @@ def _check_tensor_types(model: Model) -> None:
 #: ``planner=``: TFLM's greedy plan (what the device does), the smallest plan microinterp finds (what the device
 #: does with the model ``microinterp optimize`` writes), or phased execution (row-local ops in row-band phases with
 #: line buffers, :mod:`microinterp.planner.phased`; a runtime that runs phases is needed, so it stays here).
-PLANNERS = ("tflm", "optimal", "phased")
 
 
 class Interpreter(LiteRTMixin):

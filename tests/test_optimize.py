@@ -82,5 +82,6 @@ def test_zoo_models_and_the_cli(tmp_path, capsys):
     assert main(["optimize", str(ZOO / "vww_96_int8.tflite"), "-o", str(out)]) == 0
     assert "73,728 -> 55,296" in capsys.readouterr().out
     assert tflm_arena_head(out.read_bytes()) == 55_296
-    assert main(["plan", str(ZOO / "vww_96_int8.tflite"), "--strategy", "all"]) == 0
+    assert main(["plan", str(ZOO / "vww_96_int8.tflite"), "--planner", "all"]) == 0
+    assert main(["plan", str(ZOO / "vww_96_int8.tflite"), "--strategy", "all"]) == 0     # the old name
     assert "25.0%" in capsys.readouterr().out
