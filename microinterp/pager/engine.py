@@ -29,7 +29,7 @@ from ..arena import align_up
 from ..errors import IntegrityError
 from ..kernels.pad import pad_input_rows, pad_rows
 from ..mcu import McuProfile, op_class
-from ..storage.sd import RecordRun
+from ..storage.format import RecordRun
 from .fusion import LineBuffer, band_rows, new_rows
 from .layout import Home, line_bytes
 from .plan import ALIGN, OpPlan, region_ranges

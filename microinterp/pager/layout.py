@@ -30,7 +30,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from ..storage.sd import SECTOR_SIZE, RecordRun, key_digest
+from ..storage.format import SECTOR_SIZE, RecordRun, key_digest
 
 #: Smallest record (bytes) a tensor is cut into, when its rows are smaller.
 RECORD_TARGET = 512

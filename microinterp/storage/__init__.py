@@ -1,13 +1,17 @@
 """Storage under the out-of-core pager: the file-backed SD image and tile checksums.
 
-- :mod:`microinterp.storage.sd`: :class:`SdImage`, a block device of 512-byte sectors on a file (header, checksum
-  table, weights area, activations area), crash-safe creation and reuse, verified tile IO, IO counters.
+- :mod:`microinterp.storage.format`: the SD image's on-disk format, a block device of 512-byte sectors on a file
+  (header, checksum table, weights area, activations area), its geometry, records and digests;
+- :mod:`microinterp.storage.sd`: :class:`SdImage`, the file IO: crash-safe creation and reuse, verified tile IO, IO
+  counters;
+- :mod:`microinterp.storage.null`: :class:`NullStorage`, a backing that stores nothing (dry runs);
 - :mod:`microinterp.storage.checksum`: :func:`get_checksum` (crc32, blake2b, blake2b-64, xxh3 with the optional
   ``xxhash`` package).
 """
 
 from .checksum import CHECKSUM_NAMES, DEFAULT_CHECKSUM, Checksum, get_checksum
-from .sd import SECTOR_SIZE, AreaStats, Geometry, SdImage, SdStats
+from .format import SECTOR_SIZE, AreaStats, Geometry, SdStats
+from .sd import SdImage
 
 __all__ = [
     "CHECKSUM_NAMES",

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from microinterp.errors import IntegrityError, StorageError
 from microinterp.storage import SECTOR_SIZE, AreaStats, SdImage
 from microinterp.storage.checksum import get_checksum
-from microinterp.storage.sd import MAGIC, TABLE_ENTRY_SIZE, RecordRun, _digest_all, key_digest
+from microinterp.storage.format import MAGIC, TABLE_ENTRY_SIZE, RecordRun, _digest_all, key_digest
 
 FP = "model-a"
 SIZES = {"weights_bytes": 10_000, "activation_bytes": 6_000, "table_entries": 16}
