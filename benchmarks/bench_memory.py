@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import microinterp as mi
-from microinterp.analysis import predict_cycles
-from microinterp.mcu import get_profile
+from microinterp.cost.analysis import predict_cycles
+from microinterp.cost.mcu import get_profile
 from microinterp.planner.greedy import plan_greedy, plan_size
 from microinterp.planner.optimal import lower_bound, plan_optimal
 from microinterp.planner.reorder import best_order, requests_for_order

@@ -7,7 +7,7 @@
 The setting of the goals: the STM32F746 profile (Cortex-M7 @ 216 MHz), 512 KB of SRAM, 128 KB tiles, every weight on
 the card (``flash=0``, as SwapNN pre-stores parameters), SD read bandwidth from ``--sd`` (MB/s, SwapNN's range is
 10-40) with writes at half of it. The models are built in-process (``microinterp.testing.models``). For each kernel set
-(the cycle coefficients of ``microinterp.mcu``: TFLM's portable ``reference`` kernels or ``optimized`` = CMSIS-NN),
+(the cycle coefficients of ``microinterp.cost.mcu``: TFLM's portable ``reference`` kernels or ``optimized`` = CMSIS-NN),
 SD speed and scheduling variant (``microinterp.schedule.cli.VARIANTS``) it runs the simulation and prints the per-frame
 latency overhead and the throughput overhead against compute-only (an MCU with infinite SRAM), as a markdown table;
 ``--output`` also writes it to FILE. Nothing here runs kernels: ``simulate()`` uses the pager's tiles and cycle
@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from microinterp.mcu import get_profile, kernel_set
+from microinterp.cost.mcu import get_profile, kernel_set
 from microinterp.schedule.cli import VARIANTS, resolve_model
 from microinterp.schedule.run import Config, run
 

@@ -135,8 +135,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _plan_strategies(args: argparse.Namespace) -> int:
     """Head bytes per strategy: TFLM's greedy plan, the lower bound, the optimal search, reordered ops, phased
     execution (with its cost in kernel calls and MCU cycles); ``--picture``: the arena over time per strategy."""
-    from .analysis import predict_cycles
-    from .mcu import get_profile
+    from .cost.analysis import predict_cycles
+    from .cost.mcu import get_profile
     from .planner.greedy import plan_greedy, plan_size
     from .planner.optimal import lower_bound, plan_optimal
     from .planner.reorder import best_order, requests_for_order
@@ -369,7 +369,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 # -- analyze -----------------------------------------------------------------------------------------------------------
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from .analysis import analyze
+    from .cost.analysis import analyze
     from .memory32 import estimate_arena
 
     a = analyze(args.model, mcu=args.mcu, kernels=args.kernels)
@@ -505,7 +505,7 @@ def cmd_listen(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .audio import default_models, listen
-    from .mcu import get_profile
+    from .cost.mcu import get_profile
 
     models = Path(args.models) if args.models else None
     if models is None:

@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .analysis import predict_cycles
+from .cost.analysis import predict_cycles
+from .cost.mcu import McuProfile, get_profile, kernel_set
 from .errors import ArenaOverflowError, UnsupportedOpError
-from .mcu import McuProfile, get_profile, kernel_set
 from .memory32 import estimate_arena
 from .model import Model, load_model
 from .tflm_ops import RESOLVER_METHODS

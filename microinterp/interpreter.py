@@ -34,6 +34,7 @@ import numpy as np
 
 from .arena import Arena, SizingArena
 from .cost.instructions import DATA_DEPENDENT
+from .cost.mcu import McuProfile, get_profile, kernel_set, op_class
 from .errors import (
     ArenaOverflowError,
     ConfigError,
@@ -47,7 +48,6 @@ from .graph import MicroGraph
 from .kernels._qutil import to_int32_arm
 from .kernels.base import InvokeContext, PrepareContext, prepare_ops
 from .litert import LiteRTMixin, litert_arguments
-from .mcu import McuProfile, get_profile, kernel_set, op_class
 from .model import Model, Operator, load_model
 from .pager import OpRecord, Pager, profile_json
 from .pager.profile import TileRecord

@@ -174,8 +174,8 @@ def _arenas(model: Any) -> tuple[str, list[tuple[str, int]]]:
 # -- per op ------------------------------------------------------------------------------------------------------------
 def _ops_table(model: Any, arena: int) -> tuple[str, str]:
     """The per-op table (MACs, cycles per MCU profile, out-of-core tiles and SD traffic) and a note on the run."""
+    from .cost.mcu import MCU_PROFILES
     from .interpreter import Interpreter
-    from .mcu import MCU_PROFILES
     from .pager.work import op_work
     from .storage.null import NullStorage
 

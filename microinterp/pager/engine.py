@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from ..arena import align_up
+from ..cost.mcu import McuProfile, op_class
 from ..errors import IntegrityError
 from ..kernels.pad import pad_input_rows, pad_rows
-from ..mcu import McuProfile, op_class
 from ..storage.format import RecordRun
 from .fusion import LineBuffer, band_rows, new_rows
 from .layout import Home, line_bytes

@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 
 from ..arena import Arena, SizingArena, align_up
+from ..cost.mcu import McuProfile, get_profile
 from ..errors import ArenaOverflowError, ConfigError, InputError
 from ..kernels.base import InvokeContext, PrepareContext, prepare_ops
-from ..mcu import McuProfile, get_profile
 from ..storage.sd import SdImage
 from .engine import Engine, _Buffers
 from .fusion import ChainPlanner, find_chains

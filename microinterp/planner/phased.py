@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..mcu import kernel_set
+from ..cost.mcu import kernel_set
 from ..pager.fusion import Chain, LineBuffer, band_layout, feeds, new_rows, tree_chain
 from ..pager.layout import line_bytes
 from .greedy import plan_greedy, plan_size

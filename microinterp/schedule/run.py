@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from ..mcu import McuProfile, get_profile, kernel_set
+from ..cost.mcu import McuProfile, get_profile, kernel_set
 from ..model import load_model
 from .simulator import Schedule, simulate
 from .taskgraph import TaskGraph, build_graph

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..mcu import McuProfile
+from ..cost.mcu import McuProfile
 
 GB = 1e9
 DAY_S = 86_400.0

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 OP_CLASS_NAMES = ("conv", "depthwise", "fc", "pool", "elementwise", "softmax", "other")
 KERNEL_SETS = ("optimized", "reference")
@@ -153,7 +153,7 @@ class McuProfile:
     def instruction_build(self, kernels: str = "optimized") -> str:
         """The instruction model's build for this core and kernel set (``cortex-m4.cmsis-nn``, ...). The reference
         kernels are plain C: a core whose reference build the oracle has not counted takes the Cortex-M4's."""
-        from .cost.instructions import coefficients
+        from .instructions import coefficients
 
         if kernel_set(kernels) == "optimized":
             return f"{self.core_key}.cmsis-nn"
@@ -190,7 +190,7 @@ class McuProfile:
         """Kernel cycles of one op: its instructions (:func:`microinterp.cost.instructions.op_instructions` for
         this core and kernel set; ``values``: its first input, for data-dependent kernels) x :attr:`cpi`, x the
         published build's factor with ``calibrated``."""
-        from .cost.instructions import op_instructions
+        from .instructions import op_instructions
 
         n = op_instructions(op, tensors, self.instruction_build(kernels), values)
         return n * self.cpi * self.build_factor(kernels, calibrated, op_class(op.key))
@@ -199,7 +199,7 @@ class McuProfile:
                         calibrated: bool = False) -> float:
         """The part of :meth:`op_cycles` that does not grow with the op's work (its fixed instructions): what a
         second kernel call over part of the op (a tile, a phase) pays again."""
-        from .cost.instructions import op_fixed_instructions
+        from .instructions import op_fixed_instructions
 
         n = op_fixed_instructions(op, tensors, self.instruction_build(kernels))
         return n * self.cpi * self.build_factor(kernels, calibrated, op_class(op.key))
@@ -208,7 +208,7 @@ class McuProfile:
                        calibrated: bool = False) -> float:
         """Cycles per MAC of a reference layer of the class (:data:`microinterp.cost.instructions.REFERENCE_LAYERS`:
         a 3x3 convolution 32 -> 32 channels on 24x24, a 3x3 depthwise on 32 channels, a 256 -> 64 FC)."""
-        from .cost.instructions import reference_instructions_per_mac
+        from .instructions import reference_instructions_per_mac
 
         if op_class not in ("conv", "depthwise", "fc"):
             raise ConfigError(f"op class {op_class!r} has no per-MAC cost; S_cpu is defined for MAC op classes")
@@ -221,7 +221,7 @@ class McuProfile:
 
     def move_cycles(self, nbytes: int) -> float:
         """Cycles to move ``nbytes`` within SRAM (a memmove, as TFLM's RESHAPE copy)."""
-        from .cost.instructions import move_instructions_per_byte
+        from .instructions import move_instructions_per_byte
 
         return move_instructions_per_byte(self.instruction_build("optimized")) * self.cpi * nbytes
 

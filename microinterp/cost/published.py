@@ -102,8 +102,8 @@ def cycle_ratio(board: str, base: str = "stm32l4r5") -> tuple[float, str]:
 def load_model_named(name: str, models_dir: Path) -> Any:
     """A zoo model by file stem (None when absent), or a builder call such as
     ``mobilenet_v2(alpha=0.3, input_size=80)`` (built in-process: latency does not depend on the weights)."""
-    from .model import load_model
-    from .testing import models as builders
+    from ..model import load_model
+    from ..testing import models as builders
 
     if "(" in name:
         func, args = name.split("(", 1)

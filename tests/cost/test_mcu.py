@@ -8,8 +8,7 @@ import dataclasses
 import pytest
 
 from microinterp.cost.instructions import coefficients
-from microinterp.errors import ConfigError, MicroInterpError
-from microinterp.mcu import (
+from microinterp.cost.mcu import (
     CALIBRATIONS,
     CORE_CPI,
     KERNEL_SETS,
@@ -19,8 +18,9 @@ from microinterp.mcu import (
     kernel_set,
     op_class,
 )
+from microinterp.cost.published import TFLM_PAPER_PERSON_DETECT
+from microinterp.errors import ConfigError, MicroInterpError
 from microinterp.model import load_model
-from microinterp.published import TFLM_PAPER_PERSON_DETECT
 
 
 def test_the_two_profiles():
@@ -81,7 +81,7 @@ def test_op_cycles_are_instructions_times_cpi(zoo):
 def test_same_core_and_build_differ_only_by_clock_and_memory(zoo):
     """Today's build on two boards with the same core: cycles differ by the memory factors only, seconds by the
     clocks too (apollo3 and stm32l4r5 are both Cortex-M4; stm32u575 and nrf5340 both Cortex-M33)."""
-    from microinterp.analysis import predict_cycles
+    from microinterp.cost.analysis import predict_cycles
 
     m = load_model(zoo("person_detect.tflite"))
     for a, b in (("apollo3", "stm32l4r5"), ("stm32u575", "nrf5340"), ("stm32f746", "stm32h7a3")):
@@ -130,7 +130,7 @@ def test_person_detect_matches_the_tflm_paper_on_apollo3(zoo, kernels):
     """Calibrated to the TFLM paper's build, the Apollo3 reproduces its person_detect cycles within 10 % (a fit of
     one factor on one figure: exact up to rounding): 18 990.8 K with reference kernels, 4 857.7 K with CMSIS-NN.
     Today's build needs far more (the factor says how much: docs/cost-model.md)."""
-    from microinterp.analysis import predict_cycles
+    from microinterp.cost.analysis import predict_cycles
 
     m = load_model(zoo("person_detect.tflite"))
     cycles = sum(predict_cycles(m, "apollo3", kernels, calibrated=True))
@@ -198,8 +198,8 @@ def test_bad_profile_values_raise_config_error():
 
 
 def test_the_boards_people_benchmark_tflm_on_are_selectable():
-    from microinterp.analysis import analyze
-    from microinterp.mcu import MCU_PROFILES
+    from microinterp.cost.analysis import analyze
+    from microinterp.cost.mcu import MCU_PROFILES
     from microinterp.testing.models import demo_cnn
 
     assert {"stm32l4r5", "stm32h7a3", "stm32u575", "nrf5340", "stm32f746", "apollo3"} <= set(MCU_PROFILES)
@@ -215,7 +215,7 @@ def test_the_boards_people_benchmark_tflm_on_are_selectable():
 
 
 def _published_cases():
-    from microinterp.published import TFLM_LATENCIES
+    from microinterp.cost.published import TFLM_LATENCIES
     return [pytest.param(f, id=f"{f.board}-{f.model}-{f.kernels}") for f in TFLM_LATENCIES]
 
 
@@ -223,10 +223,10 @@ def _published_cases():
 def test_every_published_tflm_latency_is_predicted_within_20_percent(fig):
     """Every published TFLM figure the boards are calibrated on, predicted by today's instruction counts x the
     board's CPI x its published build's factor: within 20 %."""
-    from microinterp.analysis import predict_cycles
-    from microinterp.published import load_model_named
+    from microinterp.cost.analysis import predict_cycles
+    from microinterp.cost.published import load_model_named
 
-    from .conftest import MODELS_DIR
+    from ..conftest import MODELS_DIR
 
     model = load_model_named(fig.model, MODELS_DIR)
     if model is None:
@@ -240,9 +240,9 @@ def test_every_published_tflm_latency_is_predicted_within_20_percent(fig):
 def test_the_calibration_factors_are_the_fit_of_the_published_figures():
     """CALIBRATIONS holds published.fit_calibration's factors (rounded to 4 significant digits); the L4R5's TFLM 2.3.1
     build has its own factor for the FC kernel."""
-    from microinterp.published import fit_calibration
+    from microinterp.cost.published import fit_calibration
 
-    from .conftest import MODELS_DIR
+    from ..conftest import MODELS_DIR
 
     if not (MODELS_DIR / "person_detect.tflite").exists():
         pytest.skip("the zoo is not in ../shared")

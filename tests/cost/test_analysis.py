@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from microinterp import Interpreter, load_model
-from microinterp.analysis import CLASSES, NEGLIGIBLE_SHARE, S_CPU_RANGE, S_IO_RANGE, analyze, classes_of
+from microinterp.cost.analysis import CLASSES, NEGLIGIBLE_SHARE, S_CPU_RANGE, S_IO_RANGE, analyze, classes_of
+from microinterp.cost.mcu import get_profile
 from microinterp.errors import ConfigError
-from microinterp.mcu import get_profile
 from microinterp.testing.builder import ModelBuilder
 from microinterp.testing.models import QuantNet, vgg16
 

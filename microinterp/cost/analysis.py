@@ -31,9 +31,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..model import Model, load_model
+from ..pager.work import op_work
 from .mcu import McuProfile, get_profile, kernel_set, op_class
-from .model import Model, load_model
-from .pager.work import op_work
 
 #: SwapNN's effective compute and IO speeds of MCUs (shared/docs/out-of-core.md).
 S_CPU_RANGE = (64e6, 480e6)
