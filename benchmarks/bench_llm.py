@@ -21,7 +21,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np
 
 from microinterp import Interpreter
-from microinterp.lm import generate
+from microinterp.apps.lm import generate
 from microinterp.testing.llm import tiny_llama
 
 PROMPT = [1, 2, 3, 4, 5]

@@ -107,7 +107,7 @@ def test_refusals_and_input_checks():
 def test_cli_eval(tmp_path, capsys):
     import json
 
-    from microinterp.cli import main
+    from microinterp.apps.cli import main
 
     model = tmp_path / "m.tflite"
     model.write_bytes(demo_cnn())
@@ -127,7 +127,7 @@ def test_cli_eval(tmp_path, capsys):
 
 
 def test_processes_and_ray_give_the_single_process_result():
-    from microinterp.scaleout import evaluate
+    from microinterp.apps.scaleout import evaluate
 
     model = demo_cnn()
     it = mi.Interpreter(model)
@@ -148,7 +148,7 @@ def _sweep(ray):
     import json
     import tempfile
 
-    from microinterp.cli import main
+    from microinterp.apps.cli import main
 
     with tempfile.TemporaryDirectory() as out:
         args = ["sweep", "gen:demo_cnn", "--sram", "40K,60K", "--tile", "8K", "--frames", "1", "--out", out]
@@ -188,8 +188,8 @@ def test_a_two_branch_cnn_is_batched():
 def test_eval_quantizes_a_float_dataset_with_the_inputs_quantization(tmp_path, capsys):
     import json
 
+    from microinterp.apps.cli import main
     from microinterp.batch import quantize_samples
-    from microinterp.cli import main
 
     model = tmp_path / "m.tflite"
     model.write_bytes(demo_cnn())

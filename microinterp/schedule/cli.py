@@ -202,7 +202,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         path, name = resolve_model(args.model, work)
         jobs = [(path, name, _config(args, s, t, v), v, work) for v in variants for s in srams for t in tiles]
         if args.ray is not None:       # grid points as Ray tasks (workers share this machine's filesystem)
-            from ..scaleout import ray_map
+            from ..apps.scaleout import ray_map
 
             rows = ray_map(_sweep_one, [(j,) for j in jobs], args.ray)
         elif args.jobs > 1:

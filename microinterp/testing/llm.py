@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..lm import LlmConfig
+from ..apps.lm import LlmConfig
 from .builder import ModelBuilder
 
 F = 4.0 / 127.0          # scale per unit of standard deviation: 4 sigma over the int8 range

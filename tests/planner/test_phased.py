@@ -152,7 +152,7 @@ def test_zoo_phased_is_exact_and_smaller(name):
 def test_plan_command_shows_the_phased_strategy(tmp_path, capsys):
     import json
 
-    from microinterp.cli import main
+    from microinterp.apps.cli import main
     from microinterp.testing.models import demo_cnn
 
     path = tmp_path / "demo.tflite"

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from microinterp.cli import main
+from microinterp.apps.cli import main
 from microinterp.testing.models import demo_cnn
 
 

@@ -34,7 +34,7 @@ def test_invoking_a_dry_run_says_what_to_pass():
 
 
 def test_profile_dry_run_leaves_no_image(tmp_path, capsys):
-    from microinterp.cli import main
+    from microinterp.apps.cli import main
 
     model = tmp_path / "m.tflite"
     model.write_bytes(demo_cnn())

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from microinterp import Interpreter
-from microinterp.lm import LlmConfig, generate
+from microinterp.apps.lm import LlmConfig, generate
 from microinterp.testing.llm import tiny_llama
 from microinterp.testing.tflm import TflmRunner, tflm_arena_head
 

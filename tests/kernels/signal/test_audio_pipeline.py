@@ -9,8 +9,8 @@ import pytest
 from flatbuffers import flexbuffers
 
 from microinterp import Interpreter
-from microinterp.audio import FRAMES, LABELS, listen, read_wav, windows
-from microinterp.cli import main
+from microinterp.apps.audio import FRAMES, LABELS, listen, read_wav, windows
+from microinterp.apps.cli import main
 from microinterp.testing.tflm import TflmRunner
 
 from ...conftest import DATA_DIR, zoo_model

@@ -1,4 +1,4 @@
-"""microinterp.lm: greedy generation's checks, the deployment report (plans, cycles per token, out of core) and
+"""microinterp.apps.lm: greedy generation's checks, the deployment report (plans, cycles per token, out of core) and
 the ``microinterp lm`` command."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from microinterp import InputError, Interpreter
-from microinterp.cli import main
-from microinterp.lm import LlmConfig, generate, report
+from microinterp.apps.cli import main
+from microinterp.apps.lm import LlmConfig, generate, report
 from microinterp.testing.llm import tiny_llama
 
 SMALL = LlmConfig(vocab=32, hidden=16, layers=2, heads=2, ffn=32, context=12, prompt=4)

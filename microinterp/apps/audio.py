@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError
-from .interpreter import Interpreter
+from ..errors import InputError
+from ..interpreter import Interpreter
 
 SAMPLE_RATE = 16000
 WINDOW = 480

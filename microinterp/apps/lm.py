@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,8 @@ def report(prefill_model: Any, step_model: Any, config: LlmConfig, prompt_ids: S
     import time
     from itertools import pairwise
 
-    from .interpreter import Interpreter
-    from .pager.profile import totals
+    from ..interpreter import Interpreter
+    from ..pager.profile import totals
 
     pre, step = Interpreter(prefill_model), Interpreter(step_model)
     stamps: list[float] = []

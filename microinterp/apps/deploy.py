@@ -23,12 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .cost.analysis import predict_cycles
-from .cost.mcu import McuProfile, get_profile, kernel_set
-from .errors import ArenaOverflowError, UnsupportedOpError
-from .memory32 import estimate_arena
-from .model import Model, load_model
-from .tflm_ops import RESOLVER_METHODS
+from ..cost.analysis import predict_cycles
+from ..cost.mcu import McuProfile, get_profile, kernel_set
+from ..errors import ArenaOverflowError, UnsupportedOpError
+from ..memory32 import estimate_arena
+from ..model import Model, load_model
+from ..tflm_ops import RESOLVER_METHODS
 
 KIB = 1024
 
@@ -114,7 +114,7 @@ def deploy(model: Any, mcu: str | McuProfile = "stm32f746", kernels: str = "opti
     """The deployment report for ``model`` on ``mcu`` (see the module docstring). ``target`` (a core such as
     ``"cortex-m55"``) overrides the MCU profile's core for the arena figures; ``kernels`` picks CMSIS-NN
     (``optimized``) or the reference kernels for both the arena and the cost model."""
-    from .targets import get_target, target_of_core
+    from ..targets import get_target, target_of_core
 
     m: Model = load_model(model)
     p = mcu if isinstance(mcu, McuProfile) else get_profile(mcu)
@@ -152,7 +152,7 @@ def _out_of_core(m: Model, p: McuProfile) -> dict[str, Any]:
     import os
     import tempfile
 
-    from .interpreter import Interpreter
+    from ..interpreter import Interpreter
 
     settings: dict[str, Any] = {"backing": "sd.img", "flash": p.flash_bytes, "mcu": p.name}
     smallest, last_error = None, ""

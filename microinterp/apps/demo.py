@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .interpreter import Interpreter
-from .pager import format_table
-from .testing.models import demo_cnn, vgg16
+from ..interpreter import Interpreter
+from ..pager import format_table
+from ..testing.models import demo_cnn, vgg16
 
 
 def _bar(done: int, total: int, record, started: float, stream=sys.stderr) -> None:
@@ -91,7 +91,7 @@ def run_small_demo(seed: int = 0, workdir: str | None = None) -> int:
         y = it.get_output(0)
         print(f"invoke: {dt * 1e3:.2f} ms on this host; output {y.dtype}{list(y.shape)} = {y.reshape(-1).tolist()}")
         try:
-            from .testing.tflm import compare_with_tflm, tflm_arena_head
+            from ..testing.tflm import compare_with_tflm, tflm_arena_head
 
             result = compare_with_tflm(path, [x])
             head = tflm_arena_head(path)

@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 _WORKER: dict[str, Any] = {}
 
 
 def _worker_interpreter(data: bytes) -> Any:
-    from .interpreter import Interpreter
+    from ..interpreter import Interpreter
 
     key = f"{len(data)}:{hash(data[:4096])}:{hash(data[-4096:])}"
     if _WORKER.get("key") != key:
@@ -47,7 +47,7 @@ def evaluate(model: Any, inputs: Any, batch: int = 64, *, jobs: int | None = Non
              chunks: int | None = None, progress: Callable[[int, int], None] | None = None) -> Any:
     """Outputs of every sample (as :meth:`~microinterp.interpreter.Interpreter.invoke_batch`), computed by ``jobs``
     local processes or by Ray tasks (``ray``); ``chunks`` defaults to 4 per worker."""
-    from .model import load_model
+    from ..model import load_model
 
     m = load_model(model)
     data = bytes(memoryview(m._raw))

@@ -22,7 +22,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import ArenaOverflowError, MicroInterpError
+from ..errors import ArenaOverflowError, MicroInterpError
 
 #: Colours of the kinds of buffer in the arena pictures (colour-blind-safe Okabe-Ito).
 _KIND_COLOURS = {"tensor": "#0072B2", "scratch": "#E69F00", "variable": "#009E73", "offline": "#CC79A7"}
@@ -149,7 +149,7 @@ def arena_svg(rows: Sequence[dict[str, Any]], head: int, title: str) -> str:
 
 def _arenas(model: Any) -> tuple[str, list[tuple[str, int]]]:
     """One SVG per planner, and (planner, head bytes)."""
-    from .interpreter import Interpreter
+    from ..interpreter import Interpreter
 
     out, heads, picture = [], [], ""
     for planner in ("tflm", "optimal", "phased"):
@@ -162,7 +162,7 @@ def _arenas(model: Any) -> tuple[str, list[tuple[str, int]]]:
         out.append(arena_svg(it.plan_table(), it.head_bytes,
                              f"planner={planner}: head {it.head_bytes:,} bytes, tail {it.tail_bytes:,}"))
         if planner == "tflm":
-            from .planner.picture import arena_picture
+            from ..planner.picture import arena_picture
 
             picture = arena_picture(it.plan_table(), it.head_bytes)
     if picture:
@@ -174,10 +174,10 @@ def _arenas(model: Any) -> tuple[str, list[tuple[str, int]]]:
 # -- per op ------------------------------------------------------------------------------------------------------------
 def _ops_table(model: Any, arena: int) -> tuple[str, str]:
     """The per-op table (MACs, cycles per MCU profile, out-of-core tiles and SD traffic) and a note on the run."""
-    from .cost.mcu import MCU_PROFILES
-    from .interpreter import Interpreter
-    from .pager.work import op_work
-    from .storage.null import NullStorage
+    from ..cost.mcu import MCU_PROFILES
+    from ..interpreter import Interpreter
+    from ..pager.work import op_work
+    from ..storage.null import NullStorage
 
     sg = model.main
     cycles = {name: [p.op_cycles(op, sg.tensors) + p.interpreter_cycles_per_op for op in sg.operators]
@@ -228,7 +228,7 @@ def _deploy(model: Any, mcu: str) -> str:
 
 def render(source: Any, *, arena: int = 512_000, mcu: str = "stm32f746") -> str:
     """The report of ``source`` (a path, bytes or a Model) as one HTML string."""
-    from .model import load_model
+    from ..model import load_model
 
     model = load_model(source)
     name = os.path.basename(model.source) if isinstance(model.source, str) else (model.description or "model")

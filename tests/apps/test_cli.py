@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
-
 import pytest
 
 import microinterp as mi
-from microinterp.cli import main
+from microinterp.apps.cli import main
 
-from .test_interpreter import reshape_model
+from ..test_interpreter import reshape_model
 
 
 def test_info(tmp_path, capsys):

@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
-from .errors import ConfigError, InputError, MicroInterpError
-from .interpreter import Interpreter
-from .model import load_model
-from .planner import PLANNERS
-from .planner.picture import arena_picture
-from .resolver import default_resolver
-from .sizes import size_argument as _size
+from .. import __version__
+from ..errors import ConfigError, InputError, MicroInterpError
+from ..interpreter import Interpreter
+from ..model import load_model
+from ..planner import PLANNERS
+from ..planner.picture import arena_picture
+from ..resolver import default_resolver
+from ..sizes import size_argument as _size
 
 
 # -- info --------------------------------------------------------------------------------------------------------------
@@ -135,11 +135,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _plan_strategies(args: argparse.Namespace) -> int:
     """Head bytes per strategy: TFLM's greedy plan, the lower bound, the optimal search, reordered ops, phased
     execution (with its cost in kernel calls and MCU cycles); ``--picture``: the arena over time per strategy."""
-    from .cost.analysis import predict_cycles
-    from .cost.mcu import get_profile
-    from .planner.greedy import plan_greedy, plan_size
-    from .planner.optimal import lower_bound, plan_optimal
-    from .planner.reorder import best_order, requests_for_order
+    from ..cost.analysis import predict_cycles
+    from ..cost.mcu import get_profile
+    from ..planner.greedy import plan_greedy, plan_size
+    from ..planner.optimal import lower_bound, plan_optimal
+    from ..planner.reorder import best_order, requests_for_order
 
     it = Interpreter(args.model, optimized=not args.reference)
     req = it._plan["requests"]
@@ -185,7 +185,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise SystemExit(f"microinterp eval: cannot read {args.inputs} as a .npy array: {e}") from None
     it = Interpreter(args.model)
     if args.quantize:
-        from .batch import quantize_samples
+        from ..batch import quantize_samples
 
         xs = quantize_samples(it, xs)
     progress = None
@@ -369,8 +369,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 # -- analyze -----------------------------------------------------------------------------------------------------------
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from .cost.analysis import analyze
-    from .memory32 import estimate_arena
+    from ..cost.analysis import analyze
+    from ..memory32 import estimate_arena
 
     a = analyze(args.model, mcu=args.mcu, kernels=args.kernels)
     mem = estimate_arena(args.model) if args.memory else None
@@ -443,8 +443,8 @@ def _read_key(path: str | None) -> bytes | str | None:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    from .pager import format_table
-    from .storage.null import NullStorage
+    from ..pager import format_table
+    from ..storage.null import NullStorage
 
     kw = _running_kwargs(args)
     if args.backing:            # --dry-run writes nothing: the pager counts against a backing that stores nothing
@@ -504,8 +504,8 @@ def cmd_listen(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from ..cost.mcu import get_profile
     from .audio import default_models, listen
-    from .cost.mcu import get_profile
 
     models = Path(args.models) if args.models else None
     if models is None:
@@ -541,8 +541,8 @@ def cmd_lm(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from ..testing.llm import tiny_llama
     from .lm import LlmConfig, report
-    from .testing.llm import tiny_llama
 
     config = LlmConfig(layers=args.layers, context=args.context, prompt=args.prompt_len)
     llm = tiny_llama(args.seed, config)
@@ -573,8 +573,8 @@ def cmd_lm(args: argparse.Namespace) -> int:
               f"cycles, {m['step_cycles'] / 1e6:.3f} M cycles/token = {m['tokens_per_s']:.1f} tokens/s")
         print(f"{'':10s} cycles model {m['cost_build']}")
     if args.profile:        # the per-op table of one real step (in memory, or out of core with --backing)
+        from ..pager import format_table
         from .lm import generate
-        from .pager import format_table
 
         kw = {"arena": args.arena, "backing": f"{args.backing}.profile", "flash": args.flash} if args.backing else {}
         with Interpreter(llm.step, mcu=mcus[0], cost_kernels=args.kernels, **kw) as step:
@@ -738,7 +738,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_lm)
 
-    from .schedule.cli import add_parsers as add_schedule_parsers  # schedule, sweep
+    from ..schedule.cli import add_parsers as add_schedule_parsers  # schedule, sweep
 
     add_schedule_parsers(sub, _size)
     return p

@@ -3,24 +3,23 @@ it with exactly the predicted head and outputs identical to the original model's
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import microinterp as mi
-from microinterp.cli import main
-from microinterp.optimize import optimize, rebuild
+from microinterp.apps.cli import main
+from microinterp.apps.optimize import optimize, rebuild
 from microinterp.testing.tflm import TflmRunner, tflm_arena_head
 
-from .kernels.test_resource_variables import accumulator_model
-from .planner.graphgen import random_control_flow_graph, random_graph
+from ..conftest import MODELS_DIR
+from ..kernels.test_resource_variables import accumulator_model
+from ..planner.graphgen import random_control_flow_graph, random_graph
 
 pytest.importorskip("tflite_micro")
 
-ZOO = Path(__file__).resolve().parents[2] / "shared" / "models"
+ZOO = MODELS_DIR
 
 
 def inputs_for(model, seed: int = 0) -> list[np.ndarray]:

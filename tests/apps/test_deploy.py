@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import microinterp as mi
-from microinterp.cli import main
-from microinterp.deploy import deploy, resolver_snippet
-from microinterp.tflm_ops import RESOLVER_METHODS
+from microinterp.apps.cli import main
+from microinterp.apps.deploy import deploy, resolver_snippet
 from microinterp.kernels import REFERENCE_KERNELS
 from microinterp.memory32 import estimate_arena
 from microinterp.testing.models import demo_cnn
+from microinterp.tflm_ops import RESOLVER_METHODS
 
-ZOO = Path(__file__).resolve().parents[2] / "shared" / "models"
+from ..conftest import MODELS_DIR
+
+ZOO = MODELS_DIR
 
 
 def added(snippet: str) -> list[str]:
@@ -97,7 +98,7 @@ def _gelu_model() -> bytes:
 
 
 def test_deploy_says_when_tflm_cannot_run_a_model_and_exits_non_zero(tmp_path, capsys):
-    from microinterp.cli import main
+    from microinterp.apps.cli import main
 
     path = tmp_path / "gelu.tflite"
     path.write_bytes(_gelu_model())
@@ -112,7 +113,7 @@ def test_deploy_says_when_tflm_cannot_run_a_model_and_exits_non_zero(tmp_path, c
 
 
 def test_deploy_exits_zero_when_it_fits_and_one_when_it_does_not(tmp_path, capsys):
-    from microinterp.cli import main
+    from microinterp.apps.cli import main
     from microinterp.testing.models import mobilenet_v1
 
     small, big = tmp_path / "small.tflite", tmp_path / "big.tflite"

@@ -4,7 +4,7 @@ tensor where :func:`~microinterp.planner.optimal.plan_optimal` put it.
 TFLM honours that metadata (``micro_allocation_info.cc``): offline-planned tensors take their offsets as given and
 only the scratch buffers are planned online, first fit, around them -- so the head the real runtime will report is
 :func:`~microinterp.planner.greedy.plan_greedy` run on those requests, which :func:`optimize` computes and returns as
-the prediction (``tests/test_optimize.py`` checks it against the wheel, and the outputs bit for bit).
+the prediction (``tests/apps/test_optimize.py`` checks it against the wheel, and the outputs bit for bit).
 
 The model is rewritten through the model builder (:func:`microinterp.rewrite.rebuild`): tensors (shapes, types, quantization, constant
 data, variables), every subgraph's ops with their builtin or custom options and intermediates, and the metadata
@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .model import Model, load_model
-from .planner.greedy import plan_greedy, plan_size
-from .planner.optimal import lower_bound, plan_optimal
-from .rewrite import rebuild
+from ..model import Model, load_model
+from ..planner.greedy import plan_greedy, plan_size
+from ..planner.optimal import lower_bound, plan_optimal
+from ..rewrite import rebuild
 
 
 @dataclass(frozen=True)
@@ -44,14 +44,14 @@ def optimize(model: Any, budget_s: float = 2.0, reorder: bool = True) -> Optimiz
     """The model with the optimal offline plan -- for the best op order found (``reorder``,
     :mod:`microinterp.planner.reorder`) when that lowers the head -- never worse than TFLM's own: when the search
     finds nothing smaller, the plan written is TFLM's greedy one in the original order, so the head stays the same."""
-    from .interpreter import Interpreter
+    from ..interpreter import Interpreter
 
     loaded = load_model(model)
     interp = Interpreter(loaded)
     tflm = plan_size(interp._plan["requests"], plan_greedy(interp._plan["requests"]))
     candidates = [None]
     if reorder:
-        from .planner.reorder import best_order
+        from ..planner.reorder import best_order
 
         order, _ = best_order(loaded, interp._plan["scratch"], interp._plan["unplanned"])
         if order != list(range(len(order))):
@@ -75,8 +75,8 @@ def _plan_for(loaded: Model, interp: Any, order: list[int] | None, budget_s: flo
               ) -> tuple[dict, int, int]:
     """Tensor offsets (TFLM's greedy or the optimal search) for ``order`` (None: the model's), the head TFLM gets
     with the tensors fixed and the scratch buffers planned online around them, and the lower bound."""
-    from .planner.lifetimes import allocation_infos, buffer_requests
-    from .planner.reorder import requests_for_order
+    from ..planner.lifetimes import allocation_infos, buffer_requests
+    from ..planner.reorder import requests_for_order
 
     handles, scratch = interp._plan["unplanned"], interp._plan["scratch"]
     if order is None:

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from microinterp.cli import main
+from microinterp.apps.cli import main
+from microinterp.apps.report import render
 from microinterp.model import load_model
-from microinterp.report import render
 from microinterp.testing.models import demo_cnn
 
-from .conftest import MODELS_DIR
+from ..conftest import MODELS_DIR
 
 SECTIONS = ("summary", "graph", "arena", "ops", "deploy")
 ZOO = sorted(MODELS_DIR.glob("*.tflite")) if MODELS_DIR.is_dir() else []
