@@ -1,7 +1,7 @@
 """quant's fast exact SRDHM / RDBPOT / MBQM against literal transcriptions of the C code, at every rounding boundary.
 
 The ``literal_*`` functions below are the vectorized transcription of TFLM/gemmlowp that ``quant`` used before it
-switched to the fast forms (see the *Fast exact forms* section of ``microinterp/quant.py`` for the proofs); the
+switched to the fast forms (see the *Fast exact forms* section of ``microinterp/quant/__init__.py`` for the proofs); the
 scalar Python-int transcriptions in ``test_quant_gemmlowp.py`` cross-check them in turn.
 """
 
