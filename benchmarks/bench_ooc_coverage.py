@@ -21,7 +21,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from microinterp import Interpreter
 from microinterp.errors import ArenaOverflowError, MicroInterpError
-from microinterp.testing.device import seeded_input
+from microinterp.testing.device import seeded_inputs
 
 ARENA = 512_000
 
@@ -63,8 +63,7 @@ def survey(shared: Path) -> list[dict]:
                 rows.append({**row, "result": "does not page below its in-memory plan"})
                 continue
             with Interpreter(path, arena=arena, backing=img) as it:
-                inputs = [seeded_input(d["dtype"], tuple(d["shape"]), 0, i)
-                          for i, d in enumerate(it.get_input_details())]
+                inputs = seeded_inputs(it, 0)
                 for i, x in enumerate(inputs):
                     it.set_input(x, i)
                 it.invoke()

@@ -15,7 +15,14 @@ from microinterp.memory32 import estimate_arena
 from microinterp.resolver import OpResolver
 from microinterp.targets import CORES, KERNEL_SETS, Target, get_target
 from microinterp.testing.builder import ModelBuilder
-from microinterp.testing.device import golden_files, load_goldens, model_file, output_digest, seeded_input
+from microinterp.testing.device import (
+    golden_files,
+    load_goldens,
+    model_file,
+    output_digest,
+    seeded_input,
+    seeded_inputs,
+)
 
 CASES = [(core, kernels, name) for core, kernels in golden_files()
          for name, entry in load_goldens(core, kernels)["models"].items() if "error" not in entry]
@@ -67,10 +74,9 @@ def test_outputs_equal_the_firmware(core, kernels, name):
         return
     assert (it.arena_used_bytes, it.head_bytes, it.tail_bytes) == \
         (g["arena_used_bytes"], g["head_bytes"], g["tail_bytes"])
-    details = it.get_input_details()
     for seed, expected in enumerate(g["outputs"]):
-        for i, d in enumerate(details):
-            it.set_input(seeded_input(d["dtype"], tuple(d["shape"]), seed, i), i)
+        for i, x in enumerate(seeded_inputs(it, seed)):
+            it.set_input(x, i)
         it.invoke()
         got = [output_digest(np.ascontiguousarray(it.get_output(o)).tobytes()) for o in range(it.num_outputs)]
         assert got == expected, f"seed {seed}"

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cost.mcu import kernel_set
 from ..errors import ConfigError, InputError
 from ..interpreter import Interpreter
 
@@ -63,7 +64,7 @@ def _running_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     elif args.pools or args.key_file:
         raise ConfigError("--pools and --key-file are out-of-core options: pass --backing too")
     if args.target:
-        ks = "reference" if str(getattr(args, "kernels", "")).lower() in ("reference", "ref") else "cmsis-nn"
+        ks = "reference" if kernel_set(args.kernels) == "reference" else "cmsis-nn"
         kw.update(target=args.target, kernels=ks)
     return kw
 

@@ -92,8 +92,8 @@ def _data_dependent_inputs(raw: bytes, sg: Any, build: str) -> dict[int, Any]:
 
     core, _, kernels = build.partition(".")
     it = Interpreter(raw, target=f"{core}/{kernels}", preserve_all_tensors=True)
-    for i, d in enumerate(it.get_input_details()):
-        it.set_tensor(d["index"], device.seeded_input(d["dtype"], tuple(d["shape"]), 0, i))
+    for i, x in enumerate(device.seeded_inputs(it, 0)):
+        it.set_input(x, i)
     it.invoke()
     return {op.index: it.get_tensor(op.inputs[0]).copy() for op in wanted}
 
@@ -166,9 +166,6 @@ def compare(build: str, sweep: bool = False) -> list[dict[str, Any]]:
     table = ins.coefficients()[build]
     out = []
     for p, f, y, name, g in _nodes(device.SWEEP_DIR if sweep else device.GOLDEN_DIR, build, sweep=sweep):
-        fit = table.get(p) or table["*"]
-        feats = g if fit.get("generic") else f
-        pred = max(0.0, sum(c * feats.get(t, 0) for t, c in fit["terms"].items()))
-        out.append({"model": name, "path": p, "oracle": y, "predicted": pred,
-                    "fitted_on": fit["fitted_on"] if p in table else "fallback"})
+        out.append({"model": name, "path": p, "oracle": y, "predicted": ins.predict(build, p, f, lambda g=g: g),
+                    "fitted_on": table[p]["fitted_on"] if p in table else "fallback"})
     return out

@@ -297,7 +297,8 @@ def _generic(op, tensors, features):
     rows = n_out // max(inner, 1)
     inner2 = inner * (y[0].shape[-2] if y and len(y[0].shape) >= 2 else 1)
     f = {"1": 1, "out": n_out, "in": n_in, "out4": _cdiv(n_out, 4), "in4": _cdiv(n_in, 4), "rows": rows,
-         "rows2": n_out // max(inner2, 1), "in_rows": (x[0].num_elements if x else 0) // max(in_inner, 1), "inputs": len(x),
+         "rows2": n_out // max(inner2, 1), "in_rows": (x[0].num_elements if x else 0) // max(in_inner, 1),
+         "inputs": len(x),
          "rows_inputs": rows * len(x), "extra": max(n_out - n_in, 0), "out_bytes": n_out * item}
     return op.key + (_types(op, tensors) if op.inputs and op.inputs[0] >= 0 and y else ""), f
 
@@ -343,12 +344,17 @@ def op_instructions(op: Any, tensors: Sequence[Any], build: str, values: Any = N
     """Predicted instructions of one op on ``build`` (``values``: see :func:`op_features`); an op kind without a
     fitted path takes the build's generic fit (``*``: fixed + per element), which the docs report as unvalidated."""
     path, f = op_features(op, tensors, build, values)
+    return predict(build, path, f, lambda: _generic(op, tensors, None)[1])
+
+
+def predict(build: str, path: str, features: Mapping[str, int], generic: Any) -> float:
+    """Instructions of a node on ``path`` from its features: the path's fit, or the build's ``*`` fit for a path
+    never fitted; a generic fit (fixed + per element) reads ``generic()``'s features instead."""
     table = coefficients()
     if build not in table:
         raise ConfigError(f"no instruction model for build {build!r}; known: {', '.join(sorted(table))}")
     fit = table[build].get(path) or table[build]["*"]
-    if fit.get("generic"):
-        f = _generic(op, tensors, None)[1]
+    f = generic() if fit.get("generic") else features
     return max(0.0, sum(c * f.get(k, 0) for k, c in fit["terms"].items()))
 
 

@@ -40,6 +40,7 @@ from ..kernels import (
     max_pool,
     pad,
 )
+from ..kernels.base import is_batch1_nhwc
 from ..kernels.conv import regular_steps
 from ..kernels.optimized import conv as optimized_conv
 from ..kernels.optimized import depthwise_conv as optimized_depthwise
@@ -293,10 +294,6 @@ def has_bands(op: Any, kernel: Any) -> bool:
     return REFERENCE_KERNELS.get(op.key) is kernel or BAND_KERNELS.get(op.key) is kernel
 
 
-def _batch1_nhwc(*tensors) -> bool:
-    return all(t is not None and len(t.shape) == 4 and t.shape[0] == 1 for t in tensors)
-
-
 def tiler_for(op: Any, data: Any, tensors: list[Any], is_reference: bool) -> Tiler:
     """The tiler for ``op`` (its reference ``data`` decides what the band functions can do). Ops run by a kernel
     other than the reference one (plugins, explicit registrations) run whole: only ``invoke`` is known of them."""
@@ -317,25 +314,25 @@ def tiler_for(op: Any, data: Any, tensors: list[Any], is_reference: bool) -> Til
         return DeclaredTiler(bands) if bands.applies(op, data, ins, out) else WHOLE
     if ins and ins[0] is not None and ins[0].is_constant and key not in ELEMENTWISE:
         return WHOLE                # a constant main input (a rewired model) has no records to band
-    if key == "CONV_2D" and _batch1_nhwc(ins[0], out) and data.int4_scratch is None:
+    if key == "CONV_2D" and is_batch1_nhwc(ins[0], out) and data.int4_scratch is None:
         tiler = ConvTiler()
         if data.groups != 1:
             tiler.channel_input = None
         return tiler
-    if key == "DEPTHWISE_CONV_2D" and _batch1_nhwc(ins[0], out) and data.int4_scratch is None:
+    if key == "DEPTHWISE_CONV_2D" and is_batch1_nhwc(ins[0], out) and data.int4_scratch is None:
         return DepthwiseTiler()
-    if key in ("MAX_POOL_2D", "AVERAGE_POOL_2D") and _batch1_nhwc(ins[0], out):
+    if key in ("MAX_POOL_2D", "AVERAGE_POOL_2D") and is_batch1_nhwc(ins[0], out):
         return PoolTiler(max_pool.pool_rows if key == "MAX_POOL_2D" else average_pool.pool_rows)
-    if key in ("PAD", "PADV2") and _batch1_nhwc(ins[0], out) and data.box_shape == ins[0].shape:
+    if key in ("PAD", "PADV2") and is_batch1_nhwc(ins[0], out) and data.box_shape == ins[0].shape:
         return PadTiler()
-    if key == "TRANSPOSE" and _batch1_nhwc(ins[0], out) and data.perm[0] == 0:
+    if key == "TRANSPOSE" and is_batch1_nhwc(ins[0], out) and data.perm[0] == 0:
         return TransposeTiler(int(data.perm[1]))
-    if key == "CONCATENATION" and _batch1_nhwc(out, *ins) and data.axis % 4 != 1:
+    if key == "CONCATENATION" and is_batch1_nhwc(out, *ins) and data.axis % 4 != 1:
         # joined along another axis than the rows: a band of output rows is the same rows of every input
         if any(t.data is not None and t.shape[1] > 1 for t in ins):
             return WHOLE
         return ElementwiseTiler({k: 1 for k, t in enumerate(ins) if t.data is None})
-    if key in ROW_LOCAL and _batch1_nhwc(out):
+    if key in ROW_LOCAL and is_batch1_nhwc(out):
         rows = {}
         for k, t in enumerate(ins):
             if t is None:

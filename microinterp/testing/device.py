@@ -96,6 +96,13 @@ def parse_log(text: str, model_bytes: bytes) -> dict[str, Any]:
     return entry
 
 
+def seeded_inputs(interpreter: Any, seed: int) -> list[np.ndarray]:
+    """:func:`seeded_input` for every input of ``interpreter`` (anything with LiteRT's ``get_input_details()``), in
+    input order: what the oracle's harness fed the firmware for ``seed``."""
+    return [seeded_input(d["dtype"], tuple(d["shape"]), seed, i)
+            for i, d in enumerate(interpreter.get_input_details())]
+
+
 #: Outputs up to this many bytes are kept whole (hex) in a golden, larger ones as their SHA-256.
 WHOLE_OUTPUT_BYTES = 4096
 
@@ -157,7 +164,11 @@ def write_goldens(log_dir: str, core: str, kernels: str, models: list[str] | Non
         if path is None or (models is not None and name not in models):
             continue
         entries[name] = parse_log(log.read_text(errors="replace"), Path(path).read_bytes())
-    out = golden_path(core, kernels)
+    return _write(golden_path(core, kernels), core, kernels, entries)
+
+
+def _write(out: Path, core: str, kernels: str, entries: dict[str, Any]) -> Path:
+    """One golden file: the build it was measured on and its models' entries."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"build": build_info(core, kernels), "models": entries}, indent=1) + "\n")
     return out
@@ -188,10 +199,7 @@ def write_sweep_goldens(log_dir: str, core: str, kernels: str) -> Path:
             # many small outputs: each kept as its SHA-256 (:func:`sweep_digest`), to keep the file small
             entry["outputs"] = [[sweep_digest(o) for o in seed] for seed in entry.get("outputs", [])]
             entries[name] = entry
-    out = SWEEP_DIR / f"{core}.{kernels}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"build": build_info(core, kernels), "models": entries}, indent=1) + "\n")
-    return out
+    return _write(SWEEP_DIR / f"{core}.{kernels}.json", core, kernels, entries)
 
 
 if __name__ == "__main__":        # python -m microinterp.testing.device [--sweep] LOG_DIR CORE KERNELS

@@ -9,6 +9,7 @@ population, which it never sees while fitting.
 
 from __future__ import annotations
 
+import functools
 import math
 import zlib
 from collections.abc import Callable
@@ -273,6 +274,7 @@ SWEEPS: dict[str, Callable[[], bytes]] = {
 }
 
 
+@functools.cache
 def build(name: str) -> bytes:
-    """The model bytes of sweep ``name`` (a key of :data:`SWEEPS`)."""
+    """The model bytes of sweep ``name`` (a key of :data:`SWEEPS`), built once per process (deterministic)."""
     return SWEEPS[name]()
