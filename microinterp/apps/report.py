@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ArenaOverflowError, MicroInterpError
+from ..planner.picture import arena_picture
 
 #: Colours of the kinds of buffer in the arena pictures (colour-blind-safe Okabe-Ito).
 _KIND_COLOURS = {"tensor": "#0072B2", "scratch": "#E69F00", "variable": "#009E73", "offline": "#CC79A7"}
@@ -162,8 +163,6 @@ def _arenas(model: Any) -> tuple[str, list[tuple[str, int]]]:
         out.append(arena_svg(it.plan_table(), it.head_bytes,
                              f"planner={planner}: head {it.head_bytes:,} bytes, tail {it.tail_bytes:,}"))
         if planner == "tflm":
-            from ..planner.picture import arena_picture
-
             picture = arena_picture(it.plan_table(), it.head_bytes)
     if picture:
         out.append(f"<details><summary>text picture of the greedy plan (as <code>microinterp plan --picture</code>)"

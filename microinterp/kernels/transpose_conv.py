@@ -54,8 +54,8 @@ class TransposeConvData:
     act_min: float
     act_max: float
     has_bias: bool
-    filter_h: int = 0              # kernel rows and input rows: which input rows a band of output rows reads
-    in_h: int = 0
+    filter_h: int                  # kernel rows and input rows: which input rows a band of output rows reads
+    in_h: int
 
 
 class TransposeConv:

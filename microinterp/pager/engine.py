@@ -312,13 +312,12 @@ class Engine:
         if work is None:
             work = plan.work[rec.rows] = op_work(plan.op, self.tensors, rows=rec.rows)
         rec.macs, rec.elements = work
-        cost = plan.work.get("cost")
-        if cost is None:    # the whole op's cycles, its fixed part, and its whole work (MACs, else elements)
+        if plan.cost is None:   # the whole op's cycles, its fixed part, and its whole work (MACs, else elements)
             op, ts = plan.op, self.tensors
             total = op_work(op, ts)
-            cost = plan.work["cost"] = (self.mcu.op_cycles(op, ts, self.kernels),
-                                        self.mcu.op_fixed_cycles(op, ts, self.kernels), total[0] or total[1])
-        cycles, fixed, whole = cost
+            plan.cost = (self.mcu.op_cycles(op, ts, self.kernels), self.mcu.op_fixed_cycles(op, ts, self.kernels),
+                         total[0] or total[1])
+        cycles, fixed, whole = plan.cost
         share = (rec.macs or rec.elements) / whole if whole else 1.0
         rec.compute_cycles = (cycles - fixed) * share + \
             (fixed + self.mcu.interpreter_cycles_per_op if first else 0)

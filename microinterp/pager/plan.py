@@ -75,6 +75,7 @@ class OpPlan:
     channel_tiles: list[tuple[int, int]] = field(default_factory=list)
     folded: OpPlan | None = None           # the PAD whose input this op reads directly (see fuse_pads)
     work: dict[Any, tuple[int, int]] = field(default_factory=dict)   # (MACs, elements) per tile rows, cached
+    cost: tuple[float, float, int] | None = None   # the whole op's cycles, fixed cycles and work, once computed
 
     @property
     def mode(self) -> str:
