@@ -94,10 +94,10 @@ def _timed(it: mi.Interpreter, xs: list[np.ndarray]) -> None:
 
 def row(name: str, model: object, rounds: int, mcu: str) -> dict:
     it = mi.Interpreter(model)
-    req = it._plan["requests"]
+    req = it.runtime.plan["requests"]
     tflm = plan_size(req, plan_greedy(req))
-    order, _ = best_order(it.model, it._plan["scratch"], it._plan["unplanned"])
-    reordered = requests_for_order(it.model, order, it._plan["scratch"], it._plan["unplanned"])
+    order, _ = best_order(it.model, it.runtime.plan["scratch"], it.runtime.plan["unplanned"])
+    reordered = requests_for_order(it.model, order, it.runtime.plan["scratch"], it.runtime.plan["unplanned"])
     t0 = time.perf_counter()
     ph = mi.Interpreter(it.model, planner="phased")
     plan_s = time.perf_counter() - t0
@@ -108,11 +108,11 @@ def row(name: str, model: object, rounds: int, mcu: str) -> dict:
         exact = np.array_equal(*(_last_input(e, xs) for e in (it, ph)))
     profile = get_profile(mcu)
     base = sum(predict_cycles(it.model, profile, "optimized"))
-    extra = ph._phased.extra_cycles(profile, "optimized")
+    extra = ph.runtime.phased.extra_cycles(profile, "optimized")
     return {"name": name, "tflm": tflm, "bound": lower_bound(req), "optimal": plan_size(req, plan_optimal(req)),
             "reordered": plan_size(reordered, plan_optimal(reordered)), "phased": ph.head_bytes,
-            "segments": len(ph._phased.segments), "calls": ph._phased.extra_calls(),
-            "moved": ph._phased.moved_bytes(), "cycles": base, "extra": extra, "exact": exact, "plan_s": plan_s,
+            "segments": len(ph.runtime.phased.segments), "calls": ph.runtime.phased.extra_calls(),
+            "moved": ph.runtime.phased.moved_bytes(), "cycles": base, "extra": extra, "exact": exact, "plan_s": plan_s,
             "host": host_ratio(it, ph, xs, rounds) if rounds else None}
 
 

@@ -89,7 +89,7 @@ def bench(name: str, rounds: int, arena: int, tmp: str) -> dict:
 
 def breakdown(ooc, rounds: int) -> dict[str, float]:
     """Median milliseconds per out-of-core invoke in the kernels, SD reads, SD writes and the rest (engine)."""
-    pager = ooc._pager
+    pager = ooc.runtime
     spent = {"kernels": 0.0, "SD read": 0.0, "SD write": 0.0}
 
     def timed(fn, part):

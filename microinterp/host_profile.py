@@ -64,7 +64,7 @@ def measure(interp: Any, rounds: int = 20, warmup: int = 2) -> HostProfile:
         interp.invoke()
     if interp.out_of_core:
         return _measure_paged(interp, rounds, restore)
-    calls = [call for call, _ in interp._calls]
+    calls = [call for call, _ in interp.runtime.calls]
     n = len(calls)
     clock = time.perf_counter
     per_op: list[list[float]] = [[] for _ in range(n)]

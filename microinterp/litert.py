@@ -133,9 +133,9 @@ class LiteRTMixin:
         """A callable returning tensor ``tensor_index`` as a numpy view (LiteRT's ``tensor``); out of core, a copy
         read from the SD image at each call."""
         self._check_tensor_index(tensor_index)
-        if self._pager is not None:
+        if self.out_of_core:
             return lambda: self._read_tensor(tensor_index)
-        view = self._views[tensor_index]
+        view = self.runtime.views[tensor_index]
         if view is None:
             raise InputError(f"tensor {tensor_index} has no data "
                              f"(type {self._subgraph.tensors[tensor_index].type_name})")

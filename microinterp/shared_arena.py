@@ -134,18 +134,19 @@ class TenantArena:
         arena = self.shared.arena
         arena.tail, arena.head = self._tail0, self._head0
 
-    def overflow(self, e: ArenaOverflowError, interp: Any) -> ArenaOverflowError:
-        """The error for a tenant that does not fit: TFLM's figures, and the shared size that would hold it."""
+    def overflow(self, e: ArenaOverflowError, prep: Any) -> ArenaOverflowError:
+        """The error for a tenant that does not fit: TFLM's figures, and the shared size that would hold it
+        (``prep``: the tenant's :class:`~microinterp.runtime.memory.Preparation`)."""
         self.rollback()
-        need = self.shared.needed_for(*footprint(interp))
+        need = self.shared.needed_for(*footprint(prep))
         return ArenaOverflowError(e.what, e.requested, e.available, needed_arena=need,
                                   hint=f"the shared arena holds {len(self.shared.tenants)} other tenant(s) "
                                        f"(head {self.shared.head_bytes}, tails {self.shared.tail_bytes} bytes)")
 
 
 def footprint(interp: Any) -> tuple[int, int]:
-    """``(head, tail)`` of an interpreter's model on its own: its plan size and the sum of its aligned persistent
-    allocations (no end padding), measured on a sizing arena."""
+    """``(head, tail)`` of an interpreter's model on its own (``interp``: an Interpreter or its ``preparation``):
+    its plan size and the sum of its aligned persistent allocations (no end padding), measured on a sizing arena."""
     sizing = SizingArena()
-    interp._allocate(sizing)
+    getattr(interp, "preparation", interp).allocate(sizing)
     return sizing.head_bytes, sizing.tail_bytes

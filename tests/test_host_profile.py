@@ -34,7 +34,7 @@ def test_overhead_counts_what_is_not_a_kernel(monkeypatch):
     """A slow loop around fast kernels shows as overhead: replace every call by a no-op and the time left is the
     interpreter's own."""
     it = mi.Interpreter(demo_cnn())
-    it._calls = [((lambda: None), i) for _, i in it._calls]
+    it.runtime.calls = [((lambda: None), i) for _, i in it.runtime.calls]
     hp = it.host_profile(rounds=5)
     assert hp.overhead > 0.2
 

@@ -39,7 +39,7 @@ def test_tensors_are_views_of_the_arena():
     it.set_input(x, 0)
     it.invoke()
     for row in it.plan_table():
-        view = it._views[row["index"]]
+        view = it.runtime.views[row["index"]]
         assert np.shares_memory(view, it.arena.buffer)
 
 
@@ -113,7 +113,7 @@ def test_get_output_is_a_copy_and_interpreters_are_independent():
 def test_variable_tensors_live_in_tail_and_reset_to_zero_point():
     it = mi.Interpreter(reshape_model(variable=True))
     assert it.tail_bytes >= 4
-    state = it._views[3]
+    state = it.runtime.views[3]
     assert np.shares_memory(state, it.arena.buffer)
     assert (state == -7).all()
     state[...] = 5

@@ -79,7 +79,7 @@ def test_state_in_the_tails_survives_the_other_tenants():
     wheel.interpreter.reset()
     assert_same_step(acc, wheel, x)
     # the heads overlap: every tenant's planned tensors start at the arena's start
-    assert np.shares_memory(acc.get_output(), cnn._views[cnn._subgraph.inputs[0]]) or \
+    assert np.shares_memory(acc.get_output(), cnn.runtime.views[cnn._subgraph.inputs[0]]) or \
         acc.head_bytes <= cnn.head_bytes
 
 

@@ -129,12 +129,12 @@ def _plan_strategies(args: argparse.Namespace) -> int:
     from ..planner.reorder import best_order, requests_for_order
 
     it = Interpreter(args.model, optimized=not args.reference)
-    req = it._plan["requests"]
+    req = it.runtime.plan["requests"]
     tflm = plan_size(req, plan_greedy(req))
-    order, _ = best_order(it.model, it._plan["scratch"], it._plan["unplanned"])
-    reordered = requests_for_order(it.model, order, it._plan["scratch"], it._plan["unplanned"])
+    order, _ = best_order(it.model, it.runtime.plan["scratch"], it.runtime.plan["unplanned"])
+    reordered = requests_for_order(it.model, order, it.runtime.plan["scratch"], it.runtime.plan["unplanned"])
     phased_it = Interpreter(it.model, optimized=not args.reference, planner="phased")
-    phased = phased_it._phased
+    phased = phased_it.runtime.phased
     rows = {"tflm": tflm, "lower_bound": lower_bound(req), "optimal": plan_size(req, plan_optimal(req)),
             "reordered_lower_bound": lower_bound(reordered),
             "reordered_optimal": plan_size(reordered, plan_optimal(reordered)), "phased": phased_it.head_bytes}

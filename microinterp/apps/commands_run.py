@@ -204,7 +204,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         mode = "out of core" if it.out_of_core else "in memory"
         print(f"{args.model}: {mode}, arena {it.arena_size} bytes; cycles model {it.mcu.figure_note(it.cost_kernels)}")
         if it.out_of_core:
-            p = it._pager
+            p = it.runtime
             print(f"pools: input {p.pools.input}, weights {p.pools.weights}, output {p.pools.output} bytes; "
                   f"tail {it.tail_bytes}, scratch {p.scratch_bytes}; flash budget {p.flash}; "
                   f"SD image {p.sd.path} ({p.sd.action}, {p.sd.checksum.name})")

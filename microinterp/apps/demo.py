@@ -45,7 +45,7 @@ def run_demo(seed: int = 0, workdir: str | None = None, small: bool = False, siz
               f"{path.stat().st_size / 1e6:.1f} MB")
         rng = np.random.default_rng(seed)
         with Interpreter(path, arena=arena, backing=image, mcu=mcu) as it:
-            p = it._pager
+            p = it.runtime
             print(f"out of core in a {arena}-byte arena: pools input {p.pools.input} / weights {p.pools.weights} / "
                   f"output {p.pools.output} bytes, tail {it.tail_bytes}; {p.flash} bytes of weights in flash, "
                   f"{p.sd.weights_bytes / 1e6:.1f} MB on the SD image {image.name} ({p.sd.action})")

@@ -48,12 +48,12 @@ def optimize(model: Any, budget_s: float = 2.0, reorder: bool = True) -> Optimiz
 
     loaded = load_model(model)
     interp = Interpreter(loaded)
-    tflm = plan_size(interp._plan["requests"], plan_greedy(interp._plan["requests"]))
+    tflm = plan_size(interp.runtime.plan["requests"], plan_greedy(interp.runtime.plan["requests"]))
     candidates = [None]
     if reorder:
         from ..planner.reorder import best_order
 
-        order, _ = best_order(loaded, interp._plan["scratch"], interp._plan["unplanned"])
+        order, _ = best_order(loaded, interp.runtime.plan["scratch"], interp.runtime.plan["unplanned"])
         if order != list(range(len(order))):
             candidates.append(order)
     best = None
@@ -78,9 +78,9 @@ def _plan_for(loaded: Model, interp: Any, order: list[int] | None, budget_s: flo
     from ..planner.lifetimes import allocation_infos, buffer_requests
     from ..planner.reorder import requests_for_order
 
-    handles, scratch = interp._plan["unplanned"], interp._plan["scratch"]
+    handles, scratch = interp.runtime.plan["unplanned"], interp.runtime.plan["scratch"]
     if order is None:
-        infos, owners, requests = interp._plan["infos"], interp._plan["owners"], interp._plan["requests"]
+        infos, owners, requests = interp.runtime.plan["infos"], interp.runtime.plan["owners"], interp.runtime.plan["requests"]
     else:
         requests = requests_for_order(loaded, order, scratch, handles)
         main = loaded.main

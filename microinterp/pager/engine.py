@@ -71,7 +71,13 @@ class Engine:
     """Executes the plans of an out-of-core interpreter (built by :class:`~microinterp.pager.Pager`)."""
 
     def __init__(self, pager: Any):
-        self.p = pager
+        # the pager's fixed state: its plans and chains, who produces each tensor, the pools, folded PADs
+        self.plans: list[OpPlan] = pager.plans
+        self.chain_of: dict[int, Any] = pager.chain_of
+        self.producer: dict[int, int] = pager.producer
+        self.pools = pager.pools
+        self.virtual = pager.virtual
+        self.current_record = OpRecord(-1, "", "", "")
         self.tensors = pager.tensors
         self.homes: list[Home | None] = pager.homes
         self.sd = pager.sd
@@ -139,7 +145,7 @@ class Engine:
         rec.io.append(("write", "output", run.span, run.payload))
 
     def _recover(self, home: Home, r0: int, r1: int, depth: int) -> None:
-        if depth > len(self.p.plans):
+        if depth > len(self.plans):
             raise IntegrityError(f"recovery of tensor {home.name!r} does not terminate")
         event = {"tensor": home.tensor, "name": home.name, "records": (r0, r1), "area": home.device}
         if home.device == "weights":
@@ -151,17 +157,17 @@ class Engine:
                                        key=home.key(r))
             event["action"] = "weights rewritten from the model"
         else:
-            producer = self.p.producer.get(home.tensor)
+            producer = self.producer.get(home.tensor)
             if producer is None:
                 raise IntegrityError(f"tensor {home.name!r} records {r0}..{r1 - 1} are corrupted and it is a model "
                                      "input: nothing to recompute it from")
-            plan = self.p.plans[producer]
-            chain = self.p.chain_of.get(producer)
+            plan = self.plans[producer]
+            chain = self.chain_of.get(producer)
             lo, hi = r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)
             spans = [(t, self._tile_bytes(plan, t, home.tensor)) for t in (chain.tiles if chain else plan.tiles)]
             tiles = [t for t, (t_lo, t_hi) in spans if t_lo < hi and t_hi > lo]
-            host = _Buffers(np.zeros(self.p.pools.input, np.uint8), np.zeros(self.p.pools.weights, np.uint8),
-                            np.zeros(self.p.pools.output, np.uint8))
+            host = _Buffers(np.zeros(self.pools.input, np.uint8), np.zeros(self.pools.weights, np.uint8),
+                            np.zeros(self.pools.output, np.uint8))
             scratch = OpRecord(plan.index, plan.op.key, op_class(plan.op.key), plan.mode)
             if chain is not None:       # the chain's tiles again (its intermediates are never on the card)
                 sink = {p.index: OpRecord(p.index, p.op.key, op_class(p.op.key), "chain") for p in chain.plans}
@@ -175,7 +181,7 @@ class Engine:
             event.update(action="recomputed", producer=plan.index, tiles=[t.index for t in tiles],
                          sd_read_bytes=scratch.sd_read_bytes, sd_write_bytes=scratch.sd_write_bytes)
         self.recoveries.append(event)
-        self.p.current_record.recoveries += 1
+        self.current_record.recoveries += 1
 
     def _tile_bytes(self, plan: OpPlan, tile: Any, ti: int) -> tuple[int, int]:
         """Bytes ``[lo, hi)`` of output tensor ``ti`` that ``tile`` writes: its rows along axis 1 (whatever axis the
@@ -196,7 +202,7 @@ class Engine:
         if hi <= lo:
             shape[axis] = 0
             return np.zeros(shape, t.dtype), lo
-        pad = self.p.virtual.get(ti)
+        pad = self.virtual.get(ti)
         if pad is not None:     # a fused PAD: read its input rows, pad them into a band of the input pool
             plo, phi = pad_input_rows(pad.data, lo, hi)
             x, x_row0 = self.read_region(pad.op.inputs[0], 1, plo, phi, bufs, rec, depth)
@@ -424,12 +430,12 @@ class Engine:
     def _invoke(self, bufs: _Buffers, progress: Any) -> list[OpRecord]:
         records = []
         by_index: dict[int, OpRecord] = {}
-        for plan in self.p.plans:
-            chain = self.p.chain_of.get(plan.index)
+        for plan in self.plans:
+            chain = self.chain_of.get(plan.index)
             record = OpRecord(plan.index, plan.op.key, op_class(plan.op.key), "chain" if chain else plan.mode,
                               chain=chain.last.index if chain else None)
             by_index[plan.index] = record
-            self.p.current_record = record
+            self.current_record = record
             if chain is None:
                 t0 = time.perf_counter()
                 self.run_op(plan, bufs, record)
@@ -438,7 +444,7 @@ class Engine:
                 self.run_chain(chain, bufs, by_index)
             records.append(record)
             if progress is not None:
-                progress(len(records), len(self.p.plans), record)
+                progress(len(records), len(self.plans), record)
         return records
 
     # -- running a fused chain ---------------------------------------------------------------------------------------

@@ -34,8 +34,9 @@ import numpy as np
 
 from ..arena import Arena, SizingArena, align_up
 from ..cost.mcu import McuProfile, get_profile
-from ..errors import ArenaOverflowError, ConfigError, InputError
+from ..errors import ArenaOverflowError, ConfigError, HostMemoryError, InputError
 from ..kernels.base import InvokeContext, PrepareContext, prepare_ops
+from ..runtime.base import OutOfCore, reset_variable
 from ..storage.sd import SdImage
 from .engine import Engine, _Buffers
 from .fusion import ChainPlanner, find_chains
@@ -77,34 +78,33 @@ def _check_dataflow(sg: Any) -> None:
 
 
 class Pager:
-    """Out-of-core state of one interpreter (see the module docstring)."""
+    """The out-of-core runtime (:class:`~microinterp.runtime.base.Runtime`): the state of one interpreter, built
+    as the module docstring says, and its invokes."""
 
-    def __init__(self, interp: Any, arena_size: int, backing: str | os.PathLike | Any, *, pools: Any = None,
-                 flash: int | None = None, mcu: str | McuProfile = "stm32f746", tile: int | None = None,
-                 checksum: str = "crc32", recover: bool = False, cost_kernels: str = "optimized", fuse: bool = True,
-                 key: Any = None):
-        self.model = interp.model
-        self.subgraph = interp.model.main
+    def __init__(self, model: Any, resolver: Any, arena_size: int, config: OutOfCore, *, optimized: bool = True,
+                 mcu: str | McuProfile = "stm32f746", cost_kernels: str = "optimized"):
+        self.model = model
+        self.subgraph = model.main
         self.tensors = self.subgraph.tensors
         graph_ops = sorted({op.key for sg in self.model.subgraphs for op in sg.operators if op.key in GRAPH_OPS})
         if graph_ops:
             raise ConfigError(f"out of core runs one subgraph without resource variables; this model uses "
                               f"{', '.join(graph_ops)}: run it in memory (a larger arena=, or none)")
         _check_dataflow(self.subgraph)
+        self.config = config
         self.mcu = mcu if isinstance(mcu, McuProfile) else get_profile(mcu)
         self.cost_kernels = cost_kernels
-        self.flash = int(self.mcu.flash_bytes if flash is None else flash)
-        self.fractions = _fractions(pools)
-        self.tile = None if tile is None else int(tile)
+        self.flash = int(self.mcu.flash_bytes if config.flash is None else config.flash)
+        self.fractions = _fractions(config.pools)
+        self.tile = None if config.tile is None else int(config.tile)
         if self.tile is not None and self.tile < 1:
-            raise ValueError(f"tile must be a positive number of bytes, got {tile}")
-        self.recover = bool(recover)
-        self.current_record = OpRecord(-1, "", "", "")
+            raise ValueError(f"tile must be a positive number of bytes, got {config.tile}")
+        self.recover = bool(config.recover)
 
         # tiles call band functions: the optimized CONV_2D / DEPTHWISE_CONV_2D ones when the interpreter runs the
         # optimized layer and it resolves to them, the reference layer's for everything else (their OpData is what
         # the reference band functions read); plugins and explicit kernels stay
-        kernels = [band_kernel(interp.resolver, op.key, interp.optimized) for op in self.subgraph.operators]
+        kernels = [band_kernel(resolver, op.key, optimized) for op in self.subgraph.operators]
         # a sizing pass first: the tail it measures decides the pools, and an arena too small even for the tail
         # still gets the smallest arena that works in its error
         sizing = SizingArena()
@@ -123,7 +123,7 @@ class Pager:
         self.pools = self._plan_all(int(arena_size))
         # fused row bands: chains whose intermediates stay in the arena (fusion.py); per-op plans stay the fallback
         self.chains = ChainPlanner(self.planner).plan(find_chains(self.plans, set(self.subgraph.outputs)),
-                                                      self.pools) if fuse else []
+                                                      self.pools) if config.fuse else []
         self.chain_of = {p.index: c for c in self.chains for p in c.plans}
         self.fused_tensors = {ti for c in self.chains for ti in c.intermediates()}
 
@@ -154,10 +154,12 @@ class Pager:
         self.buffers.joint = base[s:s + self.pools.input + self.pools.weights]     # fused chains (fusion.py)
 
         # a path opens an SD image; a storage object (NullStorage: nothing stored, dry runs) opens its own
+        backing = config.backing
         opener = backing.open if hasattr(backing, "open") and not isinstance(backing, (str, os.PathLike)) \
             else partial(SdImage.open, backing)
         self.sd = opener(fingerprint=_fingerprint(self.model, self.flash, self.homes), weights_bytes=weights_bytes,
-                         activation_bytes=act_bytes, table_entries=max(records, 1), checksum=checksum, key=key)
+                         activation_bytes=act_bytes, table_entries=max(records, 1), checksum=config.checksum,
+                         key=config.key)
         try:
             self.weights_written = 0
             if not self.sd.weights_ready:
@@ -171,7 +173,7 @@ class Pager:
         except BaseException:
             self.sd.close()
             raise
-        self.records: list[OpRecord] = []
+        self.last_records: list[OpRecord] = []
 
     # -- building ------------------------------------------------------------------------------------------------------
     def _prepare(self, kernels: list[Any], arena: Any) -> tuple[list[Any], PrepareContext]:
@@ -276,9 +278,24 @@ class Pager:
         self.sd.commit_weights()
 
     # -- running ---------------------------------------------------------------------------------------------------------
-    def invoke(self, progress: Any = None) -> list[OpRecord]:
-        self.records = self.engine.invoke(self.buffers, progress)
-        return self.records
+    def invoke(self, progress: Any = None) -> None:
+        try:
+            self.last_records = self.engine.invoke(self.buffers, progress)
+        except MemoryError as e:
+            raise HostMemoryError(f"the host ran out of memory in an out-of-core kernel ({e}); a smaller "
+                                  "tile= or pools= keeps its buffers smaller") from e
+
+    def records(self) -> list[OpRecord]:
+        return self.last_records
+
+    def reset(self) -> None:
+        """Variable tensors (in the tail) back to their initial value and every kernel's ``reset``."""
+        for t in self.tensors:
+            reset_variable(t, self.views[t.index])
+        for p in self.plans:
+            reset = getattr(p.kernel, "reset", None)
+            if reset is not None:
+                reset(self.ctx, p.op, p.data)
 
     def simulate(self) -> list[OpRecord]:
         """The records an invoke would produce (same tiles, same IO counts, same cycles), without moving or

@@ -21,7 +21,6 @@ import os
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 from ..cost.mcu import McuProfile, get_profile, kernel_set
@@ -84,6 +83,7 @@ def open_records(model: Any, cfg: Config, backing: str | os.PathLike | None = No
     from ..interpreter import Interpreter
     from ..pager import Pager
     from ..resolver import default_resolver
+    from ..runtime import OutOfCore
 
     mcu = profile_for(cfg)
     m = load_model(model)
@@ -96,14 +96,13 @@ def open_records(model: Any, cfg: Config, backing: str | os.PathLike | None = No
 
     def build(tile_cap: int | None) -> Opened:
         if m.weight_bytes() > flash:
-            shim = SimpleNamespace(model=m, resolver=default_resolver(), optimized=True)
-            pager = Pager(shim, cfg.sram, backing, pools=cfg.pools, flash=flash, mcu=mcu, tile=tile_cap,
-                          checksum=cfg.checksum, cost_kernels=kernel_set(cfg.kernels))
+            ooc = OutOfCore(backing, pools=cfg.pools, flash=flash, tile=tile_cap, checksum=cfg.checksum)
+            pager = Pager(m, default_resolver(), cfg.sram, ooc, mcu=mcu, cost_kernels=kernel_set(cfg.kernels))
             return Opened(pager.simulate(), pager, mcu, True, pager.close, tile_cap)
         it = Interpreter(m, arena=cfg.sram, backing=backing, pools=cfg.pools, flash=flash, mcu=mcu, tile=tile_cap,
                          checksum=cfg.checksum, cost_kernels=cfg.kernels)
         if it.out_of_core:
-            return Opened(it.simulate(), it._pager, mcu, True, it.close, tile_cap)
+            return Opened(it.simulate(), it.runtime, mcu, True, it.close, tile_cap)
         return Opened(it.profile, None, mcu, False, it.close, tile_cap)
 
     try:

@@ -563,7 +563,7 @@ def build_graph(records: list[Any], *, pager: Any = None, mcu: Any, checksum: st
                 hash_on_cpu: bool | None = None,
                 pools: dict[str, int] | None = None) -> TaskGraph:
     """The task graph of ``frames`` consecutive invokes whose per-op records are ``records`` (from
-    ``Interpreter.simulate()`` or ``.profile``). ``pager`` (``interp._pager``) gives the plan (record ranges for exact
+    ``Interpreter.simulate()`` or ``.profile``). ``pager`` (``interp.runtime``) gives the plan (record ranges for exact
     dependencies, pools); without it reads depend on whole earlier layers."""
     if hash_on_cpu is None:
         hash_on_cpu = not (mcu.has_hash_accelerator and checksum in mcu.hash_accel_algorithms)

@@ -47,9 +47,9 @@ def _subgraph_tensors_match(model: bytes, inputs: list[np.ndarray]) -> None:
     mine.invoke()
     wheel.run(inputs)
     for sg in mine.model.subgraphs:
-        if sg.index and not mine._graph.invocations[sg.index]:
+        if sg.index and not mine.runtime.graph.invocations[sg.index]:
             continue
-        views = mine._graph.views[sg.index]
+        views = mine.runtime.graph.views[sg.index]
         written = set(sg.inputs) | {ti for op in sg.operators for ti in op.outputs}
         for t in sg.tensors:
             if t.index not in written or t.data is not None or t.type_name == "RESOURCE" or t.nbytes == 0:

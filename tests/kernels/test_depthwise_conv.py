@@ -50,7 +50,7 @@ def test_row_bands_match_full_tensor():
     interp.invoke()
     full = interp.get_output()
     op = interp.operators[0]
-    data = interp._op_data[0]
+    data = interp.runtime.op_data[0]
     w = interp.model.main.tensors[op.inputs[1]].data
     bias = interp.model.main.tensors[op.inputs[2]].data
     out = np.zeros_like(full)

@@ -145,7 +145,7 @@ def test_accumulator_range_ends(kind, per_channel, edge_bias, zp_in, steps):
     model = build(rng, kind=kind, in_shape=in_shape, n=6, per_channel=per_channel, bias_at_int32_ends=edge_bias,
                   zp_in=zp_in, zp_out=3, out_scale_factor=0.05, act="RELU" if per_channel else "NONE")
     interp = Interpreter(model, optimized=False)
-    data = interp._op_data[0]
+    data = interp.runtime.op_data[0]
     assert (data.steps is not None) == steps
     assert data.wrap == edge_bias
     lo, hi = (-128, 127) if kind == "INT8" else (-32768, 32767)
@@ -266,9 +266,9 @@ def test_bound_calls_over_invokes(params, call):
     shape, kind = params["in_shape"], params["kind"]
     for optimized in (False, True):
         interp = Interpreter(model, optimized=optimized)
-        bound, _ = interp._calls[0]
+        bound, _ = interp.runtime.calls[0]
         assert getattr(bound, "__name__", type(bound).__name__) == call
-        op, data, kernel = interp.operators[0], interp._op_data[0], interp._kernels[0]
+        op, data, kernel = interp.operators[0], interp.runtime.op_data[0], interp.preparation.kernels[0][0]
         inputs = [_input(rng, kind, shape) for _ in range(4)]
         if kind != "FLOAT32":
             dtype = np.int8 if kind == "INT8" else np.int16
@@ -281,7 +281,7 @@ def test_bound_calls_over_invokes(params, call):
             interp.set_input(x)
             interp.invoke()
             got = interp.get_output()
-            kernel.invoke(interp._ctx, op, data)
+            kernel.invoke(interp.runtime.ctx, op, data)
             assert np.array_equal(got.view(np.uint8), interp.get_output().view(np.uint8))
             if i == 0 or i >= 4:
                 assert_matches_tflm(model, [x])

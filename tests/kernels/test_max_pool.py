@@ -65,7 +65,7 @@ def test_bands_from_row_slices_match_the_whole_op(kind):
     it.set_input(x)
     it.invoke()
     whole = it.get_output()
-    data = it._op_data[0]
+    data = it.runtime.op_data[0]
     for y0, y1 in [(0, 1), (1, 4), (4, 7), (0, 7), (6, 7)]:
         lo, hi = max_pool.input_rows(data, y0, y1)
         assert np.array_equal(max_pool.pool_rows(data, x[:, lo:hi], lo, y0, y1), whole[:, y0:y1])

@@ -140,7 +140,7 @@ def test_literal_requantization_paths_match_tflm(case):
         mp.setattr(lstm_eval, "_MAX_REC_TABLE", 0)
         mp.setattr(lstm_eval, "requantization_steps", lambda *args, **kwargs: None)
         mp.setattr(lstm_eval, "fold_product_requantization", lambda *args, **kwargs: None)
-        step = Interpreter(model, optimized=False)._op_data[0].step
+        step = Interpreter(model, optimized=False).runtime.op_data[0].step
         assert step.rec_table is None and step.hidden_steps is None and step.cell_fold is None
         assert_sequence_matches(model, [random_tensor(rng, in_shape, "INT8") for _ in range(3)])
 
@@ -148,7 +148,7 @@ def test_literal_requantization_paths_match_tflm(case):
 def test_default_integer_step_uses_its_tables():
     for kind in ("INT8", "INT16"):
         model, _ = build(np.random.default_rng(5), kind=kind, n_state=7)
-        step = Interpreter(model, optimized=False)._op_data[0].step
+        step = Interpreter(model, optimized=False).runtime.op_data[0].step
         assert step.cell_fold is not None
         assert (step.rec_table is not None and step.hidden_steps is not None) == (kind == "INT8")
 

@@ -59,9 +59,9 @@ def test_pads_are_folded_exactly_when_exact(tmp_path, reader, fill):
             it.set_input(x)
             it.invoke()
             assert np.array_equal(it.get_output(), in_memory(model, x))
-            pad = next(p for p in it._pager.plans if p.op.key in ("PAD", "PADV2"))
-            assert pad.mode == "fused" and pad.op.outputs[0] in it._pager.virtual
-            folded = [p for p in it._pager.plans if p.folded is pad]
+            pad = next(p for p in it.runtime.plans if p.op.key in ("PAD", "PADV2"))
+            assert pad.mode == "fused" and pad.op.outputs[0] in it.runtime.virtual
+            folded = [p for p in it.runtime.plans if p.folded is pad]
             # fill -128 is the zero point (PADV2 spelling it out); 7 is not; a pool has no zero padding to fold into
             assert bool(folded) == (reader != "pool" and fill != 7)
             for p in folded:

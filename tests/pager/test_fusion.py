@@ -22,7 +22,7 @@ def run(model, x, path, arena, **kw):
     with mi.Interpreter(model, arena=arena, backing=path, **kw) as it:
         it.set_input(x)
         it.invoke()
-        return it.get_output(), it.profile_json(tiles=False)["totals"], it._pager
+        return it.get_output(), it.profile_json(tiles=False)["totals"], it.runtime
 
 
 @given(seed=st.integers(0, 2**31 - 1), size=st.integers(40, 96), layers=st.integers(2, 7), where=st.floats(0, 1),
@@ -48,7 +48,7 @@ def test_chains_of_the_demo_cnn(tmp_path):
     out, _, pager = run(model, x, tmp_path / "a.img", 45_000)
     assert np.array_equal(out, in_memory(model, x))
     assert pager.chains and all(len(c.plans) >= 2 for c in pager.chains)
-    records = {r.index: r for r in pager.records}
+    records = {r.index: r for r in pager.records()}
     for c in pager.chains:
         for i, p in enumerate(c.plans):
             height = pager.tensors[p.op.outputs[0]].shape[1]
@@ -67,13 +67,13 @@ def test_an_intermediate_is_not_readable_and_fuse_false_keeps_it(tmp_path):
     model = demo_cnn()
     x = random_input(model)
     with mi.Interpreter(model, arena=45_000, backing=tmp_path / "a.img") as it:
-        ti = next(iter(it._pager.fused_tensors))
+        ti = next(iter(it.runtime.fused_tensors))
         it.set_input(x)
         it.invoke()
         with pytest.raises(InputError, match="fused chain"):
             it.get_tensor(ti)
     with mi.Interpreter(model, arena=45_000, backing=tmp_path / "a.img", fuse=False) as it:
-        assert not it._pager.chains
+        assert not it.runtime.chains
         it.set_input(x)
         it.invoke()
         assert it.get_tensor(ti).size > 0
@@ -93,8 +93,8 @@ def test_find_chains_stops_at_tensors_with_two_readers(tmp_path):
     net.fc(4, act="NONE")
     model = net.build()
     with mi.Interpreter(model, arena=20_000, backing=tmp_path / "a.img") as it:
-        chains = find_chains(it._pager.plans, set(it._pager.subgraph.outputs))
-        first = it._pager.plans[0].op.outputs[0]
+        chains = find_chains(it.runtime.plans, set(it.runtime.subgraph.outputs))
+        first = it.runtime.plans[0].op.outputs[0]
         assert all(first not in c.intermediates() for c in chains)
         assert any([p.op.key for p in c.plans] == ["CONV_2D", "ADD", "MAX_POOL_2D"] for c in chains)
 

@@ -37,8 +37,8 @@ def _flip(path, home, sd, record: int, bit: int) -> int:
 
 def _weight_homes(it):
     """Weights records an invoke reads (an alias's shape tensor, say, is never read at invoke)."""
-    used = {ti for p in it._pager.plans if p.mode not in ("alias", "fused") for ti in p.op.inputs}
-    return [h for h in it._pager.homes if h is not None and h.device == "weights" and h.tensor in used]
+    used = {ti for p in it.runtime.plans if p.mode not in ("alias", "fused") for ti in p.op.inputs}
+    return [h for h in it.runtime.homes if h is not None and h.device == "weights" and h.tensor in used]
 
 
 @given(pick=st.integers(0, 10**6), bit=st.integers(0, 10**6), key=KEYS)
@@ -109,9 +109,9 @@ def test_a_flipped_activation_bit_is_detected_and_recomputed(tmp_path_factory, o
     path = tmp_path_factory.mktemp("sd") / "sd.img"
     with pytest.MonkeyPatch.context() as mp:
         with mi.Interpreter(model, arena=ARENA, backing=path, key=key) as it:
-            if it._pager.plans[op].mode == "alias":
+            if it.runtime.plans[op].mode == "alias":
                 op -= 1
-            op = _on_card(it._pager, op)
+            op = _on_card(it.runtime, op)
             _corrupt_after(mp, path, op, bit)
             it.set_input(x)
             with pytest.raises(IntegrityError, match=DETECTED):
@@ -130,7 +130,7 @@ def test_a_corrupted_model_input_cannot_be_recomputed(tmp_path, key):
     model = demo_cnn()
     with mi.Interpreter(model, arena=ARENA, backing=tmp_path / "sd.img", recover=True, key=key) as it:
         it.set_input(random_input(model))
-        home = it._pager.homes[it.get_input_details(0)["index"]]
+        home = it.runtime.homes[it.get_input_details(0)["index"]]
         _flip(tmp_path / "sd.img", home, it.sd_image, 0, 5)
         with pytest.raises(IntegrityError, match="model input"):
             it.invoke()
@@ -140,10 +140,10 @@ def test_reopening_reuses_the_weights(tmp_path):
     model, path = demo_cnn(), tmp_path / "sd.img"
     x = random_input(model)
     with mi.Interpreter(model, arena=ARENA, backing=path, flash=0) as it:
-        assert it.sd_image.action == "created" and it._pager.weights_written > 0
+        assert it.sd_image.action == "created" and it.runtime.weights_written > 0
     before = os.path.getmtime(path), os.path.getsize(path)
     with mi.Interpreter(model, arena=ARENA, backing=path, flash=0) as it:
-        assert it.sd_image.action == "reused" and it._pager.weights_written == 0
+        assert it.sd_image.action == "reused" and it.runtime.weights_written == 0
         it.set_input(x)
         it.invoke()
         assert np.array_equal(it.get_output(), in_memory(model, x))

@@ -119,7 +119,7 @@ def test_new_op_out_of_core_equals_in_memory(tmp_path, op):
         last = it.profile[-1]
         ts = it.model.main.tensors
         varying_const = any(ts[i].data is not None and len(ts[i].shape) >= 3 and ts[i].shape[-3] > 1
-                            for i in it._pager.plans[-1].op.inputs if i >= 0)   # passed whole: the op runs whole
+                            for i in it.runtime.plans[-1].op.inputs if i >= 0)   # passed whole: the op runs whole
         banded = last.op in ROW_LOCAL and not varying_const
         assert last.mode in (("rows", "chain") if banded else ("whole",))
 

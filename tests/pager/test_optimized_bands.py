@@ -71,7 +71,7 @@ def test_band_functions_match_the_reference(tmp_path_factory, kind, h, w, c_in, 
     assume(need < full)
     arena = need + int(where * (full - 1 - need))
     with mi.Interpreter(model, arena=arena, backing=path, flash=0) as it:
-        data = it._pager.plans[0].data
+        data = it.runtime.plans[0].data
         assert data.bands is not None and data.plan is None        # the optimized band path, no whole plan
         if kind == "CONV_2D":
             data.bands.group = group
@@ -86,7 +86,7 @@ def test_band_metadata_is_channel_sized(tmp_path):
     model = one_op_model("CONV_2D", 16, 16, 32, 96, (3, 3), (1, 1), (1, 1), "SAME", "RELU", 5, 1)
     x = np.random.default_rng(1).integers(-128, 128, size=(1, 16, 16, 32), dtype=np.int8)
     with mi.Interpreter(model, arena=24_000, backing=tmp_path / "a.img", flash=0, pools=(2, 1, 2)) as it:
-        data = it._pager.plans[0].data
+        data = it.runtime.plans[0].data
         assert isinstance(data, FastConvData) and data.plan is None
         assert data.bands.ranges[0].shape == (96,) and data.bands.constant.shape == (96,)
         it.set_input(x)
@@ -97,8 +97,8 @@ def test_band_metadata_is_channel_sized(tmp_path):
     dw = one_op_model("DEPTHWISE_CONV_2D", 64, 64, 8, 8, (3, 3), (2, 2), (1, 1), "SAME", "NONE", 0, 2)
     need = smallest_out_of_core_arena(dw, tmp_path / "b.img", flash=0)
     with mi.Interpreter(dw, arena=need, backing=tmp_path / "b.img", flash=0) as it:
-        assert isinstance(it._pager.plans[0].data, OptimizedDepthwiseData)
-        assert it._pager.plans[0].data.bands is not None
+        assert isinstance(it.runtime.plans[0].data, OptimizedDepthwiseData)
+        assert it.runtime.plans[0].data.bands is not None
 
 
 def fc_model(accum: int, depth: int, zp: int, act: str, per_channel: bool, seed: int) -> bytes:
@@ -139,7 +139,7 @@ def test_fully_connected_band_matches_the_reference(tmp_path_factory, accum, dep
     need = smallest_out_of_core_arena(model, path, flash=0, pools=(1, 1, 1))
     assert need < mi.Interpreter(model).arena_used_bytes
     with mi.Interpreter(model, arena=need, backing=path, flash=0, pools=(1, 1, 1)) as it:
-        data = it._pager.plans[0].data
+        data = it.runtime.plans[0].data
         assert isinstance(data, FastFullyConnectedData) and data.bands is not None and data.plan is None
         data.bands.group = group
         data.bands.slice = min(data.bands.slice, length)

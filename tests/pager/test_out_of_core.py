@@ -143,7 +143,7 @@ def test_later_invokes_report_the_counted_records_and_the_cards_counters(tmp_pat
             docs.append([{k: v for k, v in op.items() if k != "host_seconds"} for op in doc["ops"]])
             assert np.array_equal(it.get_output(), in_memory(model, random_input(model, seed)))
         assert docs[0] == docs[1] == docs[2]
-        assert it._pager.engine._null not in [t for r in it.profile for t in r.tiles]
+        assert it.runtime.engine._null not in [t for r in it.profile for t in r.tiles]
 
 
 def test_simulate_counts_exactly_what_invoke_moves(tmp_path):

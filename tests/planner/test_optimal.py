@@ -55,7 +55,7 @@ def test_zoo_models_reach_the_bound():
         if "mobilenet" in path.name:
             continue
         it = Interpreter(path)
-        req = it._plan["requests"]
+        req = it.runtime.plan["requests"]
         head = plan_size(req, plan_optimal(req))
         assert head == lower_bound(req) <= it.head_bytes, path.name
         assert Interpreter(path, planner="optimal").head_bytes == head

@@ -65,7 +65,7 @@ def outputs(it: mi.Interpreter, x: np.ndarray) -> list[np.ndarray]:
 def check_plan(it: mi.Interpreter) -> None:
     """No two buffers alive at the same time share a byte unless they are one merged group; every buffer lies in
     the head."""
-    p = it._phased
+    p = it.runtime.phased
     reqs, offs, groups = p.requests, p.offsets, p.groups
     for i, (a, oa) in enumerate(zip(reqs, offs)):
         assert 0 <= oa and oa + a.size <= it.head_bytes
@@ -100,7 +100,7 @@ def test_a_residual_block_overwrites_its_input():
     model = resnet_block_net()
     phased = mi.Interpreter(model, planner="phased")
     tflm = mi.Interpreter(model)
-    assert any(len(s.ops) == 4 and s.merge is not None for s in phased._phased.segments)
+    assert any(len(s.ops) == 4 and s.merge is not None for s in phased.runtime.phased.segments)
     assert phased.head_bytes < 0.7 * tflm.head_bytes
     x = np.random.default_rng(0).integers(-128, 128, size=(1, 32, 32, 4)).astype(np.int8)
     assert np.array_equal(outputs(phased, x)[0], outputs(tflm, x)[0])
@@ -111,7 +111,7 @@ def test_phased_errors():
     with pytest.raises(ConfigError, match="phased"):
         mi.Interpreter(model, planner="phased", preserve_all_tensors=True)
     it = mi.Interpreter(model, planner="phased")
-    lines = it._phased.view_rows()
+    lines = it.runtime.phased.view_rows()
     if lines:
         with pytest.raises(InputError, match="phased segment"):
             it.get_tensor(next(iter(lines)))
@@ -162,8 +162,8 @@ def test_plan_command_shows_the_phased_strategy(tmp_path, capsys):
     it = mi.Interpreter(path, planner="phased")
     assert doc["heads"]["phased"] == it.head_bytes < doc["heads"]["tflm"]
     cost = doc["phased"]
-    assert cost["segments"] == [s.ops for s in it._phased.segments]
-    assert cost["extra_kernel_calls"] == it._phased.extra_calls() > 0
+    assert cost["segments"] == [s.ops for s in it.runtime.phased.segments]
+    assert cost["extra_kernel_calls"] == it.runtime.phased.extra_calls() > 0
     assert 0 < cost["extra_cycles"] and 0 < cost["throughput_decrease_percent"] < 10
     assert main(["plan", str(path), "--strategy", "all", "--picture", "--width", "32"]) == 0
     text = capsys.readouterr().out

@@ -26,11 +26,11 @@ def topological(order, preds) -> bool:
 @given(seed=st.integers(0, 2**32 - 1))
 def test_the_search_finds_the_smallest_peak_of_all_orders(seed):
     it = mi.Interpreter(random_graph(np.random.default_rng(seed), max_ops=7).data)
-    m, scratch = it.model, it._plan["scratch"]
+    m, scratch = it.model, it.runtime.plan["scratch"]
     preds = _graph(m, scratch)[0]
     order, peak = best_order(m, scratch)
     assert topological(order, preds)
-    assert peak == lower_bound(requests_for_order(m, order, scratch)) <= lower_bound(it._plan["requests"])
+    assert peak == lower_bound(requests_for_order(m, order, scratch)) <= lower_bound(it.runtime.plan["requests"])
     n = len(preds)
     if n <= 7:
         best = min(lower_bound(requests_for_order(m, list(p), scratch))
@@ -41,5 +41,5 @@ def test_the_search_finds_the_smallest_peak_of_all_orders(seed):
 def test_stateful_graphs_keep_their_order():
     it = mi.Interpreter(accumulator_model())
     assert not reorderable(it.model)
-    order, _ = best_order(it.model, it._plan["scratch"])
+    order, _ = best_order(it.model, it.runtime.plan["scratch"])
     assert order == list(range(len(it.model.main.operators)))

@@ -83,7 +83,7 @@ def test_graph_matches_the_pager_and_schedules_without_deadlock(tmp_path_factory
     arena = need + int(where * (full - 1 - need))
     with mi.Interpreter(model, arena=arena, backing=path, pools=pools, flash=flash) as it:
         records = it.simulate()
-        g = build_graph(records, pager=it._pager, mcu=it.mcu, frames=frames, single_buffer_io_bound=single)
+        g = build_graph(records, pager=it.runtime, mcu=it.mcu, frames=frames, single_buffer_io_bound=single)
     assert g.precise
     assert_counters_match(records, g)
     s = simulate(g, preempt=preempt)
@@ -97,9 +97,9 @@ def test_invoke_profile_and_simulate_give_the_same_graph(tmp_path):
     model = small_net(4, 64)
     need = smallest_out_of_core_arena(model, tmp_path / "sd.img")
     with mi.Interpreter(model, arena=need, backing=tmp_path / "sd.img", flash=0) as it:
-        dry = build_graph(it.simulate(), pager=it._pager, mcu=it.mcu).totals(0)
+        dry = build_graph(it.simulate(), pager=it.runtime, mcu=it.mcu).totals(0)
         it.invoke()
-        real = build_graph(it.profile, pager=it._pager, mcu=it.mcu)
+        real = build_graph(it.profile, pager=it.runtime, mcu=it.mcu)
         assert real.totals(0) == dry
         assert_counters_match(it.profile, real)
 
@@ -108,11 +108,11 @@ def test_streamed_filters_input_reuse_and_hash_placement(tmp_path):
     model = streamed_net()
     with mi.Interpreter(model, arena=70_000, backing=tmp_path / "a.img", flash=0, pools=(2, 1, 2)) as it:
         records = it.simulate()
-        g = build_graph(records, pager=it._pager, mcu=it.mcu, frames=2)
+        g = build_graph(records, pager=it.runtime, mcu=it.mcu, frames=2)
         assert_counters_match(records, g)
         check_schedule(simulate(g))
         # SwapNN's graph re-reads the input band for every weight tile: more reads, same writes
-        naive = build_graph(records, pager=it._pager, mcu=it.mcu, input_reuse=False)
+        naive = build_graph(records, pager=it.runtime, mcu=it.mcu, input_reuse=False)
         check_schedule(simulate(naive))
         assert naive.totals(0)["sd_read_bytes"] > g.totals(0)["sd_read_bytes"]
         assert naive.totals(0)["sd_write_bytes"] == g.totals(0)["sd_write_bytes"]
@@ -122,7 +122,7 @@ def test_streamed_filters_input_reuse_and_hash_placement(tmp_path):
                 assert any(g.tasks[j].kind == "read" and g.tasks[j].pool == "weights" for j in t.succ) or \
                     any(g.tasks[j].kind == "compute" for j in t.succ)
         # checksums: on the STM32F746's CRC engine they are IO time; without an engine, CPU time
-        sw = build_graph(records, pager=it._pager, mcu=it.mcu, hash_on_cpu=True)
+        sw = build_graph(records, pager=it.runtime, mcu=it.mcu, hash_on_cpu=True)
         hw = g
         assert sw.totals(0)["total_cycles"] == pytest.approx(hw.totals(0)["total_cycles"])
         assert sw.totals(0)["compute_cycles"] > hw.totals(0)["compute_cycles"]
@@ -133,8 +133,8 @@ def test_fallback_without_the_plan_still_schedules(tmp_path):
     need = smallest_out_of_core_arena(model, tmp_path / "sd.img")
     with mi.Interpreter(model, arena=need, backing=tmp_path / "sd.img") as it:
         records = it.simulate()
-        pools = {"input": it._pager.pools.input, "weights": it._pager.pools.weights,
-                 "output": it._pager.pools.output}
+        pools = {"input": it.runtime.pools.input, "weights": it.runtime.pools.weights,
+                 "output": it.runtime.pools.output}
     g = build_graph(records, mcu=it.mcu, pools=pools, frames=2)
     assert not g.precise
     assert_counters_match(records, g)

@@ -50,10 +50,10 @@ def test_no_plaintext_record_is_on_the_card_and_outputs_are_exact(tmp_path):
         assert np.array_equal(it.get_output(), expected) and it.sd_image.encrypted
         raw = Path(path).read_bytes()
         checked = 0
-        for home in it._pager.homes:
+        for home in it.runtime.homes:
             if home is None or home.device != "weights":
                 continue
-            data = np.asarray(it._pager.tensors[home.tensor].data).reshape(-1).view(np.uint8).tobytes()
+            data = np.asarray(it.runtime.tensors[home.tensor].data).reshape(-1).view(np.uint8).tobytes()
             for r in range(home.records):
                 record = data[r * home.record_bytes:(r + 1) * home.record_bytes]
                 if len(record) >= 16 and len(set(record)) > 1:
@@ -63,8 +63,8 @@ def test_no_plaintext_record_is_on_the_card_and_outputs_are_exact(tmp_path):
         for chunk in range(0, x.size - 64, 64):                  # the input, written to the card by set_input
             assert x.tobytes()[chunk:chunk + 64] not in raw
     with _run(model, x, tmp_path / "plain.img") as plain:      # the same search finds the plaintext otherwise
-        w = next(h for h in plain._pager.homes if h is not None and h.device == "weights" and h.nbytes >= 64)
-        data = np.asarray(plain._pager.tensors[w.tensor].data).reshape(-1).view(np.uint8).tobytes()
+        w = next(h for h in plain.runtime.homes if h is not None and h.device == "weights" and h.nbytes >= 64)
+        data = np.asarray(plain.runtime.tensors[w.tensor].data).reshape(-1).view(np.uint8).tobytes()
         assert data[:64] in (tmp_path / "plain.img").read_bytes()
 
 
@@ -123,7 +123,7 @@ def test_records_moved_between_slots_are_detected(tmp_path):
     with _run(model, x, path, key=KEY) as it:
         sd = it.sd_image
         start = sd.area_offset("weights")
-        home = max((h for h in it._pager.homes if h is not None and h.device == "weights"), key=lambda h: h.records)
+        home = max((h for h in it.runtime.homes if h is not None and h.device == "weights"), key=lambda h: h.records)
         assert home.records >= 2
         _swap(path, start + home.record_offset(0), start + home.record_offset(1), home.record_bytes)
         with pytest.raises(IntegrityError, match="authentication failed"):
@@ -135,7 +135,7 @@ def test_a_replayed_activation_record_is_detected(tmp_path, monkeypatch):
     model, x, _ = _model_and_input()
     path = tmp_path / "sd.img"
     with _run(model, x, path, key=KEY) as it:
-        pager = it._pager
+        pager = it.runtime
         plan = next(p for p in pager.plans if p.mode == "rows" and p.op.outputs[0] not in pager.fused_tensors
                     and p.index not in pager.chain_of)
         home = pager.homes[plan.op.outputs[0]]

@@ -113,8 +113,8 @@ def check_large(op: str, shape: tuple, s2: tuple, seed: int) -> None:
 def fast_path(op: str, model: bytes) -> str:
     """Which path the optimized kernel prepared: "index", "lut" or "reference"."""
     it = Interpreter(model)
-    assert it._kernels[0] is OPTIMIZED_KERNELS[op]
-    data = it._op_data[0]
+    assert it.preparation.kernels[0][0] is OPTIMIZED_KERNELS[op]
+    data = it.runtime.op_data[0]
     return "index" if data.index is not None else "lut" if data.lut is not None else "reference"
 
 
@@ -130,7 +130,7 @@ def check_strided_output(op: str) -> None:
     ref.invoke()
     y = it._subgraph.operators[0].outputs[0]
     strided = np.zeros((3, 8), np.int8)[:, ::2]
-    it._views[y] = strided
+    it.runtime.views[y] = strided
     it.invoke()
     assert np.array_equal(strided, ref.get_output())
 

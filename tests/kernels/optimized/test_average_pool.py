@@ -53,7 +53,7 @@ def test_matches_tflm(c):
 
 
 def _mode(**params) -> str:
-    return Interpreter(build(OP, **params))._op_data[0].mode
+    return Interpreter(build(OP, **params)).runtime.op_data[0].mode
 
 
 def test_modes():
@@ -71,7 +71,7 @@ def test_wide_sums(kind, side, dtype):
     params = {"kind": kind, "shape": (1, side, side, 1), "filter": (side, side), "stride": (1, 1),
               "padding": "VALID", "zp": 0, "scale": 0.01}
     m = build(OP, **params)
-    data = Interpreter(m)._op_data[0]
+    data = Interpreter(m).runtime.op_data[0]
     assert (data.mode, data.acc.dtype if data.acc is not None else None) == (
         ("reference", None) if dtype is None else ("global", dtype))
     low = np.iinfo(np.int8 if kind == "INT8" else np.int16).min
@@ -87,7 +87,7 @@ def test_float32_general_path_bound():
     params = {"kind": "INT8", "shape": (1, 129, 1001, 1), "filter": (129, 1000), "stride": (1, 1),
               "padding": "VALID"}
     m = build(OP, **params)
-    assert Interpreter(m)._op_data[0].acc.dtype == np.float32
+    assert Interpreter(m).runtime.op_data[0].acc.dtype == np.float32
     x = np.full(params["shape"], -128, np.int8)
     x[0, 0, 0, 0] = 127
     assert compare_optimized(m, [x]).ok

@@ -114,7 +114,7 @@ def test_float32_bound_forces_float64(taps, padding, bias, dtype):
     """1032 taps of +-127: 128 * 127 * 1032 = 2^24 - 1024, so a bias of 1000 stays below 2^24 (float32) and 1100
     goes above (float64). Inputs at -128/127 drive the accumulators to the bound itself."""
     model = _extreme_model(taps, [bias, -bias, 7], padding=padding, h=3)
-    plan = Interpreter(model)._op_data[0].plan
+    plan = Interpreter(model).runtime.op_data[0].plan
     assert plan.weights.dtype == dtype
     for x in _inputs(model, 1):
         assert_matches_tflm(model, [x])
@@ -125,7 +125,7 @@ def test_float64_accumulators_are_exact():
     not."""
     model = _extreme_model((1, 1, 2064), [1100, 1100, 1100], h=3)
     it = Interpreter(model)
-    plan = it._op_data[0].plan
+    plan = it.runtime.op_data[0].plan
     assert plan.weights.dtype == np.float64
     w = it.model.main.tensors[it.operators[0].inputs[1]].data.reshape(3, -1).astype(np.int64)
     x = np.random.default_rng(2).choice(np.array([-128, -127, 127], np.int8), (1, 3, 3, 2064))
@@ -147,7 +147,7 @@ def test_channels_off_the_merged_path():
     spread = 128 * 127 * 256
     scales = [2.0**-22.6 * spread / 300, 1.0, 1.0]
     model = _extreme_model(taps, [0, 12345, 1 << 28], scales=scales, weight=weight, h=2)
-    plan = Interpreter(model)._op_data[0].plan
+    plan = Interpreter(model).runtime.op_data[0].plan
     assert plan.epilogue.kinds() == {"merged": 1, "constant": 1, "int64": 1}
     assert plan.weights.dtype == np.float32
     for x in _inputs(model, 3):
@@ -164,7 +164,7 @@ def test_constant_channels_skip_the_product(act, live):
     weight[live:] = 0
     model = _extreme_model((1, 1, 60), [300, -70000, 1 << 27, 0, -5, 9, 1 << 20, -(1 << 26)], weight=weight, h=3,
                            act=act)
-    plan = Interpreter(model)._op_data[0].plan
+    plan = Interpreter(model).runtime.op_data[0].plan
     assert plan.epilogue.kinds()["constant"] == 8 - live
     assert plan.full is not None and list(plan.live) == list(range(live)) and plan.weights.shape[1] == live
     for x in _inputs(model, 7):
@@ -178,7 +178,7 @@ def test_folded_gemm(act, zp_in):
     itself (requantization scale and offset in the operand), checked at the accumulator ends; signed rounding (no
     activation) keeps the float32 GEMM."""
     model = _extreme_model((1, 1, 20), [500, -500, 0, 99, 1 << 16], zp_in=zp_in, h=4, act=act)
-    plan = Interpreter(model)._op_data[0].plan
+    plan = Interpreter(model).runtime.op_data[0].plan
     assert plan.folded == (act != "NONE") and plan.weights.dtype == (np.float32 if act == "NONE" else np.float64)
     for x in _inputs(model, 9):
         assert_matches_tflm(model, [x])
@@ -206,7 +206,7 @@ def test_activations_at_the_accumulator_ends(act, zp_in):
 ])
 def test_paths(params, path):
     it = _run(params, 5)
-    plan = it._op_data[0].plan
+    plan = it.runtime.op_data[0].plan
     assert (None if plan is None else "direct" if plan.im2col.image is None else "image") == path
 
 
@@ -240,7 +240,7 @@ def test_non_constant_filter_falls_back():
     b.add_op("CONV_2D", [x, f], [y], padding="SAME")
     b.inputs, b.outputs = [x, f], [y]
     model = b.build()
-    assert Interpreter(model)._op_data[0].plan is None
+    assert Interpreter(model).runtime.op_data[0].plan is None
     rng = np.random.default_rng(4)
     assert_matches_tflm(model, [random_tensor(rng, (1, 5, 5, 2)), random_tensor(rng, (3, 3, 3, 2))])
 
@@ -250,7 +250,7 @@ def test_opdata_is_the_reference_opdata():
     rng = np.random.default_rng(6)
     model, (shape, kind) = build(rng, h=6, w=6, c_in=3, c_out=4)
     it = Interpreter(model)
-    data = it._op_data[0]
+    data = it.runtime.op_data[0]
     assert isinstance(data, reference.ConvData) and isinstance(data, opt.FastConvData) and data.plan is not None
     x = random_tensor(rng, shape, kind)
     it.set_input(x)
@@ -278,7 +278,7 @@ def test_a_plan_above_the_host_buffer_cap_falls_back_to_the_reference(monkeypatc
     monkeypatch.setattr(fast_conv, "_MAX_PLAN_BYTES", 0)
     monkeypatch.setattr(fast_dw, "_MAX_PLAN_BYTES", 0)
     it = mi.Interpreter(model)
-    assert all(getattr(d, "plan", None) is None for d in it._op_data)
+    assert all(getattr(d, "plan", None) is None for d in it.runtime.op_data)
     it.set_input(x, 0)
     it.invoke()
     np.testing.assert_array_equal(it.get_output(0), ref.get_output(0))

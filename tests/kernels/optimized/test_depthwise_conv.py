@@ -94,7 +94,7 @@ def test_float32_bound_forces_float64(kernel, dtype, c_in, mult):
     """32 x 32 taps of 127: 128 * 130048 + |bias| < 2^24 stays float32; 33 x 33 taps: 128 * 138303 > 2^24 ->
     float64. The inputs sit at -128, so the float accumulators reach the bound itself."""
     model = _extreme_filter_model(kernel, c_in, mult, h=kernel + 1, padding="VALID")
-    data = Interpreter(model)._op_data[0]
+    data = Interpreter(model).runtime.op_data[0]
     assert data.plan.acc.dtype == dtype
     rng = np.random.default_rng(kernel)
     x = np.full((1, kernel + 1, kernel + 1, c_in), -128, np.int8)
@@ -119,7 +119,7 @@ def test_accumulators_beyond_the_float32_bound(dtype):
     at prepare is what keeps the fast path exact."""
     model = _extreme_filter_model(33, 2, 1, h=36, padding="VALID")
     it = Interpreter(model)
-    op, data = it.operators[0], it._op_data[0]
+    op, data = it.operators[0], it.runtime.op_data[0]
     x = np.random.default_rng(9).choice(np.array([-128, -127], np.int8), (1, 36, 36, 2))
     w = it.model.main.tensors[op.inputs[1]].data[0].astype(np.int64)
     operand = np.concatenate([w.reshape(-1, 2), np.zeros((1, 2), np.int64)]).astype(dtype)
@@ -134,7 +134,7 @@ def test_accumulators_beyond_the_float32_bound(dtype):
 
 def test_float64_path_with_padding():
     model = _extreme_filter_model(33, 2, 2, h=5, padding="SAME", weight=-127, zp_in=-128)
-    assert Interpreter(model)._op_data[0].plan.acc.dtype == np.float64
+    assert Interpreter(model).runtime.op_data[0].plan.acc.dtype == np.float64
     assert_matches_tflm(model, [np.full((1, 5, 5, 2), 127, np.int8)])
 
 
@@ -152,7 +152,7 @@ def test_dead_channel_leaves_the_float32_bound():
     b.add_op(DW, [x, f, bias], [y], padding="SAME", depth_multiplier=1, fused_activation_function="RELU6")
     b.inputs, b.outputs = [x], [y]
     model = b.build()
-    data = Interpreter(model)._op_data[0]
+    data = Interpreter(model).runtime.op_data[0]
     assert data.epilogue.kinds()["constant"] == 1 and data.plan.acc.dtype == np.float32
     assert_matches_tflm(model, [random_tensor(rng, (1, 6, 6, 3))])
 
@@ -167,8 +167,8 @@ def test_dead_channel_leaves_the_float32_bound():
 ])
 def test_paths(params, plan):
     it = _run({"op": DW, **params}, 5)
-    assert type(it._op_data[0].plan).__name__ == (plan or "NoneType")
-    assert it._op_data[0].folded == (plan == "_GemmPlan")      # one input channel: the folded float64 GEMM
+    assert type(it.runtime.op_data[0].plan).__name__ == (plan or "NoneType")
+    assert it.runtime.op_data[0].folded == (plan == "_GemmPlan")      # one input channel: the folded float64 GEMM
 
 
 def test_repeated_invokes_keep_the_padding():
@@ -192,7 +192,7 @@ def test_non_constant_filter_falls_back():
     b.add_op(DW, [x, f], [y], padding="SAME", depth_multiplier=1)
     b.inputs, b.outputs = [x, f], [y]
     model = b.build()
-    assert Interpreter(model)._op_data[0].plan is None
+    assert Interpreter(model).runtime.op_data[0].plan is None
     rng = np.random.default_rng(4)
     assert compare_optimized(model, [random_tensor(rng, (1, 5, 5, 2)), random_tensor(rng, (1, 3, 3, 2))]).ok
 
@@ -200,7 +200,7 @@ def test_non_constant_filter_falls_back():
 def test_opdata_is_the_reference_opdata():
     """Code that reads the reference OpData (row-band tiling, cost models) keeps working with the optimized one."""
     it = _run({"op": DW, "c_in": 2}, 6)
-    assert isinstance(it._op_data[0], opt.DepthwiseData)
+    assert isinstance(it.runtime.op_data[0], opt.DepthwiseData)
 
 
 @pytest.mark.parametrize("samples", [1, 2, 5])
@@ -208,8 +208,8 @@ def test_one_channel_batches_run_in_blocks_of_samples(monkeypatch, samples):
     """A batched one-channel depthwise runs im2col, GEMM and epilogue a block of samples at a time (one sample,
     two with a shorter last block, all five): the wheel's results either way."""
     case = _case(n=5, c_in=1, mult=3, h=6, w=6, kh=3, kw=3, zp_in=-7, seed=3)
-    plan = _run(*case)._op_data[0].plan
+    plan = _run(*case).runtime.op_data[0].plan
     per_sample = plan.windows.shape[3] * plan.windows.shape[4] * plan.cols.itemsize * \
         (plan.cols.shape[0] + plan.acc.shape[1])
     monkeypatch.setattr(opt, "_BLOCK_BYTES", samples * per_sample + per_sample // 2)
-    assert _run(*case)._op_data[0].plan.step == samples
+    assert _run(*case).runtime.op_data[0].plan.step == samples

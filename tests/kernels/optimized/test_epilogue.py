@@ -141,7 +141,7 @@ def zoo_layers(path, cap: int | None) -> None:
     except UnsupportedOpError as e:      # the audio front end's signal-library ops (issue 12)
         pytest.skip(f"{path.stem}: {e}")
     layers = points = tested = total = 0
-    for op, data in zip(interp.operators, interp._op_data):
+    for op, data in zip(interp.operators, interp.runtime.op_data):
         if op.key not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
             continue
         params = layer_parameters(interp, op, data)

@@ -72,7 +72,7 @@ def test_large_layers(case):
     params, seed = case
     with mock.patch.object(opt, "_MIN_CODE_OUTPUTS", 0):
         it = _run(params, seed)
-    data = it._op_data[0]
+    data = it.runtime.op_data[0]
     # one input value per batch (int8): the reference's exhaustive table beats any product
     assert (data.plan is None) == (data.table is not None) == (params["in_shape"][-1] == 1)
 
@@ -97,8 +97,8 @@ def test_float32_bound_forces_float64(bias, dtype):
     model = _extreme_model(1032, 512, bias)
     with mock.patch.object(opt, "_MIN_CODE_OUTPUTS", 0):
         it = Interpreter(model)
-    assert it._op_data[0].plan.weights.dtype == dtype
-    assert Interpreter(model)._op_data[0].gemm.dtype == dtype      # the reference's step path: the same bound
+    assert it.runtime.op_data[0].plan.weights.dtype == dtype
+    assert Interpreter(model).runtime.op_data[0].gemm.dtype == dtype      # the reference's step path: the same bound
     w0 = it.model.main.tensors[it.operators[0].inputs[1]].data[0]
     for x in (np.full(1032, -128), np.full(1032, 127), np.where(w0 > 0, 127, -128)):
         assert_matches_tflm(model, [x.astype(np.int8)[None, :]])
@@ -122,7 +122,7 @@ def test_float32_bound_forces_float64(bias, dtype):
 ])
 def test_paths(params, planned):
     model = build(np.random.default_rng(3), **{"kind": "INT8", **params})
-    data = Interpreter(model)._op_data[0]
+    data = Interpreter(model).runtime.op_data[0]
     assert isinstance(data, reference.FullyConnectedData) and isinstance(data, opt.FastFullyConnectedData)
     assert (data.plan is not None) == planned
 
@@ -135,7 +135,7 @@ def test_non_constant_filter_falls_back():
     b.add_op("FULLY_CONNECTED", [x, w], [y])
     b.inputs, b.outputs = [x, w], [y]
     model = b.build()
-    assert Interpreter(model)._op_data[0].plan is None
+    assert Interpreter(model).runtime.op_data[0].plan is None
     rng = np.random.default_rng(4)
     assert_matches_tflm(model, [random_tensor(rng, (1, 600)), random_tensor(rng, (600, 600))])
 

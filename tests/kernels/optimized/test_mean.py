@@ -50,9 +50,9 @@ def test_scales(q_in, q_out):
 
 def test_wrap_guards_follow_the_bounds():
     it = Interpreter(_mean((1, 7, 7, 16), [1, 2], True, q_in=(0.05, 1), q_out=(0.05, 1)))
-    data = it._op_data[0]
+    data = it.runtime.op_data[0]
     assert isinstance(data, FastMeanData) and data.axes == (1, 2) and not data.wrap_in and not data.wrap_out
-    data = Interpreter(_mean((1, 7, 7, 16), [1, 2], True, q_in=(2.0, 100), q_out=(1e-7, -100)))._op_data[0]
+    data = Interpreter(_mean((1, 7, 7, 16), [1, 2], True, q_in=(2.0, 100), q_out=(1e-7, -100))).runtime.op_data[0]
     assert data.wrap_out
 
 
@@ -70,8 +70,8 @@ def test_mobilenet_head_large():
 
 def test_fallbacks():
     """float32 and a runtime axis tensor run the reference invoke."""
-    assert Interpreter(_mean(SHAPE, [1, 2], True, "FLOAT32"))._op_data[0].axes is None
+    assert Interpreter(_mean(SHAPE, [1, 2], True, "FLOAT32")).runtime.op_data[0].axes is None
     m = model("MEAN", [T(SHAPE, "INT8", **quant("INT8", 0.1, 2)), T((2,), "INT32")],
               T((2, 1, 1, 4), "INT8", **quant("INT8", 0.1, 2)), keep_dims=True)
-    assert Interpreter(m)._op_data[0].axes is None
+    assert Interpreter(m).runtime.op_data[0].axes is None
     check(m, np.random.default_rng(2), overrides={1: np.array([1, 2], np.int32)})

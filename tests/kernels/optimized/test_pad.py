@@ -81,4 +81,4 @@ def test_large_and_repeated_invokes():
     for _ in range(2):
         assert compare_optimized(data, [random_tensor(rng, shape, "INT8")]).ok
     it = Interpreter(data)
-    assert type(it._op_data[0]).__name__ == "FastPadData" and len(it._op_data[0].slabs) == 4
+    assert type(it.runtime.op_data[0]).__name__ == "FastPadData" and len(it.runtime.op_data[0].slabs) == 4

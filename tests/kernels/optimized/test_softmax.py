@@ -112,7 +112,7 @@ def test_bound_call_over_invokes(shape, out_type, s_in, zp, call):
     views; the first and the extreme inputs also equal the wheel."""
     m = model(shape, out_type, s_in, zp, 1.0)
     it = Interpreter(m, optimized=True)
-    bound, _ = it._calls[0]
+    bound, _ = it.runtime.calls[0]
     assert getattr(bound, "__name__", type(bound).__name__) == call
     rng = np.random.default_rng(5)
     one_top = np.full(shape, -128, np.int8)
@@ -123,7 +123,7 @@ def test_bound_call_over_invokes(shape, out_type, s_in, zp, call):
         it.set_input(x)
         it.invoke()
         got = it.get_output().copy()
-        it._kernels[0].invoke(it._ctx, it.operators[0], it._op_data[0])
+        it.preparation.kernels[0][0].invoke(it.runtime.ctx, it.operators[0], it.runtime.op_data[0])
         assert np.array_equal(got.view(np.uint8), it.get_output().view(np.uint8))
         if i == 0 or i >= 4:
             assert_matches_tflm(m, [x])

@@ -42,7 +42,7 @@ def test_matches_tflm(shape, data, type_name, zp, seed):
 ])
 def test_path_and_large(shape, perm, slices):
     m = _model(shape, perm)
-    assert Interpreter(m)._op_data[0].slices == slices
+    assert Interpreter(m).runtime.op_data[0].slices == slices
     x = random_tensor(np.random.default_rng(1), shape, "INT8")
     if x.size > 60000:
         assert compare_optimized(m, [x]).ok

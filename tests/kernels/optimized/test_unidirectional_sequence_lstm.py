@@ -17,7 +17,7 @@ from ..test_unidirectional_sequence_lstm import assert_sequence_matches, build, 
 
 
 def _loop(model) -> fast.FastLoop | None:
-    return Interpreter(model)._op_data[0].loop
+    return Interpreter(model).runtime.op_data[0].loop
 
 
 def test_fast_loop_runs_int8_and_leaves_the_rest_to_the_reference():

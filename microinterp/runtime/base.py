@@ -1,0 +1,72 @@
+"""The runtime seam: what :class:`~microinterp.interpreter.Interpreter` needs from whatever runs the model.
+
+Two implementations:
+
+* :class:`~microinterp.runtime.memory.InMemoryRuntime` -- TFLM's own execution: every tensor at its planned offset in
+  one arena, one bound call per op (``micro_interpreter_graph.cc``'s ``InvokeSubgraph``);
+* :class:`~microinterp.pager.Pager` -- out of core: tensors and weights on a storage backend (an SD image, or
+  :class:`~microinterp.storage.null.NullStorage`), op tiles through the arena's pools.
+
+The interpreter is the user-facing shell: it loads and resolves the model, checks the user's arguments and builds one
+runtime; every call after that goes through this protocol. Out-of-core settings travel as one :class:`OutOfCore`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Runtime(Protocol):
+    """One way of running a prepared model (see the module docstring). Tensor indices are the main subgraph's."""
+
+    #: the arena it runs in (``size``, ``head_bytes``, ``tail_bytes``, ``used_bytes``)
+    arena: Any
+
+    def invoke(self, progress: Any = None) -> None:
+        """Run every op of the main subgraph once."""
+
+    def reset(self) -> None:
+        """Variable tensors and kernel state back to their initial values (TFLM's ``MicroInterpreter::Reset``)."""
+
+    def write_input(self, ti: int, value: np.ndarray) -> None:
+        """Copy ``value`` (already checked: the tensor's dtype and shape) into tensor ``ti``."""
+
+    def read_tensor(self, ti: int) -> np.ndarray:
+        """A copy of tensor ``ti`` (an :class:`~microinterp.errors.InputError` when it holds no readable data)."""
+
+    def records(self) -> list[Any]:
+        """Per-op records of the last invoke (:class:`~microinterp.pager.profile.OpRecord`)."""
+
+    def close(self) -> None:
+        """Release what the runtime holds open (the SD image); it cannot invoke afterwards."""
+
+
+@dataclass(frozen=True)
+class OutOfCore:
+    """Every out-of-core setting (docs/out-of-core.md): where tensors and weights live (``backing``: a path to an SD
+    image or a storage object), how the arena is split into pools (``pools``: input, weights, output shares), how many
+    constant bytes stay in flash (``flash``; None: the board's flash), a cap on tile buffers (``tile``), the record
+    checksum, whether corrupted records are recovered, whether row-band ops are fused into chains, and the AES-GCM
+    key of an encrypted image."""
+
+    backing: str | os.PathLike | Any
+    pools: Any = None
+    flash: int | None = None
+    tile: int | None = None
+    checksum: str = "crc32"
+    recover: bool = False
+    fuse: bool = True
+    key: Any = None
+
+
+def reset_variable(t: Any, view: np.ndarray | None) -> None:
+    """TFLM's ResetTensorData: memset a variable tensor with its zero point (INT8 tensors; only the low byte
+    counts) or 0."""
+    if t.is_variable and view is not None:
+        zp = t.quantization.zero_point if (t.quantization and t.type_name == "INT8") else 0
+        view.view(np.uint8)[...] = zp & 0xFF
