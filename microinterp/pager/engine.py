@@ -33,7 +33,7 @@ from ..storage.format import RecordRun
 from .fusion import LineBuffer, band_rows, new_rows
 from .layout import Home, line_bytes
 from .plan import ALIGN, OpPlan, region_ranges
-from .profile import OpRecord, TileRecord
+from .profile import IoStep, OpRecord, TileRecord
 from .tiling import BandViews
 from .work import op_work
 
@@ -114,16 +114,19 @@ class Engine:
 
     # -- SD access with counting (and recovery) ----------------------------------------------------------------------
     @staticmethod
-    def _count_read(rec: TileRecord, run: RecordRun, pool: str) -> None:
+    def _count_read(rec: TileRecord, run: RecordRun, pool: str, home: Home, r0: int, r1: int, role: str) -> None:
         rec.sd_read_commands += 1
         rec.sd_read_payload += run.payload
         rec.sd_read_bytes += run.span
-        rec.io.append(("read", pool, run.span, run.payload))
+        rec.io.append(IoStep("read", pool, run.span, run.payload, role, home.device, home.offset,
+                             r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)))
 
     def read_records(self, home: Home, r0: int, r1: int, out: np.ndarray, rec: TileRecord,
-                     depth: int = 0, pool: str = "input") -> None:
+                     depth: int = 0, pool: str = "input", role: str = "resident") -> None:
+        """Records ``[r0, r1)`` of ``home`` into ``out`` with one SD command, counted in ``rec`` as a read step of
+        ``role`` (:class:`~.profile.IoStep`); a checksum failure is recovered (``recover=True``) and read again."""
         run = home.run(r0, r1)
-        self._count_read(rec, run, pool)
+        self._count_read(rec, run, pool, home, r0, r1, role)
         if self.dry:
             return
         try:
@@ -132,7 +135,7 @@ class Engine:
             if not self.recover:
                 raise
             self._recover(home, r0, r1, depth)
-            self._count_read(rec, run, pool)
+            self._count_read(rec, run, pool, home, r0, r1, role)
             self.sd.read_run(home.device, home.record_offset(r0), run, out)
 
     def write_records(self, home: Home, r0: int, r1: int, data: np.ndarray, rec: TileRecord) -> None:
@@ -142,7 +145,8 @@ class Engine:
         rec.sd_write_commands += 1
         rec.sd_write_payload += run.payload
         rec.sd_write_bytes += run.span
-        rec.io.append(("write", "output", run.span, run.payload))
+        rec.io.append(IoStep("write", "output", run.span, run.payload, "", home.device, home.offset,
+                             r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)))
 
     def _recover(self, home: Home, r0: int, r1: int, depth: int) -> None:
         if depth > len(self.plans):
@@ -205,9 +209,13 @@ class Engine:
         pad = self.virtual.get(ti)
         if pad is not None:     # a fused PAD: read its input rows, pad them into a band of the input pool
             plo, phi = pad_input_rows(pad.data, lo, hi)
+            reads = len(rec.io)
             x, x_row0 = self.read_region(pad.op.inputs[0], 1, plo, phi, bufs, rec, depth)
             shape[1] = hi - lo
-            band = bufs.take("input", math.prod(shape) * t.dtype.itemsize).view(t.dtype).reshape(shape)
+            nbytes = math.prod(shape) * t.dtype.itemsize
+            if len(rec.io) > reads:     # the padded band lives as long as the last read it is built from
+                rec.io[-1] = rec.io[-1]._replace(band=align_up(nbytes, ALIGN))
+            band = bufs.take("input", nbytes).view(t.dtype).reshape(shape)
             pad_rows(pad.data, x, x_row0, band, lo, pad.data.fill)
             return band, lo
         pieces = []
@@ -216,7 +224,7 @@ class Engine:
             start = r0 * home.record_bytes
             nbytes = min(r1 * home.record_bytes, home.nbytes) - start
             buf = bufs.take("input", nbytes)
-            self.read_records(home, r0, r1, buf, rec, depth)
+            self.read_records(home, r0, r1, buf, rec, depth, role="band")
             pieces.append(buf[blo - start:bhi - start])
         shape[axis] = hi - lo
         if len(pieces) == 1:
@@ -263,7 +271,7 @@ class Engine:
                     self._slice_bias(plan, band, c0, c1)
                 band.c0, band.c1 = c0, c1
                 self._compute(plan, band)
-                rec.io.append(("compute", "cpu", c1 - c0, 0))
+                rec.io.append(IoStep("compute", "cpu", c1 - c0, 0))
             if filt_k is not None:
                 rec.channels = (tile.channel_tiles[0][0], tile.channel_tiles[-1][1])
             self._charge(plan, rec, first)
@@ -307,7 +315,7 @@ class Engine:
         """Every tile reads the op's flash constants in place (after its band reads, before computing)."""
         rec.flash_read_bytes += flash
         if flash:
-            rec.io.append(("flash", "weights", flash, flash))
+            rec.io.append(IoStep("flash", "weights", flash, flash))
 
     def _charge(self, plan: OpPlan, rec: TileRecord, first: bool) -> None:
         """A tile's work (MACs, elements of its rows, cached per plan) and compute cycles; the first tile of an op
@@ -340,7 +348,7 @@ class Engine:
         start = r0 * home.record_bytes
         nbytes = min(r1 * home.record_bytes, home.nbytes) - start
         buf = bufs.take("weights", nbytes)
-        self.read_records(home, r0, r1, buf, rec, depth, "weights")
+        self.read_records(home, r0, r1, buf, rec, depth, "weights", "stream")
         lo = c0 * home.row_bytes - start
         return buf[lo:lo + (c1 - c0) * home.row_bytes].view(t.dtype).reshape((c1 - c0,) + tuple(t.shape[1:]))
 
@@ -522,7 +530,7 @@ class Engine:
                 band = BandViews(inputs, row0, None, lo, 0, p.channel_tiles[0][1], self.ctx)
                 self._read_flash(rec, flash_fixed[i])
                 self._compute(p, band)
-                rec.io.append(("compute", "cpu", band.c1, 0))
+                rec.io.append(IoStep("compute", "cpu", band.c1, 0))
                 self._charge(p, rec, firsts[i])
                 if i == len(lines):
                     self._write_outputs(p, tile, rec)

@@ -19,12 +19,37 @@ docs/profile-schema.md.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 SCHEMA = "microinterp.profile/1"
 
 _COUNTERS = ("macs", "elements", "flash_read_bytes", "sd_read_bytes", "sd_read_payload", "sd_read_commands",
              "sd_write_bytes", "sd_write_payload", "sd_write_commands", "compute_cycles", "io_cycles", "hash_cycles")
+
+
+class IoStep(NamedTuple):
+    """One step of a tile, typed: what the schedule simulator reads (:mod:`microinterp.schedule.taskgraph`) instead
+    of re-deriving the engine's loop. The first four fields are the profile's ``io`` entry (docs/profile-schema.md):
+
+    * ``("read", pool, physical bytes, payload)`` per SD read command (pool ``input`` or ``weights``), with its
+      ``role`` (``resident``: an op's input read once, charged to its first tile; ``band``: the tile's input rows;
+      ``stream``: a channel tile of a streamed filter), the image ``area`` and ``home`` offset of the tensor's records,
+      and the tensor bytes ``[lo, hi)`` the command covers; ``band``: the bytes of a fused PAD's padded band built in
+      the input pool from this read;
+    * ``("write", "output", physical bytes, payload)`` per SD write command, with the same location fields;
+    * ``("flash", "weights", n, n)`` for in-place flash reads; ``("compute", "cpu", channels, 0)`` per channel tile.
+    """
+
+    kind: str
+    pool: str
+    nbytes: int
+    payload: int
+    role: str = ""
+    area: str = ""
+    home: int = -1
+    lo: int = 0
+    hi: int = 0
+    band: int = 0
 
 
 @dataclass
@@ -46,10 +71,8 @@ class TileRecord:
     compute_cycles: float = 0.0
     io_cycles: float = 0.0
     hash_cycles: float = 0.0
-    #: the tile's steps in order: ("read", pool, physical bytes, payload) for every SD read command (pool
-    #: "input" or "weights"), ("flash", "weights", bytes, bytes) for in-place flash reads, ("compute", "cpu",
-    #: channels, 0) for every channel tile computed, ("write", "output", physical bytes, payload) for the write
-    io: list[tuple[str, str, int, int]] = field(default_factory=list)
+    #: the tile's steps in order (:class:`IoStep`)
+    io: list[IoStep] = field(default_factory=list)
 
     @property
     def total_cycles(self) -> float:
@@ -99,7 +122,7 @@ def _tile_dict(t: TileRecord) -> dict[str, Any]:
     d["rows"] = list(t.rows) if t.rows else None
     d["channels"] = list(t.channels) if t.channels else None
     d["total_cycles"] = t.total_cycles
-    d["io"] = [list(e) for e in t.io]
+    d["io"] = [list(e[:4]) for e in t.io]
     return d
 
 

@@ -20,9 +20,10 @@ before the write is issued, so the tile's checksum cycles are added to its compu
 
 Edges (data dependencies, plus the SwapNN order): a tile's input reads precede its weight reads (so weight reads
 overlap compute); each compute needs every read before it in its tile; each write needs the tile's last compute;
-a read of an activation needs the writes that produced the records it covers (exact record ranges, from the plan's
-row bands; when the plan cannot be matched to the records the graph falls back to "all writes of that tensor" and
-says so in :attr:`TaskGraph.precise`). Across frames, frame f+1 may overwrite a tensor's records only after frame f
+a read of an activation needs the writes that produced the records it covers (exact byte ranges: every read and write
+step is a typed :class:`~microinterp.pager.profile.IoStep` that names its role, the tensor's home and the bytes it
+moves, recorded by the engine as it issues the command; steps without them, as a profile's JSON has them, fall back
+to per-layer barriers and say so in :attr:`TaskGraph.precise`). Across frames, frame f+1 may overwrite a tensor's records only after frame f
 read them (a zero-time ``join`` task per tensor collects frame f's reads).
 
 Buffers: a read holds its buffer until the last compute that uses it (a streamed weight tile: its compute; an input
@@ -47,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..arena import align_up
-from ..pager.plan import ALIGN, region_ranges
+from ..pager.plan import ALIGN
 
 POOLS = ("input", "weights", "output")
 READ, COMPUTE, WRITE, JOIN = "read", "compute", "write", "join"
@@ -154,114 +155,16 @@ class TaskGraph:
         }
 
 
-# -- reading the pager's plan: expected read commands of every tile ---------------------------------------------------
-def _producer_ranges(pager: Any) -> dict[int, list[tuple[int, int, int, int]]]:
-    """Activation home offset -> [(byte lo, byte hi, op index, tile index)] of the writes that produce it."""
-    out: dict[int, list[tuple[int, int, int, int]]] = {}
-    chain_of = getattr(pager, "chain_of", {})
-    for p in pager.plans:
-        if p.mode in ("alias", "fused"):
-            continue
-        chain = chain_of.get(p.index)
-        if chain is not None and p is not chain.last:
-            continue            # a fused chain's intermediates stay in the arena
-        for ti in p.op.outputs:
-            home = pager.homes[ti] if ti >= 0 else None
-            if home is None or not home.on_sd:
-                continue
-            line = _line(pager.tensors[ti])
-            for t in (chain.tiles if chain is not None else p.tiles):
-                lo, hi = (t.y0 * line, t.y1 * line) if p.mode == "rows" else (0, home.nbytes)
-                if hi > lo:
-                    r0, r1 = home.record_range(lo, hi)
-                    out.setdefault(home.offset, []).append((r0 * home.record_bytes,
-                                                            min(r1 * home.record_bytes, home.nbytes), p.index,
-                                                            t.index))
-    return out
-
-
-def _line(t: Any) -> int:
-    n = t.dtype.itemsize
-    for d in t.shape[2:]:
-        n *= int(d)
-    return n
-
-
-def _expected_reads(pager: Any, p: Any, tile: Any, first: bool) -> list[tuple[str, str, int, Any, int, int]]:
-    """(role, pool, payload, home, byte lo, byte hi) of every SD read command the engine issues for ``tile``, in
-    order (roles: ``resident``, ``band``, ``stream``), mirroring the engine's loop."""
-    op, homes = p.op, pager.homes
-    out = []
-    if first:
-        for k, ti in enumerate(op.inputs):
-            home = homes[ti] if ti >= 0 else None
-            if home is None or k == p.streamed or home.device == "flash":
-                continue
-            if home.device == "weights":
-                if home.records:
-                    out.append(("resident", "weights", home.nbytes, home, 0, home.nbytes))
-            elif k not in p.tiler.row_inputs and home.records:
-                out.append(("resident", "input", home.nbytes, home, 0, home.nbytes))
-    chain = getattr(pager, "chain_of", {}).get(p.index)
-    link = chain.links[chain.plans.index(p) - 1] if chain is not None and p is not chain.plans[0] else None
-    if p.mode == "rows":
-        for k, ti in enumerate(op.inputs):
-            if ti < 0 or k not in p.tiler.row_inputs or k == link:     # a chain link reads its line buffer
-                continue
-            lo, hi = p.tiler.input_rows(p.data, k, tile.y0, tile.y1)
-            out.extend(_region_reads(pager, ti, p.tiler.row_inputs[k], lo, hi))
-    return out
-
-
-def _region_reads(pager: Any, ti: int, axis: int, lo: int, hi: int) -> list[tuple[str, str, int, Any, int, int]]:
-    """The reads of rows ``[lo, hi)`` of tensor ``ti`` (engine ``read_region``). A fused PAD's output has no home:
-    its input's rows are read and padded into a band of the input pool, whose bytes are added to the last read's
-    buffer (the band lives as long as the tile's input)."""
-    if hi <= lo:
-        return []
-    pad = getattr(pager, "virtual", {}).get(ti)
-    if pad is not None:
-        from ..kernels.pad import pad_input_rows
-
-        plo, phi = pad_input_rows(pad.data, lo, hi)
-        reads = _region_reads(pager, pad.op.inputs[0], 1, plo, phi)
-        t = pager.tensors[ti]
-        band = align_up((hi - lo) * _line(t), ALIGN)
-        if reads:
-            role, pool, payload, home, a, b = reads[-1]
-            reads[-1] = (role, pool, payload, home, a, b, band)
-        return reads
-    home = pager.homes[ti]
-    out = []
-    for blo, bhi in region_ranges(pager.tensors[ti], axis, lo, hi):
-        r0, r1 = home.record_range(blo, bhi)
-        a, b = r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)
-        out.append(("band", "input", b - a, home, a, b))
-    return out
-
-
-def _stream_read(pager: Any, p: Any, c0: int, c1: int) -> tuple[int, int, int]:
-    home = pager.homes[p.op.inputs[p.streamed]]
-    r0, r1 = home.record_range(c0 * home.row_bytes, c1 * home.row_bytes)
-    a, b = r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)
-    return b - a, a, b
-
-
 # -- building ----------------------------------------------------------------------------------------------------------
 class _Builder:
-    def __init__(self, records: list[Any], pager: Any, mcu: Any, checksum: str, hash_on_cpu: bool,
-                 input_reuse: bool, single_buffer_io_bound: bool = False):
-        self.records, self.pager, self.mcu = records, pager, mcu
+    def __init__(self, records: list[Any], mcu: Any, checksum: str, hash_on_cpu: bool, input_reuse: bool,
+                 single_buffer_io_bound: bool = False):
+        self.records, self.mcu = records, mcu
         self.checksum, self.hash_on_cpu = checksum, hash_on_cpu
         self.input_reuse = input_reuse
         self.single_buffer_io_bound = single_buffer_io_bound
         self.tasks: list[Task] = []
-        self.precise = pager is not None
-        self.plans = {p.index: p for p in pager.plans} if pager is not None else {}
-        self.producers = _producer_ranges(pager) if pager is not None else {}
-        self.prod_lo = {k: [r[0] for r in sorted(v)] for k, v in self.producers.items()}
-        for k in self.producers:
-            self.producers[k].sort()
+        self.precise = True         # until a read or write step without its location turns up
         self.next_buf = 0
 
     def _sequence(self) -> Any:
@@ -314,8 +217,9 @@ class _Builder:
         reads_of: dict[int, list[Task]] = {}                # home offset -> reads of that activation
         pending_deps: list[tuple[Task, int, int, int]] = []
         chain_last: dict[int, Task] = {}                    # fused chain -> its last compute so far
+        # activation home -> [(byte lo, byte hi, op, tile)] of the writes that produce it
+        producers: dict[int, list[tuple[int, int, int, int]]] = {}
         for layer, (rec, tiles) in enumerate(self._sequence()):
-            p = self.plans.get(rec.index)
             if not rec.tiles:
                 continue
             op_resident: list[tuple[str, int, int]] = []
@@ -323,9 +227,6 @@ class _Builder:
             io_bound = self.single_buffer_io_bound and rec.bound == "io"
             in_chain = getattr(rec, "chain", None) is not None
             for tile in tiles:
-                ti_pos = 0 if tile is rec.tiles[0] else 1
-                expected = (_expected_reads(self.pager, p, _spec(self.pager, p, tile), ti_pos == 0)
-                            if p is not None else None)
                 chan_total = sum(e[2] for e in tile.io if e[0] == "compute") or 1
                 computes = [e for e in tile.io if e[0] == "compute"]
                 n_comp = len(computes)
@@ -340,12 +241,11 @@ class _Builder:
                 out_payload = sum(align_up(e[3], ALIGN) for e in tile.io if e[0] == "write")
                 out_buf = (self.buf(), out_payload)
                 compute_tasks: list[Task] = []
-                read_k = 0
                 cn = 0
                 for step_i, step in enumerate(tile.io):
                     kind = step[0]
                     if kind == "read":
-                        _, pool, physical, payload = step
+                        pool, physical, payload = step[1], step[2], step[3]
                         t = self.new(READ, f, rec.index, layer, tile.index, seq)
                         seq += 1
                         t.pool, t.nbytes, t.payload = pool, physical, payload
@@ -355,28 +255,16 @@ class _Builder:
                         io, h = self.io_cycles(physical, payload, False)
                         t.cycles = io + (0.0 if self.hash_on_cpu else h)
                         t.hash_cycles = h
-                        role = _guess_role(p, rec, tile, ti_pos, step_i, pool)
-                        if expected is not None:
-                            if read_k < len(expected):
-                                role, epool, epayload, home, lo, hi = expected[read_k][:6]
-                                if len(expected[read_k]) > 6 and not in_chain:   # a fused PAD's band lives
-                                    t.buffer += expected[read_k][6]             # with this read
-                                if epool != pool or epayload != payload:
-                                    self.precise = False
-                                    expected = None
-                                    role = _guess_role(p, rec, tile, ti_pos, step_i, pool)
-                                elif home.device == "activations" and self.precise:
-                                    pending_deps.append((t, home.offset, lo, hi))
-                                    reads_of.setdefault(home.offset, []).append(t)
-                            elif pool == "weights" and p.streamed is not None:
-                                c0, c1 = tile_channel(p, cn)
-                                epayload, _, _ = _stream_read(self.pager, p, c0, c1)
-                                role = "stream"
-                                if epayload != payload:
-                                    self.precise = False
-                            else:
-                                self.precise = False
-                            read_k += 1
+                        if _located(step):
+                            role = step.role
+                            if step.band and not in_chain:  # a fused PAD's band lives with this read
+                                t.buffer += step.band
+                            if step.area == "activations":
+                                pending_deps.append((t, step.home, step.lo, step.hi))
+                                reads_of.setdefault(step.home, []).append(t)
+                        else:
+                            self.precise = False
+                            role = _guess_role(rec, tile, step_i, pool)
                         entry = (pool, t.buffer, t.buf_id)
                         if role == "resident":
                             op_resident.append(entry)
@@ -437,7 +325,7 @@ class _Builder:
                                 last_input = r
                             band_bufs = new_bufs
                     elif kind == "write":
-                        _, _, physical, payload = step
+                        physical, payload = step[2], step[3]
                         w = self.new(WRITE, f, rec.index, layer, tile.index, seq)
                         seq += 1
                         w.pool, w.nbytes, w.payload = "output", physical, payload
@@ -451,6 +339,11 @@ class _Builder:
                             self.edge(prev_w[-1], w)
                         writes.setdefault((rec.index, tile.index), []).append(w)
                         order.append(w)
+                        if not _located(step):
+                            self.precise = False
+                        elif step.area == "activations":
+                            writes_of.setdefault(step.home, []).append(w)
+                            producers.setdefault(step.home, []).append((step.lo, step.hi, rec.index, tile.index))
                 if not compute_tasks:        # a tile without compute steps (an in-memory record): one task
                     c = self.new(COMPUTE, f, rec.index, layer, tile.index, seq)
                     seq += 1
@@ -479,23 +372,18 @@ class _Builder:
                 # the next tile's first read comes after this tile's reads (in-order allocation keeps this too)
             if last_compute_of_op is not None:
                 last_compute_of_op.frees.extend(op_resident)
-            # a tile's writes and the op's writes by home, for the dependencies of later reads
-            if p is not None:
-                for ti in p.op.outputs:
-                    home = self.pager.homes[ti] if ti >= 0 else None
-                    if home is not None and home.on_sd:
-                        for t_ in rec.tiles:
-                            for w in writes.get((rec.index, t_.index), []):
-                                writes_of.setdefault(home.offset, []).append(w)
         # data dependencies of reads on the writes that produced their records
         by_op_tile = writes
+        for prods in producers.values():
+            prods.sort()
+        prod_lo = {k: [r[0] for r in v] for k, v in producers.items()}
         for t, key, lo, hi in pending_deps:
-            prods = self.producers.get(key)
+            prods = producers.get(key)
             if not prods:
                 continue      # a model input: on the card before the frame starts
             if not self.precise:
                 break
-            los = self.prod_lo[key]
+            los = prod_lo[key]
             i = max(0, bisect.bisect_right(los, lo) - 1)
             while i < len(prods) and prods[i][0] < hi:
                 _, phi, op_i, tile_i = prods[i]
@@ -530,11 +418,17 @@ class _Builder:
                 layer_writes.append(t)
 
 
-def _guess_role(p: Any, rec: Any, tile: Any, ti_pos: int, step_i: int, pool: str) -> str:
-    """The role of a read when the plan cannot be matched: a weights read right before a compute of a streaming
-    op is a channel tile, other reads of the first tile are resident unless they are the op's row band."""
+def _located(step: Any) -> bool:
+    """A typed step (:class:`~microinterp.pager.profile.IoStep`) that says which records it moves; a bare
+    ``[kind, pool, bytes, payload]`` entry (a profile's JSON) does not."""
+    return len(step) > 5 and bool(step[5])
+
+
+def _guess_role(rec: Any, tile: Any, step_i: int, pool: str) -> str:
+    """The role of a read whose step does not say it: a weights read right before a compute of a tile with several
+    computes is a channel tile, other reads are resident unless they are a row-band op's input rows."""
     nxt = tile.io[step_i + 1][0] if step_i + 1 < len(tile.io) else ""
-    streams = p.streamed is not None if p is not None else sum(1 for e in tile.io if e[0] == "compute") > 1
+    streams = sum(1 for e in tile.io if e[0] == "compute") > 1
     if pool == "weights":
         return "stream" if streams and nxt == "compute" else "resident"
     if rec.mode != "rows":
@@ -542,42 +436,26 @@ def _guess_role(p: Any, rec: Any, tile: Any, ti_pos: int, step_i: int, pool: str
     return "band"
 
 
-def _spec(pager: Any, p: Any, tile: Any) -> Any:
-    """The plan's tile spec of a tile record (an op of a fused chain: the rows the record says it computed)."""
-    if p.index in getattr(pager, "chain_of", {}):
-        from ..pager.tiling import TileSpec
-
-        return TileSpec(tile.index, tile.rows[0], tile.rows[1], p.channel_tiles)
-    for t in p.tiles:
-        if t.index == tile.index:
-            return t
-    raise KeyError(tile.index)
-
-
-def tile_channel(p: Any, n: int) -> tuple[int, int]:
-    return p.channel_tiles[n]
-
-
 def build_graph(records: list[Any], *, pager: Any = None, mcu: Any, checksum: str = "crc32", frames: int = 1,
                 input_reuse: bool = True, single_buffer_io_bound: bool = False,
                 hash_on_cpu: bool | None = None,
                 pools: dict[str, int] | None = None) -> TaskGraph:
     """The task graph of ``frames`` consecutive invokes whose per-op records are ``records`` (from
-    ``Interpreter.simulate()`` or ``.profile``). ``pager`` (``interp.runtime``) gives the plan (record ranges for exact
-    dependencies, pools); without it reads depend on whole earlier layers."""
+    ``Interpreter.simulate()`` or ``.profile``): their typed IO steps give the dependencies. ``pager``
+    (``interp.runtime`` out of core) gives the pool sizes when ``pools`` is not passed."""
     if hash_on_cpu is None:
         hash_on_cpu = not (mcu.has_hash_accelerator and checksum in mcu.hash_accel_algorithms)
     if pools is None:
         pools = ({"input": pager.pools.input, "weights": pager.pools.weights, "output": pager.pools.output}
                  if pager is not None else {"input": 0, "weights": 0, "output": 0})
-    b = _Builder(records, pager, mcu, checksum, hash_on_cpu, input_reuse, single_buffer_io_bound)
+    b = _Builder(records, mcu, checksum, hash_on_cpu, input_reuse, single_buffer_io_bound)
     frames = max(1, int(frames))
     per_frame = []
     for f in range(frames):
         per_frame.append(b.frame(f))
     precise = b.precise
-    if not precise and pager is not None:      # rebuild every frame with barriers only
-        b = _Builder(records, pager, mcu, checksum, hash_on_cpu, input_reuse, single_buffer_io_bound)
+    if not precise:      # rebuild every frame with barriers only
+        b = _Builder(records, mcu, checksum, hash_on_cpu, input_reuse, single_buffer_io_bound)
         b.precise = False
         per_frame = [b.frame(f) for f in range(frames)]
     tasks = b.tasks

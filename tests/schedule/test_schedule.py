@@ -3,6 +3,8 @@ schedule (resources never overlap, edges and pools respected) on random small mo
 
 from __future__ import annotations
 
+import copy
+
 import itertools
 
 import pytest
@@ -128,17 +130,28 @@ def test_streamed_filters_input_reuse_and_hash_placement(tmp_path):
         assert sw.totals(0)["compute_cycles"] > hw.totals(0)["compute_cycles"]
 
 
-def test_fallback_without_the_plan_still_schedules(tmp_path):
+def test_the_records_alone_give_the_exact_graph_and_untyped_steps_fall_back(tmp_path):
+    """The engine's typed IO steps say which records each command moves, so the records alone (no pager) give the
+    same exact graph; steps as a profile's JSON has them (kind, pool, bytes, payload) fall back to barriers."""
     model = small_net(7, 64)
     need = smallest_out_of_core_arena(model, tmp_path / "sd.img")
     with mi.Interpreter(model, arena=need, backing=tmp_path / "sd.img") as it:
         records = it.simulate()
         pools = {"input": it.runtime.pools.input, "weights": it.runtime.pools.weights,
                  "output": it.runtime.pools.output}
+        with_pager = build_graph(records, pager=it.runtime, mcu=it.mcu, frames=2)
     g = build_graph(records, mcu=it.mcu, pools=pools, frames=2)
-    assert not g.precise
-    assert_counters_match(records, g)
-    check_schedule(simulate(g))
+    assert g.precise
+    assert [(t.kind, t.op, t.tile, t.succ) for t in g.tasks] == [(t.kind, t.op, t.tile, t.succ) for t in with_pager.tasks]
+    bare = copy.deepcopy(records)
+    for r in bare:
+        for t in r.tiles:
+            t.io = [tuple(e[:4]) for e in t.io]
+    fallback = build_graph(bare, mcu=it.mcu, pools=pools, frames=2)
+    assert not fallback.precise
+    assert_counters_match(bare, fallback)
+    check_schedule(simulate(fallback))
+    assert simulate(fallback).makespan >= simulate(g).makespan
 
 
 def test_run_forces_out_of_core_when_weights_exceed_flash_and_reports_baselines(tmp_path):
