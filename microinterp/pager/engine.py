@@ -30,34 +30,13 @@ from ..cost.mcu import McuProfile, op_class
 from ..errors import IntegrityError
 from ..kernels.pad import pad_input_rows, pad_rows
 from ..storage.format import RecordRun
-from .fusion import LineBuffer, band_rows, new_rows
+from .chain_run import run_chain
+from .fusion import band_rows
 from .layout import Home, line_bytes
-from .plan import ALIGN, OpPlan, region_ranges
+from .plan import ALIGN, OpPlan, PoolBuffers, region_ranges
 from .profile import IoStep, OpRecord, TileRecord
 from .tiling import BandViews
 from .work import op_work
-
-
-class _Buffers:
-    """The three pool buffers (arena views, or host arrays during a recovery) with bump positions."""
-
-    def __init__(self, inp: np.ndarray, weights: np.ndarray, out: np.ndarray):
-        self.input, self.weights, self.output = inp, weights, out
-        self.pos = {"input": 0, "weights": 0, "output": 0}
-
-    def take(self, pool: str, nbytes: int) -> np.ndarray:
-        at = self.pos[pool]
-        buf = getattr(self, pool)[at:at + nbytes]
-        if buf.nbytes != nbytes:
-            raise RuntimeError(f"{pool} pool overrun: {at} + {nbytes} > {getattr(self, pool).nbytes}")
-        self.pos[pool] = at + align_up(nbytes, ALIGN)
-        return buf
-
-    def mark(self, pool: str) -> int:
-        return self.pos[pool]
-
-    def reset(self, pool: str, at: int = 0) -> None:
-        self.pos[pool] = at
 
 
 class _Sink(list):
@@ -170,7 +149,7 @@ class Engine:
             lo, hi = r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)
             spans = [(t, self._tile_bytes(plan, t, home.tensor)) for t in (chain.tiles if chain else plan.tiles)]
             tiles = [t for t, (t_lo, t_hi) in spans if t_lo < hi and t_hi > lo]
-            host = _Buffers(np.zeros(self.pools.input, np.uint8), np.zeros(self.pools.weights, np.uint8),
+            host = PoolBuffers(np.zeros(self.pools.input, np.uint8), np.zeros(self.pools.weights, np.uint8),
                             np.zeros(self.pools.output, np.uint8))
             scratch = OpRecord(plan.index, plan.op.key, op_class(plan.op.key), plan.mode)
             if chain is not None:       # the chain's tiles again (its intermediates are never on the card)
@@ -197,7 +176,7 @@ class Engine:
         return tile.y0 * line, tile.y1 * line
 
     # -- reading regions ---------------------------------------------------------------------------------------------
-    def read_region(self, ti: int, axis: int, lo: int, hi: int, bufs: _Buffers, rec: TileRecord,
+    def read_region(self, ti: int, axis: int, lo: int, hi: int, bufs: PoolBuffers, rec: TileRecord,
                     depth: int) -> tuple[np.ndarray, int]:
         """Input rows ``[lo, hi)`` along ``axis`` of tensor ``ti`` as an array of the tensor's dtype (and the row
         its first index is)."""
@@ -231,7 +210,7 @@ class Engine:
             return pieces[0].view(t.dtype).reshape(shape), lo
         return np.concatenate(pieces).view(t.dtype).reshape(shape), lo
 
-    def read_whole(self, ti: int, pool: str, bufs: _Buffers, rec: TileRecord, depth: int) -> np.ndarray:
+    def read_whole(self, ti: int, pool: str, bufs: PoolBuffers, rec: TileRecord, depth: int) -> np.ndarray:
         t, home = self.tensors[ti], self.homes[ti]
         buf = bufs.take(pool, home.nbytes)
         if home.records:
@@ -239,7 +218,7 @@ class Engine:
         return buf.view(t.dtype).reshape(t.shape)
 
     # -- running one op ----------------------------------------------------------------------------------------------
-    def run_op(self, plan: OpPlan, bufs: _Buffers, record: OpRecord, only: list[int] | None = None,
+    def run_op(self, plan: OpPlan, bufs: PoolBuffers, record: OpRecord, only: list[int] | None = None,
                depth: int = 0) -> None:
         if plan.mode in ("alias", "fused"):   # shares its input's records / built inside its reader's reads
             return
@@ -280,7 +259,7 @@ class Engine:
             record.tiles.append(rec)
             first = False
 
-    def _read_residents(self, plan: OpPlan, bufs: _Buffers, setup: TileRecord, depth: int) -> int:
+    def _read_residents(self, plan: OpPlan, bufs: PoolBuffers, setup: TileRecord, depth: int) -> int:
         """An op's resident inputs, read once and charged to ``setup``: SD constants (except a streamed filter)
         into the weights pool, non-row activation inputs into the input pool. Returns the bytes of its constants
         in flash (read in place by every tile)."""
@@ -341,7 +320,7 @@ class Engine:
         if len(op.inputs) > 2 and op.inputs[2] >= 0:
             band.inputs[2] = self.views[op.inputs[2]][c0:c1]
 
-    def _read_channels(self, ti: int, home: Home, c0: int, c1: int, bufs: _Buffers, rec: TileRecord,
+    def _read_channels(self, ti: int, home: Home, c0: int, c1: int, bufs: PoolBuffers, rec: TileRecord,
                        depth: int) -> np.ndarray:
         t = self.tensors[ti]
         r0, r1 = home.record_range(c0 * home.row_bytes, c1 * home.row_bytes)
@@ -352,7 +331,7 @@ class Engine:
         lo = c0 * home.row_bytes - start
         return buf[lo:lo + (c1 - c0) * home.row_bytes].view(t.dtype).reshape((c1 - c0,) + tuple(t.shape[1:]))
 
-    def _tile_inputs(self, plan: OpPlan, tile: Any, bufs: _Buffers, rec: TileRecord, depth: int) -> BandViews:
+    def _tile_inputs(self, plan: OpPlan, tile: Any, bufs: PoolBuffers, rec: TileRecord, depth: int) -> BandViews:
         op, views = plan.op, self.views
         inputs: dict[int, np.ndarray] = {}
         row0: dict[int, int] = {}
@@ -368,7 +347,7 @@ class Engine:
                 inputs[k] = views[ti]
         return BandViews(inputs, row0, None, tile.y0, 0, 0, self.ctx)
 
-    def _tile_outputs(self, plan: OpPlan, tile: Any, bufs: _Buffers) -> None:
+    def _tile_outputs(self, plan: OpPlan, tile: Any, bufs: PoolBuffers) -> None:
         for ti in plan.op.outputs:
             if ti < 0 or self.homes[ti] is None:
                 continue
@@ -419,7 +398,7 @@ class Engine:
             rec.hash_cycles = mcu.hash_cycles(hashed, self.sd.checksum.name)
 
     # -- a whole invoke ----------------------------------------------------------------------------------------------
-    def invoke(self, bufs: _Buffers, progress: Any = None) -> list[OpRecord]:
+    def invoke(self, bufs: PoolBuffers, progress: Any = None) -> list[OpRecord]:
         """Run every op (or chain) once; the per-op records (reused tiles after the first counted invoke, see the
         module docstring)."""
         replay = self._template is not None and not self.dry and not self.recover
@@ -435,7 +414,7 @@ class Engine:
             self._template = [list(r.tiles) for r in records]
         return records
 
-    def _invoke(self, bufs: _Buffers, progress: Any) -> list[OpRecord]:
+    def _invoke(self, bufs: PoolBuffers, progress: Any) -> list[OpRecord]:
         records = []
         by_index: dict[int, OpRecord] = {}
         for plan in self.plans:
@@ -456,88 +435,7 @@ class Engine:
         return records
 
     # -- running a fused chain ---------------------------------------------------------------------------------------
-    def run_chain(self, chain: Any, bufs: _Buffers, records: dict[int, OpRecord], only: list[int] | None = None,
+    def run_chain(self, chain: Any, bufs: PoolBuffers, records: dict[int, OpRecord], only: list[int] | None = None,
                   depth: int = 0) -> None:
-        """Run ``chain`` band by band (:mod:`.fusion`): resident weights and whole inputs of every op first, then per
-        band every op's new rows, intermediates in line buffers in the input pool, the last op's band written to
-        the card. Each op's records get one tile per band in which it computed rows."""
-        plans, tensors, views = chain.plans, self.tensors, self.views
-        joint = getattr(bufs, "joint", None)
-        if joint is not None:       # the weights at the weights pool's end, the rest of it joins the input pool
-            room = joint.nbytes - chain.weights
-            bufs = _Buffers(joint[:room], joint[room:], bufs.output)
-        else:                       # a recovery's host buffers: one region, split the same way
-            region = np.concatenate([bufs.input, bufs.weights])
-            room = region.nbytes - chain.weights
-            bufs = _Buffers(region[:room], region[room:], bufs.output)
-        bufs.reset("output", 0)
-        setups, flash_fixed, firsts = [], [], []
-        for p in plans:         # chain ops stream no filter: every card constant is resident
-            t0 = time.perf_counter()
-            setup = TileRecord(-1)
-            flash_fixed.append(self._read_residents(p, bufs, setup, depth))
-            setups.append(setup)
-            firsts.append(True)
-            records[p.index].host_seconds += time.perf_counter() - t0
-        lines = []
-        for cap, ti in zip(chain.capacity, chain.intermediates()):
-            t = tensors[ti]
-            shape = (t.shape[0], cap, *t.shape[2:])
-            lines.append(LineBuffer(bufs.take("input", math.prod(shape) * t.dtype.itemsize).view(t.dtype)
-                                    .reshape(shape)))
-        mark = bufs.mark("input")
-        previous = None
-        for tile in chain.tiles:
-            if only is not None and tile.index not in only:
-                continue
-            rows = self.band_rows(chain, tile)
-            if previous is None or tile.index != previous + 1:       # the buffers do not hold the last band
-                for line, (lo, _) in zip(lines, rows):
-                    line.restart(lo)
-            previous = tile.index
-            for i, (lo, hi) in enumerate(new_rows(rows, [line.done for line in lines])):
-                t0 = time.perf_counter()
-                p = plans[i]
-                if i < len(lines):
-                    lines[i].keep(rows[i][0], move=not self.dry)
-                if hi <= lo:
-                    continue
-                rec = self._new_tile(tile.index, (lo, hi), setups[i] if firsts[i] else None)
-                bufs.reset("input", mark)
-                inputs: dict[int, np.ndarray] = {}
-                row0: dict[int, int] = {}
-                for k, ti in enumerate(p.op.inputs):
-                    if ti < 0:
-                        continue
-                    if i > 0 and k == chain.links[i - 1]:
-                        inputs[k], row0[k] = lines[i - 1].read(*self.input_rows(p, k, lo, hi))
-                    elif k in p.tiler.row_inputs:
-                        qlo, qhi = self.input_rows(p, k, lo, hi)
-                        inputs[k], row0[k] = self.read_region(ti, p.tiler.row_inputs[k], qlo, qhi, bufs, rec, depth)
-                        if p.tiler.row_inputs[k] == 1 and qhi <= qlo:
-                            row0[k] = 0
-                    else:
-                        inputs[k] = views[ti]
-                out_ti = p.op.outputs[0]
-                if i < len(lines):
-                    views[out_ti] = lines[i].rows(lo, hi)
-                else:
-                    bufs.reset("output", 0)
-                    t = tensors[out_ti]
-                    shape = (t.shape[0], hi - lo, *t.shape[2:])
-                    views[out_ti] = bufs.take("output", math.prod(shape) * t.dtype.itemsize).view(
-                        t.dtype).reshape(shape)
-                band = BandViews(inputs, row0, None, lo, 0, p.channel_tiles[0][1], self.ctx)
-                self._read_flash(rec, flash_fixed[i])
-                self._compute(p, band)
-                rec.io.append(IoStep("compute", "cpu", band.c1, 0))
-                self._charge(p, rec, firsts[i])
-                if i == len(lines):
-                    self._write_outputs(p, tile, rec)
-                else:
-                    lines[i].produced(hi)
-                self._annotate(rec)
-                records[p.index].tiles.append(rec)
-                records[p.index].host_seconds += time.perf_counter() - t0
-                firsts[i] = False
-
+        """Run ``chain`` band by band: :func:`.chain_run.run_chain`."""
+        run_chain(self, chain, bufs, records, only, depth)

@@ -38,10 +38,10 @@ from ..errors import ArenaOverflowError, ConfigError, HostMemoryError, InputErro
 from ..kernels.base import InvokeContext, PrepareContext, prepare_ops
 from ..runtime.base import OutOfCore, reset_variable
 from ..storage.sd import SdImage
-from .engine import Engine, _Buffers
+from .engine import Engine
 from .fusion import ChainPlanner, find_chains
 from .layout import RECORD_TARGET, Home
-from .plan import ALIGN, NoFit, OpPlan, Planner, Pools, fold_data, fuse_pads, layout_homes
+from .plan import ALIGN, NoFit, OpPlan, Planner, PoolBuffers, Pools, fold_data, fuse_pads, layout_homes
 from .profile import OpRecord, TileRecord
 from .tiling import band_kernel, has_bands, tiler_for
 
@@ -149,7 +149,7 @@ class Pager:
         self.arena.set_head(self.scratch_bytes + self.pools.input + self.pools.weights + self.pools.output)
         base = self.arena.head_view(0, self.arena.head_bytes)
         s = self.scratch_bytes
-        self.buffers = _Buffers(base[s:s + self.pools.input], base[s + self.pools.input:s + self.pools.input +
+        self.buffers = PoolBuffers(base[s:s + self.pools.input], base[s + self.pools.input:s + self.pools.input +
                                 self.pools.weights], base[s + self.pools.input + self.pools.weights:])
         self.buffers.joint = base[s:s + self.pools.input + self.pools.weights]     # fused chains (fusion.py)
 

@@ -23,6 +23,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..arena import align_down, align_up
 from .layout import Home, line_bytes, record_bytes_for
 from .tiling import Tiler, TileSpec
@@ -340,3 +342,25 @@ class Planner:
                 hi = mid - 1
         b = lo * q
         p.tiles = [TileSpec(i, y0, min(height, y0 + b), p.channel_tiles) for i, y0 in enumerate(range(0, height, b))]
+
+
+class PoolBuffers:
+    """The three pool buffers (arena views, or host arrays during a recovery) with bump positions."""
+
+    def __init__(self, inp: np.ndarray, weights: np.ndarray, out: np.ndarray):
+        self.input, self.weights, self.output = inp, weights, out
+        self.pos = {"input": 0, "weights": 0, "output": 0}
+
+    def take(self, pool: str, nbytes: int) -> np.ndarray:
+        at = self.pos[pool]
+        buf = getattr(self, pool)[at:at + nbytes]
+        if buf.nbytes != nbytes:
+            raise RuntimeError(f"{pool} pool overrun: {at} + {nbytes} > {getattr(self, pool).nbytes}")
+        self.pos[pool] = at + align_up(nbytes, ALIGN)
+        return buf
+
+    def mark(self, pool: str) -> int:
+        return self.pos[pool]
+
+    def reset(self, pool: str, at: int = 0) -> None:
+        self.pos[pool] = at

@@ -9,6 +9,7 @@ docs/scheduler.md describes the model, the choices and the measured results.
 """
 
 from .simulator import Schedule, simulate
-from .taskgraph import Task, TaskGraph, build_graph
+from .taskgraph import build_graph
+from .tasks import Task, TaskGraph
 
 __all__ = ["Schedule", "Task", "TaskGraph", "build_graph", "simulate"]

@@ -26,7 +26,8 @@ from typing import Any
 from ..cost.mcu import McuProfile, get_profile, kernel_set
 from ..model import load_model
 from .simulator import Schedule, simulate
-from .taskgraph import TaskGraph, build_graph
+from .taskgraph import build_graph
+from .tasks import TaskGraph
 from .wear import energy, wear
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from .taskgraph import COMPUTE, JOIN, POOLS, READ, WRITE, Task, TaskGraph
+from .tasks import COMPUTE, JOIN, POOLS, READ, WRITE, Task, TaskGraph
 
 
 @dataclass

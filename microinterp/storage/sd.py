@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import IntegrityError, StorageError
 from .checksum import DEFAULT_CHECKSUM, Checksum, crc32, get_checksum
 from .crypto import COUNTER_BLOCK, ENTRY_BYTES, IMAGE_ID_BYTES, RecordCipher, check_key
+from .device import FileDevice
 from .format import (
     _BUILDING,
     _DIGEST,
@@ -32,7 +33,6 @@ from .format import (
     _ENTRY,
     _HEADER,
     _HEADER_CRC_AT,
-    _IOV_MAX,
     _POS_LEN,
     _READY,
     _STATE_NAMES,
@@ -64,7 +64,7 @@ class SdImage:
     def __init__(self, fd: int, path: str, fingerprint: str, weights_bytes: int, activation_bytes: int,
                  table_entries: int, checksum: Checksum, key: bytes | None = None):
         self._fd: int | None = None     # owned only once construction succeeded (see the end; __del__ closes it)
-        self._failed = False        # a write or a sync failed: refuse further use until reopened
+        self._dev = FileDevice(fd, path)
         self._key = key
         self.encrypted = key is not None
         self.image_id = b""
@@ -139,14 +139,11 @@ class SdImage:
         return image
 
     def _attach(self) -> None:
-        try:
-            size = os.fstat(self._fd).st_size
-        except OSError as e:
-            raise io_error("stat", self.path, None, e) from e
+        size = self._dev.size()
         if size == 0:
             self._initialise("created", None)
             return
-        head = self._pread(SECTOR_SIZE, 0, "header")
+        head = self._dev.pread(SECTOR_SIZE, 0, "header")
         if len(head) < len(MAGIC) and MAGIC.startswith(head):
             # our own first header write, cut short before the magic was whole: nothing else was ever written
             self._initialise("rebuilt", f"truncated: the file is {size} bytes, a header write was cut short")
@@ -205,7 +202,7 @@ class SdImage:
         if size < stored.total_bytes:
             return "rebuilt", f"truncated: the file is {size} bytes, its geometry needs {stored.total_bytes}"
         table_start, _ = stored.area("table")
-        table = self._pread(used * TABLE_ENTRY_SIZE, table_start, "table", whole_sectors=True)
+        table = self._dev.pread(used * TABLE_ENTRY_SIZE, table_start, "table", whole_sectors=True)
         if self._digest(table) != table_digest[:self.checksum.digest_size]:
             return "rebuilt", "checksum table corrupted"
         weights = {}
@@ -225,10 +222,10 @@ class SdImage:
         if a_bytes != self.activation_bytes:
             self.reason = f"activations area resized from {a_bytes} to {self.activation_bytes} bytes"
             if self.geometry.total_bytes > size:
-                self._truncate(self.geometry.total_bytes)
+                self._dev.truncate(self.geometry.total_bytes)
             self._write_header(_READY, self._table_digest)
             if self.geometry.total_bytes < size:
-                self._truncate(self.geometry.total_bytes)
+                self._dev.truncate(self.geometry.total_bytes)
         return None
 
     def _initialise(self, action: str, reason: str | None) -> None:
@@ -242,8 +239,8 @@ class SdImage:
             self._cipher = RecordCipher(self._key, self.image_id, self.fingerprint)
             self._counter = self._counter_limit = 1
         self._write_header(_BUILDING)
-        self._truncate(SECTOR_SIZE)
-        self._truncate(self.geometry.total_bytes)
+        self._dev.truncate(SECTOR_SIZE)
+        self._dev.truncate(self.geometry.total_bytes)
 
     def _write_header(self, state: int, table_digest: bytes = b"") -> None:
         fp = self.fingerprint.encode()
@@ -256,8 +253,8 @@ class SdImage:
                           len(self._entries["weights"]) if state == _READY else 0, table_digest, len(fp), fp,
                           self.image_id, key_check, self._counter_limit)
         struct.pack_into("<I", head, _HEADER_CRC_AT, crc32(head[:_HEADER_CRC_AT]))
-        self._pwritev([memoryview(head)], 0, "header", SECTOR_SIZE)
-        self._fsync("header")
+        self._dev.pwritev([memoryview(head)], 0, "header", SECTOR_SIZE)
+        self._dev.fsync("header")
 
     def _take_counters(self, n: int) -> int:
         """The first of ``n`` fresh nonce counters; the header reserves a block beyond them first (durably), so no
@@ -269,23 +266,6 @@ class SdImage:
         self._counter = start + n
         return start
 
-    def _truncate(self, nbytes: int) -> None:
-        try:
-            os.ftruncate(self._fd, nbytes)
-        except OSError as e:
-            self._failed = True
-            raise io_error(f"size to {nbytes} bytes", self.path, None, e) from e
-        self._fsync(f"size of {nbytes} bytes")
-
-    def _fsync(self, what: str) -> None:
-        """fsync, or a StorageError: after a failed fsync nothing written since the last one can be trusted, so the
-        open image refuses further use (reopen it: the header says what survived)."""
-        try:
-            os.fsync(self._fd)
-        except OSError as e:
-            self._failed = True
-            raise io_error(f"sync the {what}", self.path, None, e) from e
-
     def commit_weights(self) -> None:
         """Persist the weights' checksum table, then mark the image ready (each step fsync'ed); seals weights."""
         self._check_open()
@@ -293,9 +273,9 @@ class SdImage:
             return
         table = b"".join(_ENTRY.pack(k, *e) for k, e in self._entries["weights"].items())
         if table:
-            self._pwritev([memoryview(table), memoryview(self._zeros)[:(-len(table)) % SECTOR_SIZE]],
+            self._dev.pwritev([memoryview(table), memoryview(self._zeros)[:(-len(table)) % SECTOR_SIZE]],
                           self.geometry.area("table")[0], "table", len(table))
-        self._fsync("checksum table")
+        self._dev.fsync("checksum table")
         self._table_digest = self._digest(table)
         self._write_header(_READY, self._table_digest)
         self._weights_ready = True
@@ -357,12 +337,12 @@ class SdImage:
         self._hash_seconds += time.perf_counter() - t0
         self._hash_bytes += run.payload
         try:
-            self._io(os.pwritev, _interleave(views, run.pads(True)), start + offset, "write", run.span)
+            self._dev.io(os.pwritev, _interleave(views, run.pads(True)), start + offset, "write", run.span)
         except BaseException:
             for key_digest in run.digests:      # a failed write must not leave the old checksums behind
                 entries.pop(key_digest, None)
             raise
-        self._count(area, True, run.span, run.payload)
+        self._dev.count(area, True, run.span, run.payload)
         entries.update(zip(run.digests, zip(run.positions(offset), run.lengths, digests)))
 
     def read(self, area: str, offset: int, nbytes: int, *, key: Hashable,
@@ -404,8 +384,8 @@ class SdImage:
             if area == "weights":       # sealed: the same entries will be checked again next time
                 run._checked = (area, offset, entries)
         data = run.split(view)
-        self._io(os.preadv, _interleave(data, run.pads(False)), start + offset, "read", run.span)
-        self._count(area, False, run.span, run.payload)
+        self._dev.io(os.preadv, _interleave(data, run.pads(False)), start + offset, "read", run.span)
+        self._dev.count(area, False, run.span, run.payload)
         t0 = time.perf_counter()
         if self._cipher is not None:
             self._open_records(area, offset, run, data, entries)
@@ -448,7 +428,7 @@ class SdImage:
             view = memoryview(sealed)
         elif entry is None or entry[:2] != (offset, view.nbytes) or self._digest(view) != entry[2]:
             raise StorageError(f"{_describe(key)[2]}: repair data does not match the stored checksum")
-        self._pwritev([view, memoryview(self._zeros)[:(-view.nbytes) % SECTOR_SIZE]], start + offset, "weights",
+        self._dev.pwritev([view, memoryview(self._zeros)[:(-view.nbytes) % SECTOR_SIZE]], start + offset, "weights",
                       view.nbytes)
 
     def _integrity_error(self, key: Any, area: str, offset: int, nbytes: int, what: str) -> IntegrityError:
@@ -462,11 +442,11 @@ class SdImage:
     # ------------------------------------------------------------------ counters
     def stats(self) -> SdStats:
         """Counters since open (or the last reset_stats): commands and bytes per area, hashing bytes and time."""
-        areas = {a: AreaStats(*c) for a, c in self._counters.items()}
+        areas = {a: AreaStats(*c) for a, c in self._dev.counters.items()}
         return SdStats(MappingProxyType(areas), self._hash_bytes, self._hash_seconds)
 
     def reset_stats(self) -> None:
-        self._counters = {a: [0] * 6 for a in AREAS}
+        self._dev.reset_counters()
         self._hash_bytes = 0
         self._hash_seconds = 0.0
 
@@ -508,7 +488,7 @@ class SdImage:
     def _check_open(self) -> None:
         if self._fd is None:
             raise StorageError(f"SD image {self.path} is closed")
-        if self._failed:
+        if self._dev.failed:
             raise StorageError(f"SD image {self.path} had an I/O error on a write or a sync: what was written since "
                                "cannot be trusted; close it and open it again (the image is checked on opening)")
 
@@ -530,55 +510,3 @@ class SdImage:
         self._hash_seconds += time.perf_counter() - t0
         self._hash_bytes += memoryview(buffer).nbytes
         return digest
-
-    def _count(self, area: str, write: bool, physical: int, payload: int) -> None:
-        c = self._counters[area]
-        i = 1 if write else 0
-        c[i] += 1
-        c[2 + i] += physical
-        c[4 + i] += payload
-
-    def _pread(self, nbytes: int, pos: int, area: str, whole_sectors: bool = False) -> bytes:
-        """A small read (header, table); returns what the file has (maybe short) trimmed to nbytes."""
-        physical = _sectors(nbytes) * SECTOR_SIZE if whole_sectors else nbytes
-        if not physical:
-            return b""
-        try:
-            data = os.pread(self._fd, physical, pos)
-        except OSError as e:
-            raise io_error(f"read {physical} bytes of the {area}", self.path, pos, e) from e
-        self._count(area, False, physical, nbytes)
-        return data[:nbytes]
-
-    def _preadv(self, views: list[memoryview], pos: int, area: str, payload: int) -> None:
-        total = self._io(os.preadv, views, pos, "read")
-        self._count(area, False, total, payload)
-
-    def _pwritev(self, views: list[memoryview], pos: int, area: str, payload: int) -> None:
-        total = self._io(os.pwritev, views, pos, "write")
-        self._count(area, True, total, payload)
-
-    def _io(self, call: Any, views: list[memoryview], pos: int, verb: str, total: int | None = None) -> int:
-        """Vectored IO to completion (at most IOV_MAX buffers per call, short transfers resumed; empty buffers are
-        harmless); returns the byte count (``total``, when the caller knows it)."""
-        if total is None:
-            total = sum(v.nbytes for v in views)
-        done, i = 0, 0
-        while done < total:
-            try:
-                n = call(self._fd, views[i:i + _IOV_MAX], pos + done)
-            except OSError as e:
-                if verb == "write":
-                    self._failed = True
-                raise io_error(f"{verb} {total} bytes", self.path, pos + done, e) from e
-            if n == 0:
-                raise StorageError(f"short {verb} at SD offset {pos + done} of {self.path}: the file ends early")
-            done += n
-            if done == total:
-                break
-            while n >= views[i].nbytes:
-                n -= views[i].nbytes
-                i += 1
-            if n:
-                views = views[:i] + [views[i][n:]] + views[i + 1:]
-        return total

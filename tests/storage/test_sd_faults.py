@@ -2,7 +2,7 @@
 offset (for reads and writes) and the errno; nothing written before a failed write or sync is trusted; the image
 reopens; and no run ever returns a wrong output.
 
-The faults are injected into the SD image module's view of ``os`` (:class:`FaultyOs`): the ``n``-th call of one
+The faults are injected into the storage modules' view of ``os`` (:class:`FaultyOs`, in ``sd`` and ``device``): the ``n``-th call of one
 function raises ``OSError(errno)``. A real trigger runs too: a file-size limit (``RLIMIT_FSIZE``) below the image
 size makes the kernel refuse to grow the file (EFBIG).
 """
@@ -20,12 +20,28 @@ import pytest
 
 from microinterp import Interpreter
 from microinterp.errors import StorageError
+from microinterp.storage import device as device_module
 from microinterp.storage import sd as sd_module
 from microinterp.testing.models import demo_cnn
 
 CALLS = ("pwritev", "preadv", "pread", "fsync", "ftruncate")
 ERRNOS = (errno.EIO, errno.ENOSPC, errno.EFBIG)
 ARENA = 24 * 1024          # demo_cnn pages at this arena
+
+
+class _Faulty:
+    """``with _Faulty(faulty_os):`` -- the SD image and its device see ``faulty_os`` as ``os`` inside the block."""
+
+    def __init__(self, faulty):
+        self.faulty = faulty
+
+    def __enter__(self):
+        self.saved = sd_module.os, device_module.os
+        sd_module.os = device_module.os = self.faulty
+        return self.faulty
+
+    def __exit__(self, *exc):
+        sd_module.os, device_module.os = self.saved
 
 
 class FaultyOs:
@@ -69,13 +85,8 @@ def _run(model, x, path):
 def _calls_made(model, x, path, name, reused: bool) -> int:
     if reused:
         _run(model, x, path)
-    counter = FaultyOs(name, 0, errno.EIO)
-    saved = sd_module.os
-    sd_module.os = counter
-    try:
+    with _Faulty(FaultyOs(name, 0, errno.EIO)) as counter:
         _run(model, x, path)
-    finally:
-        sd_module.os = saved
     return counter.calls
 
 
@@ -95,13 +106,8 @@ def test_every_injected_fault_is_a_storage_error_and_the_image_reopens(tmp_path,
             os.unlink(path)
         if reused:
             _run(model, x, path)
-        saved = sd_module.os
-        sd_module.os = FaultyOs(name, nth, code)
-        try:
-            with pytest.raises(StorageError) as e:
-                _run(model, x, path)
-        finally:
-            sd_module.os = saved
+        with _Faulty(FaultyOs(name, nth, code)), pytest.raises(StorageError) as e:
+            _run(model, x, path)
         err = e.value
         assert err.errno == code and err.filename == path, str(err)
         assert path in str(err) and errno.errorcode[code] in str(err)
@@ -115,13 +121,8 @@ def test_every_injected_fault_is_a_storage_error_and_the_image_reopens(tmp_path,
 def test_a_failed_write_poisons_the_open_image(tmp_path):
     img = sd_module.SdImage.open(tmp_path / "sd.img", fingerprint="f", weights_bytes=4096, activation_bytes=4096,
                                  table_entries=4)
-    saved = sd_module.os
-    sd_module.os = FaultyOs("pwritev", 1, errno.EIO)
-    try:
-        with pytest.raises(StorageError, match="EIO"):
-            img.write("activations", 0, np.ones(100, np.uint8), key="a")
-    finally:
-        sd_module.os = saved
+    with _Faulty(FaultyOs("pwritev", 1, errno.EIO)), pytest.raises(StorageError, match="EIO"):
+        img.write("activations", 0, np.ones(100, np.uint8), key="a")
     with pytest.raises(StorageError, match="cannot be trusted"):
         img.read("activations", 0, 100, key="a")
     img.close()
