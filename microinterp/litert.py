@@ -39,7 +39,6 @@ import numpy as np
 
 from .errors import ConfigError, InputError
 
-
 #: LiteRT constructor arguments that do not apply to a TFLM emulator: accepted, documented, ignored.
 IGNORED_LITERT_ARGUMENTS = ("num_threads", "experimental_op_resolver_type", "experimental_disable_delegate_clustering",
                             "experimental_default_delegate_latest_features")

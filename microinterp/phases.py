@@ -24,7 +24,7 @@ from .arena import SizingArena
 from .kernels.base import InvokeContext, PrepareContext
 from .pager.fusion import LineBuffer, new_rows
 from .pager.plan import OpPlan
-from .pager.tiling import WHOLE, BandViews, band_kernel, has_bands, tiler_for
+from .pager.tiling import WHOLE, BandViews, band_kernel, has_bands, is_builtin, tiler_for
 
 
 def band_plans(model: Any, resolver: Any, optimized: bool) -> list[OpPlan]:
@@ -36,12 +36,12 @@ def band_plans(model: Any, resolver: Any, optimized: bool) -> list[OpPlan]:
     plans = []
     for op in sg.operators:
         kernel = band_kernel(resolver, op.key, optimized)
-        if not has_bands(op, kernel) or op.subgraph_refs:
+        if not (is_builtin(kernel) or has_bands(op, kernel)) or op.subgraph_refs:
             plans.append(OpPlan(op.index, op, kernel, None, WHOLE))
             continue
         before = len(ctx.scratch_requests)
         data = kernel.prepare(ctx, op)
-        tiler = tiler_for(op, data, sg.tensors, True) if len(ctx.scratch_requests) == before else WHOLE
+        tiler = tiler_for(op, data, sg.tensors, kernel) if len(ctx.scratch_requests) == before else WHOLE
         plans.append(OpPlan(op.index, op, kernel, data, tiler))
     return plans
 

@@ -12,7 +12,6 @@ at prepare when both are constants (the converter's case), else at every invoke 
 from __future__ import annotations
 
 import warnings
-
 from dataclasses import dataclass
 
 import numpy as np

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ._qutil import select
+from .bands import ROW_LOCAL
 
 
 def nan_passthrough(fn: Callable) -> Callable:
@@ -25,6 +26,9 @@ def nan_passthrough(fn: Callable) -> Callable:
 
 
 class FloatUnary:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def __init__(self, name: str, fn: Callable, same_shape: bool):
         self.name = name
         self.fn = fn

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._qutil import broadcast_shape, select
+from .bands import ROW_LOCAL
 
 SUPPORTED_TYPES = ("FLOAT32", "INT8", "INT16", "INT32", "INT64")
 
@@ -33,6 +34,9 @@ class MaxMinData:
 class MaximumMinimum:
     """One kernel object per op; ``first_wins(a, b)`` is TFLM's comparison choosing ``a``; ``integer_op`` is the
     NumPy ufunc that equals ``first_wins(a, b) ? a : b`` on integers (floats differ only in NaN handling)."""
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
 
     def __init__(self, name: str, first_wins: Callable[[np.ndarray, np.ndarray], np.ndarray],
                  integer_op: np.ufunc):

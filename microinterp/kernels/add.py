@@ -35,6 +35,7 @@ import numpy as np
 
 from ..quant import QMAX, QMIN, activation_range, mbqm_smaller_than_one_exp, quantize_multiplier, wrap_int32
 from ._qutil import all_codes
+from .bands import ROW_LOCAL
 from .binary_common import (
     apply_int8_table,
     check_broadcast,
@@ -91,6 +92,9 @@ def quantized_add_sub(x1: np.ndarray, x2: np.ndarray, d: AddSubData, sign: int) 
 
 class AddSub:
     """ADD (``sign=+1``) or SUB (``sign=-1``)."""
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
 
     def __init__(self, sign: int, name: str):
         self.sign = sign

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..quant import mbqm, quantize_multiplier_smaller_than_one_exp, wrap_int32
 from ._qutil import all_codes, check_scales, lookup, qparams
+from .bands import ROW_LOCAL
 
 LEFT_SHIFT = 20
 POINTER_BYTES = 8
@@ -37,6 +38,9 @@ class AddNData:
 
 
 class AddN:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def prepare(self, ctx, op) -> AddNData:
         n = len(op.inputs)
         if n < 2:

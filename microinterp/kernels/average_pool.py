@@ -18,12 +18,14 @@ from __future__ import annotations
 import numpy as np
 
 from .binary_common import clamp_float_
-from .pooling_common import PoolData, input_rows, padded_band, prepare_pooling, run_bands
+from .pooling_common import PoolData, PoolTiler, input_rows, padded_band, prepare_pooling, run_bands
 
 __all__ = ["KERNEL", "AveragePool2D", "input_rows", "pool_rows"]
 
 
 class AveragePool2D:
+    #: out of core: row bands of its own pool_rows
+    bands = PoolTiler(lambda *a: pool_rows(*a))
     def prepare(self, ctx, op) -> PoolData:
         data = prepare_pooling(ctx, op)
         if data.count.size and not data.count.all():

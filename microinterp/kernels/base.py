@@ -11,16 +11,14 @@ build (the arena views never move afterwards) and then runs the returned call in
 per-op Python overhead off tiny graphs. ``None`` falls back to ``invoke``; the bound call must compute exactly what
 ``invoke`` computes. The out-of-core pager always uses ``invoke`` (its views change from tile to tile).
 
-A kernel that can compute a band of output rows from bands of its inputs declares it with a ``row_bands``
-attribute (:class:`RowBands`): which inputs it reads by rows, which rows of them a band of output rows needs, and the
-band computation. The out-of-core pager (and the phased planner) then run it in row bands; nothing else needs to know
-the op. A kernel without ``row_bands`` runs whole out of core unless the pager's own tilers know it.
+A kernel that can compute its output in pieces (bands of output rows, or output-channel groups of a streamed filter)
+declares it with a ``bands`` attribute (:mod:`.bands`): which inputs it reads by rows, which rows of them a band
+needs, and the band computation. The out-of-core pager (and the phased planner) then run it in pieces; nothing else
+needs to know the op. A kernel without ``bands`` runs whole out of core.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -37,32 +35,9 @@ class Kernel(Protocol):
     def invoke(self, ctx: InvokeContext, op: Operator, data: Any) -> None: ...
 
 
-def _always(op: Any, data: Any, inputs: Sequence[Any], output: Any) -> bool:
-    return True
-
-
 def is_batch1_nhwc(*tensors: Any) -> bool:
     """Every tensor given is 4-D with batch 1 (what row bands along axis 1 need)."""
     return all(t is not None and len(t.shape) == 4 and t.shape[0] == 1 for t in tensors)
-
-
-@dataclass(frozen=True)
-class RowBands:
-    """A kernel's declaration that it runs in bands of output rows (axis 1 of a batch-1 NHWC output).
-
-    - ``row_inputs``: input index -> the axis along which a band of output rows reads that input in bands (the
-      other inputs, weights and constants, are passed whole);
-    - ``input_rows(data, k, y0, y1) -> (lo, hi)``: the rows of input ``k`` that output rows ``[y0, y1)`` need;
-    - ``compute(data, inputs, row0, out, y0)``: output rows ``[y0, y0 + out rows)`` into ``out`` from ``inputs``
-      (input index -> its band view, or the whole tensor), ``row0`` giving each banded input's first row; it must
-      equal the same rows of ``invoke``'s result;
-    - ``applies(op, data, inputs, output)``: whether this op (these shapes, this OpData) can run in bands.
-    """
-
-    row_inputs: Mapping[int, int]
-    input_rows: Callable[[Any, int, int, int], tuple[int, int]]
-    compute: Callable[[Any, dict[int, np.ndarray], dict[int, int], np.ndarray, int], None]
-    applies: Callable[[Any, Any, Sequence[Any], Any], bool] = field(default=_always)
 
 
 class HostBudget:

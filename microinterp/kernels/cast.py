@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .bands import ROW_LOCAL
+
 INPUT_TYPES = ("INT8", "INT16", "INT32", "UINT32", "FLOAT32", "BOOL")
 OUTPUT_TYPES = ("INT8", "INT16", "INT32", "UINT32", "FLOAT32", "BOOL")
 
@@ -38,6 +40,9 @@ def cast_values(x: np.ndarray, source: str, target: np.dtype) -> np.ndarray:
 
 
 class Cast:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def prepare(self, ctx, op) -> CastData:
         ctx.check_io_count(op, 1, 1)
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

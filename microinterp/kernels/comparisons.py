@@ -27,6 +27,7 @@ import numpy as np
 
 from ..quant import mbqm, quantize_multiplier_smaller_than_one_exp
 from ._qutil import all_codes, check_flat_or_broadcast, lookup, qparams
+from .bands import ROW_LOCAL
 
 MAX_BROADCAST_RANK = 4
 LEFT_SHIFT = 8
@@ -47,6 +48,9 @@ def rescaled_codes(scale: float, zero_point: int, type_name: str) -> np.ndarray:
 
 class Comparison:
     """One kernel object per op: ``fn`` is the numpy comparison, ``types`` the input types TFLM's Eval takes."""
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
 
     def __init__(self, name: str, fn: np.ufunc, types: tuple[str, ...]):
         self.name = name

@@ -11,10 +11,13 @@ compared). ``axis < 0`` gets ``+= output rank``. Eval copies, for each outer ind
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ._qutil import qparams
+from .bands import RowLocalTiler, Tiler
+from .base import is_batch1_nhwc
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16", "INT32", "INT64", "BOOL")
 MAX_INPUTS = 10
@@ -26,7 +29,23 @@ class ConcatenationData:
     axis: int
 
 
+class ConcatBands:
+    """CONCATENATION along another axis than the rows (of batch-1 NHWC tensors): a band of output rows is the same
+    rows of every input, joined by ``invoke`` on the band views; a constant input with more than one row runs it
+    whole."""
+
+    @staticmethod
+    def for_op(op: Any, data: Any, inputs: Any, output: Any) -> Tiler | None:
+        if not is_batch1_nhwc(output, *inputs) or data.axis % 4 == 1 or inputs[0].is_constant:
+            return None
+        if any(t.data is not None and t.shape[1] > 1 for t in inputs):
+            return None
+        return RowLocalTiler({k: 1 for k, t in enumerate(inputs) if t.data is None})
+
+
 class Concatenation:
+    #: out of core: row bands when joined along another axis (:class:`ConcatBands`)
+    bands = ConcatBands()
     def prepare(self, ctx, op) -> ConcatenationData:
         if len(op.inputs) < 1 or len(op.outputs) != 1:
             raise ctx.fail(op, f"expected at least 1 input and 1 output, got {len(op.inputs)} and {len(op.outputs)}")

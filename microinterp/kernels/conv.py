@@ -31,14 +31,19 @@ bounds) are refused too.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..quant import Requantizer, activation_range, activation_range_float, mbqm_int64, quantize_multiplier
 from ._blas import matmul
 from ._qutil import unpack_int4
-from .padding import compute_padding_height_width, windows
+from .bands import Tiler
+from .base import is_batch1_nhwc
+from .padding import compute_padding_height_width, input_rows_for, windows
 
 INT32_TYPE = 2          # TensorType.INT32, as stored in Conv2DOptions.quantized_bias_type
 
@@ -223,7 +228,75 @@ def _float_taps(cols: np.ndarray, wg: np.ndarray) -> np.ndarray:
     return total
 
 
+class ConvRows(Tiler):
+    """Out of core, CONV_2D and DEPTHWISE_CONV_2D in bands of output rows: a band reads the input rows its filter
+    reaches (the halo), and a PAD before it may be folded into its own padding (:meth:`fold_pad`)."""
+
+    mode = "rows"
+    row_inputs: ClassVar[dict[int, int]] = {0: 1}
+
+    @classmethod
+    def for_op(cls, op: Any, data: Any, inputs: Sequence[Any], output: Any) -> Tiler | None:
+        if not regular_steps(data) or not is_batch1_nhwc(inputs[0], output) or data.int4_scratch is not None:
+            return None     # TFLM's int16 strides wrapped to 0 or below, or an int4 filter unpacked whole: whole
+        return cls()
+
+    def input_rows(self, data, k, y0, y1):
+        return input_rows_for(y0, y1, data.stride_h, data.dilation_h, data.filter_shape[1], data.pad_h, data.in_h)
+
+    @staticmethod
+    def fold_pad(data: Any, pad_data: Any, x: Any, padded: Any) -> Any | None:
+        """``data`` for reading a PAD's input ``x`` directly instead of its output ``padded``: the PAD's rows and
+        columns become the convolution's own padding (``pad_h + top``, ``pad_w + left``, ``in_h`` of ``x``; the
+        bottom and right ones are the taps past ``x``'s end). None when that is not exact.
+
+        Exact when the fill is the input zero point (``-input_offset``) of a quantized kernel: a tap on a filled
+        position then contributes ``(zp + offset) * w = 0``, exactly what a skipped padding tap contributes (the
+        band functions skip taps outside the image), and every other tap reads the same raw value (PAD copies
+        values without requantizing). The PAD must pad only rows and columns (batch and channels unchanged).
+        float32 is left alone (``0 * inf`` is NaN, a skipped tap is nothing)."""
+        if data.kind == "float32" or pad_data.fill is None or pad_data.fill != -data.input_offset:
+            return None
+        sl = pad_data.out_slices
+        if len(x.shape) != 4 or len(padded.shape) != 4 or tuple(pad_data.box_shape) != tuple(x.shape) \
+                or sl[0].start != 0 or sl[3].start != 0 or padded.shape[0] != x.shape[0] \
+                or padded.shape[3] != x.shape[3]:
+            return None
+        return dataclasses.replace(data, pad_h=data.pad_h + sl[1].start, pad_w=data.pad_w + sl[2].start,
+                                   in_h=x.shape[1])
+
+
+#: Host bytes one conv_rows call may spend on its im2col matrix (float64): a band is computed in sub-bands so the
+#: Python heap stays small while tiles go by (an MCU kernel needs no im2col at all).
+IM2COL_BYTES = 1 << 21
+
+
+class ConvTiler(ConvRows):
+    """CONV_2D in row bands with :func:`conv_rows`; the filter may stream in output-channel tiles (not for grouped
+    convolutions), the input band staying resident while they go by."""
+
+    channel_input = 1
+
+    @classmethod
+    def for_op(cls, op, data, inputs, output):
+        tiler = super().for_op(op, data, inputs, output)
+        if tiler is not None and data.groups != 1:
+            tiler.channel_input = None
+        return tiler
+
+    def compute(self, kernel, op, data, band):
+        w = band.inputs[1]
+        bias = band.inputs.get(2)
+        out = band.out[..., band.c0:band.c1]
+        per_row = out.shape[2] * w.shape[1] * w.shape[2] * w.shape[3] * 8
+        step = max(1, IM2COL_BYTES // max(per_row, 1))
+        for r in range(0, out.shape[1], step):
+            conv_rows(data, band.inputs[0], w, bias, out[:, r:r + step], band.y0 + r, band.row0[0], band.c0)
+
+
 class Conv2D:
+    #: out of core: row bands, the filter streamed in channel tiles (:class:`ConvTiler`)
+    bands = ConvTiler
     def prepare(self, ctx, op) -> ConvData:
         ctx.check_io_count(op, (2, 3), 1)
         y = ctx.output(op, 0)

@@ -26,7 +26,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import Requantizer, activation_range_float
-from .conv import check_strides, eval_strides, filter_and_bias, int4_filter_scratch, populate_quantization, requantize
+from .conv import (
+    ConvRows,
+    check_strides,
+    eval_strides,
+    filter_and_bias,
+    int4_filter_scratch,
+    populate_quantization,
+    requantize,
+)
 from .padding import compute_padding_height_width, windows
 
 
@@ -84,7 +92,16 @@ def depthwise_rows(data: DepthwiseData, x: np.ndarray, w: np.ndarray, bias: np.n
     out[...] = requantize(acc, data, out.dtype)
 
 
+class DepthwiseTiler(ConvRows):
+    """DEPTHWISE_CONV_2D in row bands with :func:`depthwise_rows`."""
+
+    def compute(self, kernel, op, data, band):
+        depthwise_rows(data, band.inputs[0], band.inputs[1], band.inputs.get(2), band.out, band.y0, band.row0[0])
+
+
 class DepthwiseConv2D:
+    #: out of core: row bands (:class:`DepthwiseTiler`)
+    bands = DepthwiseTiler
     def prepare(self, ctx, op) -> DepthwiseData:
         ctx.check_io_count(op, (2, 3), 1)
         y = ctx.output(op, 0)

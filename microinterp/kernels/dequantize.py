@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._qutil import qparams
+from .bands import ROW_LOCAL
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,9 @@ class DequantizeData:
 
 
 class Dequantize:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def prepare(self, ctx, op) -> DequantizeData:
         ctx.check_io_count(op, 1, 1)
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

@@ -35,6 +35,7 @@ from ..quant import (
     wrap_int32,
 )
 from ._qutil import broadcast_shape, check_scales, qparams
+from .bands import ROW_LOCAL
 from .binary_common import apply_int8_table, clamp_float_, float_activation_range, int32_activation_range
 
 SUPPORTED_TYPES = ("FLOAT32", "INT32", "INT8")
@@ -91,6 +92,9 @@ def div_int8_table(zp1: int, zp2: int, zp_out: int, m: int, shift: int, lo: int,
 
 
 class Div:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def prepare(self, ctx, op) -> DivData:
         ctx.check_io_count(op, 2, 1)
         a, b, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

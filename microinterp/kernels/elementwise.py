@@ -34,6 +34,7 @@ from .. import libm
 from ..errors import InvokeError
 from ..quant import QMAX, QMIN, inv_sqrt_quantized_multiplier_exp, mbqm, quantize_multiplier
 from ._qutil import all_codes, check_scales, lookup, qparams
+from .bands import ROW_LOCAL
 
 RSQRT_SHIFT = 20
 
@@ -71,6 +72,9 @@ def rsqrt_table(s_in: float, zp_in: int, s_out: float, zp_out: int, type_name: s
 
 class Elementwise:
     """One kernel object per op: ``types`` the input types TFLM accepts, ``fn`` the float (or bool) function."""
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
 
     def __init__(self, name: str, types: tuple[str, ...], fn: Callable[[np.ndarray], np.ndarray]):
         self.name = name

@@ -16,6 +16,7 @@ import numpy as np
 from .. import libm
 from ..quant import round_half_away_f32
 from ._qutil import all_codes, check_scales, lookup, qparams, select, to_int32_x86
+from .bands import ROW_LOCAL
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,9 @@ def elu_table(s_in: float, zp_in: int, s_out: float, zp_out: int) -> np.ndarray:
 
 
 class Elu:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def prepare(self, ctx, op) -> EluData:
         ctx.check_io_count(op, 1, 1)
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

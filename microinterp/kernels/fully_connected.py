@@ -69,6 +69,7 @@ from ..quant import (
 from ._blas import matmul
 from ._qutil import unpack_int4
 from ._step_requant import StepRequantizer, requantization_steps
+from .bands import Tiler
 from .binary_common import clamp_float_, float_activation_range
 from .fully_connected_bound import bind_steps, bind_table
 
@@ -119,7 +120,26 @@ _SMALL_PRODUCT = 1 << 16
 _FLOAT_CHUNK = 1 << 20
 
 
+class FullyConnectedTiler(Tiler):
+    """FULLY_CONNECTED (batch 1, int8 / int16) out of core: the input vector and the output resident, the filter
+    streamed in output-channel tiles computed by :func:`fc_channels`."""
+
+    mode = "channels"
+    channel_input = 1
+
+    @classmethod
+    def for_op(cls, op: Any, data: Any, inputs: Any, output: Any) -> Tiler | None:
+        if getattr(data, "batches", 0) == 1 and data.type_name in ("INT8", "INT16") and data.scratch is None:
+            return cls()
+        return None
+
+    def compute(self, kernel, op, data, band):
+        fc_channels(data, band.inputs[0], band.inputs[1], band.inputs.get(2), band.out, band.c0)
+
+
 class FullyConnected:
+    #: out of core: channel tiles of a streamed filter (:class:`FullyConnectedTiler`)
+    bands = FullyConnectedTiler
     def prepare(self, ctx, op) -> FullyConnectedData:
         ctx.check_io_count(op, (2, 3), 1)
         x, w, out = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

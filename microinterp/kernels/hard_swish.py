@@ -23,6 +23,7 @@ import numpy as np
 
 from ..quant import downscale_int32_to_int16_multiplier, quantize_multiplier, rdbpot16, srdhm16, wrap_int16
 from ._qutil import all_codes, qparams
+from .bands import ROW_LOCAL
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,9 @@ class HardSwishData:
 
 
 class HardSwish:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def prepare(self, ctx, op) -> HardSwishData:
         ctx.check_io_count(op, 1, 1)
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

@@ -16,10 +16,13 @@ import numpy as np
 from .. import libm
 from .binary_common import clamp_float_
 from .padding import compute_out_size
-from .pooling_common import PoolData, padded_band, prepare_pooling, run_bands
+from .pooling_common import PoolData, PoolTiler, padded_band, prepare_pooling, run_bands
 
 
 class L2Pool2D:
+    #: out of core: row bands of its own pool_rows
+    bands = PoolTiler(lambda *a: pool_rows(*a))
+
     def prepare(self, ctx, op) -> PoolData:
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)
         if x.type_name != "FLOAT32" or y.type_name != "FLOAT32":

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
 from ._qutil import all_codes, check_scales, lookup, qparams, select
+from .bands import ROW_LOCAL
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ def leaky_relu_quantized(x: np.ndarray, d: LeakyReluData) -> np.ndarray:
 
 
 class LeakyRelu:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def prepare(self, ctx, op) -> LeakyReluData:
         ctx.check_io_count(op, 1, 1)
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

@@ -32,6 +32,7 @@ from ..quant import (
     wrap_int32,
 )
 from ._qutil import check_scales, qparams
+from .bands import ROW_NORMALISED
 
 INPUT_INTEGER_BITS = 5
 ACCUMULATION_INTEGER_BITS = 12
@@ -53,6 +54,9 @@ class LogSoftmaxData:
 
 
 class LogSoftmax:
+    #: out of core: row bands (normalised along the last axis, within a row)
+    bands = ROW_NORMALISED
+
     def prepare(self, ctx, op) -> LogSoftmaxData:
         ctx.check_io_count(op, 1, 1)
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

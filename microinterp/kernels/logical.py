@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._qutil import check_flat_or_broadcast
+from .bands import ROW_LOCAL
 
 MAX_BROADCAST_RANK = 4
 
@@ -24,6 +25,9 @@ class LogicalData:
 
 
 class Logical:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def __init__(self, name: str, fn: np.ufunc):
         self.name = name
         self.fn = fn

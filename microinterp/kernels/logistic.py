@@ -39,6 +39,7 @@ from ..quant import (
     rdbpot,
 )
 from ._qutil import all_codes, lookup, qparams
+from .bands import ROW_LOCAL
 
 _INPUT_INTEGER_BITS = 4  # int8 path: input rescaled to Q4.27
 
@@ -84,6 +85,9 @@ def int16_input_params(ctx, op, x, y, pot_shifts: tuple[int, ...]) -> tuple[int,
 
 
 class Logistic:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def prepare(self, ctx, op) -> LogisticData:
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)
         if x.type_name != y.type_name:

@@ -15,12 +15,14 @@ import numpy as np
 
 from ..quant import QMIN
 from .binary_common import FLT_LOWEST, clamp_float_
-from .pooling_common import PoolData, input_rows, padded_band, prepare_pooling, run_bands
+from .pooling_common import PoolData, PoolTiler, input_rows, padded_band, prepare_pooling, run_bands
 
 __all__ = ["KERNEL", "MaxPool2D", "input_rows", "pool_rows"]
 
 
 class MaxPool2D:
+    #: out of core: row bands of its own pool_rows
+    bands = PoolTiler(lambda *a: pool_rows(*a))
     def prepare(self, ctx, op) -> PoolData:
         return prepare_pooling(ctx, op)
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..quant import activation_range, mbqm, quantize_multiplier
+from .bands import ROW_LOCAL
 from .binary_common import (
     apply_int8_table,
     check_broadcast,
@@ -56,6 +57,9 @@ def quantized_mul(x1: np.ndarray, x2: np.ndarray, d: MulData) -> np.ndarray:
 
 
 class Mul:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def prepare(self, ctx, op) -> MulData:
         ctx.check_io_count(op, 2, 1)
         a, b, out = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

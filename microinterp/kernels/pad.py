@@ -18,8 +18,12 @@ TFLM (``micro/kernels/pad.cc``, ``pad_common.cc`` PadPrepare, ``reference/pad.h`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
+
+from .bands import Tiler
+from .base import is_batch1_nhwc
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16", "INT32")
 MAX_DIMS = 5
@@ -32,7 +36,31 @@ class PadData:
     fill: int | float | None        # None: read constant_values[0] at invoke
 
 
+class PadTiler(Tiler):
+    """PAD / PADV2 of a batch-1 NHWC tensor whose box is the input: a band of output rows from the input rows it
+    copies (:func:`pad_rows`), the rest filled. The pager may instead build such a band inside its only reader's
+    reads (a fused PAD) or fold it into a convolution's padding."""
+
+    mode = "rows"
+    row_inputs: ClassVar[dict[int, int]] = {0: 1}
+
+    @classmethod
+    def for_op(cls, op: Any, data: Any, inputs: Any, output: Any) -> Tiler | None:
+        if is_batch1_nhwc(inputs[0], output) and data.box_shape == inputs[0].shape:
+            return cls()
+        return None
+
+    def input_rows(self, data, k, y0, y1):
+        return pad_input_rows(data, y0, y1)
+
+    def compute(self, kernel, op, data, band):
+        fill = data.fill if data.fill is not None else band.ctx.input(op, 2).reshape(-1)[0]
+        pad_rows(data, band.inputs[0], band.row0[0], band.out, band.y0, fill)
+
+
 class Pad:
+    #: out of core: row bands (:class:`PadTiler`)
+    bands = PadTiler
     def prepare(self, ctx, op) -> PadData:
         ctx.check_io_count(op, (2, 3), 1)
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

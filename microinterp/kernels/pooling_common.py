@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..quant import activation_range
+from .bands import Tiler
+from .base import is_batch1_nhwc
 from .binary_common import float_activation_range
 from .padding import compute_padding_height_width, input_rows_for
 
@@ -125,3 +127,24 @@ def run_bands(data: PoolData, x: np.ndarray, out: np.ndarray,
     for y0 in range(0, data.out_h, step):
         y1 = min(data.out_h, y0 + step)
         out[:, y0:y1] = pool_rows(data, x, 0, y0, y1)
+
+
+class PoolTiler(Tiler):
+    """MAX_POOL_2D / AVERAGE_POOL_2D out of core: a band of output rows from the input rows its windows reach,
+    computed by the kernel's own ``pool_rows`` (``rows_fn``)."""
+
+    mode = "rows"
+    row_inputs: ClassVar[dict[int, int]] = {0: 1}
+
+    def __init__(self, rows_fn: Callable[..., np.ndarray]):
+        self.rows_fn = rows_fn
+
+    def for_op(self, op: Any, data: Any, inputs: Any, output: Any) -> Tiler | None:
+        return self if is_batch1_nhwc(inputs[0], output) else None
+
+    def input_rows(self, data, k, y0, y1):
+        return input_rows(data, y0, y1)
+
+    def compute(self, kernel, op, data, band):
+        y1 = band.y0 + band.out.shape[1]
+        band.out[...] = self.rows_fn(data, band.inputs[0], band.row0[0], band.y0, y1)

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
 from ._qutil import all_codes, broadcast_shape, check_scales, lookup, qparams, select
+from .bands import ROW_LOCAL
 
 #: input/output type -> required alpha type
 ALPHA_TYPE = {"FLOAT32": "FLOAT32", "INT8": "INT8", "INT16": "INT8"}
@@ -52,6 +53,9 @@ def prelu_quantized(x: np.ndarray, alpha: np.ndarray, d: PreluData) -> np.ndarra
 
 
 class Prelu:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def prepare(self, ctx, op) -> PreluData:
         ctx.check_io_count(op, 2, 1)
         x, alpha, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, round_half_away, wrap_int32
 from ._qutil import all_codes, check_scales, lookup, qparams, to_int32_x86
+from .bands import ROW_LOCAL
 
 #: Eval's supported (input, output) type pairs.
 SUPPORTED = {
@@ -78,6 +79,9 @@ def quantize_float(x: np.ndarray, d: QuantizeData) -> np.ndarray:
 
 
 class Quantize:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def prepare(self, ctx, op) -> QuantizeData:
         ctx.check_io_count(op, 1, 1)
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

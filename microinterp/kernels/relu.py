@@ -20,6 +20,7 @@ import numpy as np
 
 from ..quant import activation_range, mbqm, quantize_multiplier
 from ._qutil import all_codes, check_scales, lookup, qparams, select
+from .bands import ROW_LOCAL
 
 SUPPORTED_TYPES = ("FLOAT32", "INT8", "INT16")
 
@@ -55,6 +56,9 @@ def check_activation_types(ctx, op):
 
 
 class Relu:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def prepare(self, ctx, op) -> ReluData:
         x, y = check_activation_types(ctx, op)
         if x.type_name == "FLOAT32":

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..quant import round_half_away
 from ._qutil import all_codes, clamp_to_type, lookup, qparams, select, to_int32_x86
+from .bands import ROW_LOCAL
 from .relu import check_activation_types
 
 
@@ -36,6 +37,9 @@ def relu6(x: np.ndarray, zero, six) -> np.ndarray:
 
 
 class Relu6:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def prepare(self, ctx, op) -> Relu6Data:
         x, _ = check_activation_types(ctx, op)
         if x.type_name == "FLOAT32":

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._resize import prepare_resize
-from .base import RowBands, is_batch1_nhwc
+from .bands import RowBands
+from .base import is_batch1_nhwc
 
 
 def _cdiv(a, b: int):
@@ -99,7 +100,7 @@ class ResizeBilinear:
         resize_rows(data, ctx.input(op, 0), 0, ctx.output(op, 0), 0)
 
     #: out of core: a band of output rows reads the input rows it interpolates between
-    row_bands = RowBands({0: 1}, lambda data, k, y0, y1: input_rows(data, y0, y1),
+    bands = RowBands({0: 1}, lambda data, k, y0, y1: input_rows(data, y0, y1),
                          lambda data, inputs, row0, out, y0: resize_rows(data, inputs[0], row0[0], out, y0),
                          lambda op, data, inputs, output: is_batch1_nhwc(inputs[0], output))
 

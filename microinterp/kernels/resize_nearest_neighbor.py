@@ -20,7 +20,8 @@ import numpy as np
 
 from ..quant import round_half_away
 from ._resize import prepare_resize
-from .base import RowBands, is_batch1_nhwc
+from .bands import RowBands
+from .base import is_batch1_nhwc
 
 
 def nearest_indices(in_size: int, out_size: int, align_corners: bool, half_pixel_centers: bool) -> np.ndarray:
@@ -59,7 +60,7 @@ class ResizeNearestNeighbor:
         resize_rows(data, ctx.input(op, 0), 0, ctx.output(op, 0), 0)
 
     #: out of core: a band of output rows reads the input rows it copies from
-    row_bands = RowBands({0: 1}, lambda data, k, y0, y1: input_rows(data, y0, y1),
+    bands = RowBands({0: 1}, lambda data, k, y0, y1: input_rows(data, y0, y1),
                          lambda data, inputs, row0, out, y0: resize_rows(data, inputs[0], row0[0], out, y0),
                          lambda op, data, inputs, output: is_batch1_nhwc(inputs[0], output))
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._qutil import select
+from .bands import ROW_LOCAL
 
 SUPPORTED_TYPES = ("FLOAT32", "INT8", "INT16")
 MAX_BROADCAST_RANK = 5
@@ -43,6 +44,9 @@ def _broadcast_problem(shapes, out_shape) -> str | None:
 
 
 class SelectV2:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def prepare(self, ctx, op) -> SelectData:
         ctx.check_io_count(op, 3, 1)
         c, x, y = (ctx.require_input(op, k) for k in range(3))

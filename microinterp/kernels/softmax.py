@@ -49,6 +49,7 @@ from ..quant import (
     wrap_int32,
 )
 from ._qutil import qparams
+from .bands import ROW_NORMALISED
 
 _SCALED_DIFF_INTEGER_BITS = 5
 _ACCUMULATION_INTEGER_BITS = 12
@@ -89,6 +90,9 @@ def int16_softmax_luts() -> tuple[np.ndarray, np.ndarray]:
 
 
 class Softmax:
+    #: out of core: row bands (normalised along the last axis, within a row)
+    bands = ROW_NORMALISED
+
     def prepare(self, ctx, op) -> SoftmaxData:
         ctx.check_io_count(op, 1, 1)
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

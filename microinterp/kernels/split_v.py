@@ -9,8 +9,6 @@ fail Eval. We refuse at prepare outputs that do not tile the input along the axi
 
 from __future__ import annotations
 
-import numpy as np
-
 from ._qutil import first_int32
 from .split import SplitData, check_split, split_invoke
 

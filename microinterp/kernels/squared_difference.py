@@ -30,6 +30,7 @@ from ..quant import (
     wrap_int32,
 )
 from ._qutil import all_codes, check_flat_or_broadcast, check_scales, lookup, qparams
+from .bands import ROW_LOCAL
 
 SUPPORTED_TYPES = ("FLOAT32", "INT32", "INT8", "INT16")
 MAX_BROADCAST_RANK = 4
@@ -46,6 +47,9 @@ class SquaredDifferenceData:
 
 
 class SquaredDifference:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def prepare(self, ctx, op) -> SquaredDifferenceData:
         ctx.check_io_count(op, 2, 1)
         a, b, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

@@ -26,6 +26,7 @@ import numpy as np
 from .. import libm
 from ..quant import fixed_point_tanh, tanh_int16
 from ._qutil import all_codes, lookup, qparams
+from .bands import ROW_LOCAL
 from .logistic import int8_function, int8_input_params, int16_input_params
 
 
@@ -40,6 +41,9 @@ class TanhData:
 
 
 class Tanh:
+    #: out of core: row bands (a row of the output from the same row of its inputs)
+    bands = ROW_LOCAL
+
     def prepare(self, ctx, op) -> TanhData:
         ctx.check_io_count(op, 1, 1)
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

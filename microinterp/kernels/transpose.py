@@ -10,8 +10,12 @@ only float32, int8 and int16 are accepted at Eval (we refuse other types at prep
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from .bands import Tiler, invoke_on_band
+from .base import is_batch1_nhwc
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16")
 MAX_DIMS = 5
@@ -22,7 +26,28 @@ class TransposeData:
     perm: tuple[int, ...]
 
 
+class TransposeTiler(Tiler):
+    """A 4-D transpose keeping the batch axis: output rows ``[y0, y1)`` are input indices ``[y0, y1)`` along axis
+    ``perm[1]``, transposed by ``invoke`` on the band views."""
+
+    mode = "rows"
+
+    def __init__(self, axis: int):
+        self.row_inputs = {0: axis}
+
+    @classmethod
+    def for_op(cls, op: Any, data: Any, inputs: Any, output: Any) -> Tiler | None:
+        if is_batch1_nhwc(inputs[0], output) and data.perm[0] == 0:
+            return cls(int(data.perm[1]))
+        return None
+
+    def compute(self, kernel, op, data, band):
+        invoke_on_band(kernel, op, data, band)
+
+
 class Transpose:
+    #: out of core: row bands (:class:`TransposeTiler`)
+    bands = TransposeTiler
     def prepare(self, ctx, op) -> TransposeData:
         ctx.check_io_count(op, 2, 1)
         x, perm_t, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

@@ -37,7 +37,8 @@ from ..quant import (
     quantize_multipliers,
     wrap_int32,
 )
-from .base import RowBands, is_batch1_nhwc
+from .bands import RowBands
+from .base import is_batch1_nhwc
 from .conv import eval_strides
 from .padding import compute_padding_height_width
 
@@ -132,7 +133,7 @@ class TransposeConv:
 
     #: out of core: a band of output rows reads the input rows that scatter into it (input 2; the output shape,
     #: the filter and the bias are passed whole)
-    row_bands = RowBands({2: 1}, lambda data, k, y0, y1: input_rows(data, y0, y1),
+    bands = RowBands({2: 1}, lambda data, k, y0, y1: input_rows(data, y0, y1),
                          lambda data, inputs, row0, out, y0: transpose_conv_rows(
                              data, inputs[2], row0[2], inputs[1], inputs.get(3) if data.has_bias else None, out, y0),
                          lambda op, data, inputs, output: (len(inputs) > 2 and inputs[2] is not None

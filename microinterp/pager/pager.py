@@ -43,7 +43,7 @@ from .fusion import ChainPlanner, find_chains
 from .layout import RECORD_TARGET, Home
 from .plan import ALIGN, NoFit, OpPlan, Planner, PoolBuffers, Pools, fold_data, fuse_pads, layout_homes
 from .profile import OpRecord, TileRecord
-from .tiling import band_kernel, has_bands, tiler_for
+from .tiling import band_kernel, tiler_for
 
 DEFAULT_POOLS = (1.0, 2.0, 1.0)
 #: Ops that reach beyond their own tensors (other subgraphs, resource variables): not paged yet.
@@ -112,7 +112,7 @@ class Pager:
         variables = self._variables(sizing)
         self.tail_bytes = sizing.tail_bytes
         self.scratch_bytes = max(self._scratch_region(ctx), default=0)
-        self.plans = [OpPlan(op.index, op, k, d, tiler_for(op, d, self.tensors, has_bands(op, k)))
+        self.plans = [OpPlan(op.index, op, k, d, tiler_for(op, d, self.tensors, k))
                       for op, k, d in zip(self.subgraph.operators, kernels, op_data)]
         self.virtual = fuse_pads(self.plans, set(self.subgraph.outputs), self.tensors)
         self.homes, weights_bytes, act_bytes, records = layout_homes(

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import microinterp as mi
-from microinterp.pager.tiling import ELEMENTWISE, ROW_LOCAL
+from microinterp.pager.tiling import ELEMENTWISE_OPS, ROW_LOCAL_OPS
 from microinterp.testing.models import QuantNet
 
 from .conftest import random_input, smallest_out_of_core_arena
@@ -120,12 +120,12 @@ def test_new_op_out_of_core_equals_in_memory(tmp_path, op):
         ts = it.model.main.tensors
         varying_const = any(ts[i].data is not None and len(ts[i].shape) >= 3 and ts[i].shape[-3] > 1
                             for i in it.runtime.plans[-1].op.inputs if i >= 0)   # passed whole: the op runs whole
-        banded = last.op in ROW_LOCAL and not varying_const
+        banded = last.op in ROW_LOCAL_OPS and not varying_const
         assert last.mode in (("rows", "chain") if banded else ("whole",))
 
 
 def test_elementwise_new_ops_are_banded():
-    assert {"ABS", "RSQRT", "ELU", "DIV", "SQUARED_DIFFERENCE", "ADD_N", "SELECT_V2"} <= ELEMENTWISE
+    assert {"ABS", "RSQRT", "ELU", "DIV", "SQUARED_DIFFERENCE", "ADD_N", "SELECT_V2"} <= ELEMENTWISE_OPS
 
 
 def test_control_flow_and_variables_out_of_core_are_refused_clearly(tmp_path):

@@ -7,6 +7,10 @@ import numpy as np
 import pytest
 
 import microinterp as mi
+from microinterp.errors import ArenaOverflowError
+from microinterp.kernels import REFERENCE_KERNELS
+from microinterp.kernels.bands import ROW_LOCAL
+from microinterp.resolver import OpResolver
 from microinterp.testing.builder import ModelBuilder
 
 from .conftest import smallest_out_of_core_arena
@@ -148,3 +152,56 @@ def test_transpose_conv_runs_in_bands(tmp_path, type_name, stride, kernel, paddi
            else rng.integers(-128, 128, small, dtype=np.int8))
     # int8: TFLM's kernel asks an int32 scratch buffer of the whole output, which stays in the arena out of core
     _runs_in_bands(tmp_path, b.build(), inp, "TRANSPOSE_CONV", below=0.5 if type_name == "FLOAT32" else 1.0)
+
+
+def test_l2_pool_runs_in_bands(tmp_path):
+    """L2_POOL_2D declares the pools' row bands in its own file (one line): out of core it runs in bands."""
+    out = (1, SHAPE[1] // 2, SHAPE[2] // 2, SHAPE[3])
+    b = ModelBuilder()
+    x = b.add_tensor("x", SHAPE, "FLOAT32")
+    a = b.add_tensor("a", SHAPE, "FLOAT32")
+    b.add_op("ABS", [x], [a])
+    y = b.add_tensor("y", out, "FLOAT32")
+    b.add_op("L2_POOL_2D", [a], [y], padding="SAME", stride_w=2, stride_h=2, filter_width=3, filter_height=3,
+             fused_activation_function="NONE")
+    b.inputs, b.outputs = [x], [y]
+    _runs_in_bands(tmp_path, b.build(), _input(11), "L2_POOL_2D", below=0.6)
+
+
+class _Doubler:
+    """A plugin TANH that doubles its input: elementwise, and it says so."""
+
+    bands = ROW_LOCAL
+
+    def prepare(self, ctx, op):
+        return None
+
+    def invoke(self, ctx, op, data):
+        ctx.output(op, 0)[...] = ctx.input(op, 0) * np.float32(2)
+
+
+class _Inherits(type(REFERENCE_KERNELS["TANH"])):
+    """A plugin TANH that only inherits the built-in kernel's declaration: it runs whole (its invoke is its own)."""
+
+
+def test_a_plugin_runs_in_bands_when_it_declares_them(tmp_path):
+    """A plugin that declares ``bands`` runs in row bands at half the in-memory arena; one that only inherits a
+    built-in kernel's declaration runs whole, so that arena is too small for it (its TANH needs whole tensors)."""
+    model, x = _model("TANH"), _input(13)
+    for kernel in (_Doubler(), _Inherits()):
+        resolver = OpResolver()
+        resolver.register("TANH", kernel)
+        ref = mi.Interpreter(model, resolver=resolver)
+        ref.set_input(x)
+        ref.invoke()
+        arena = ref.arena_used_bytes // 2
+        path = tmp_path / f"{type(kernel).__name__}.img"
+        if isinstance(kernel, _Inherits):
+            with pytest.raises(ArenaOverflowError, match=r"op 1 \(TANH\)"):
+                mi.Interpreter(model, arena=arena, backing=path, flash=0, resolver=resolver)
+            continue
+        with mi.Interpreter(model, arena=arena, backing=path, flash=0, resolver=resolver) as it:
+            it.set_input(x)
+            it.invoke()
+            np.testing.assert_array_equal(it.get_output(), ref.get_output())
+            assert {r.op: r.mode for r in it.profile}["TANH"] in ("rows", "chain")

@@ -39,7 +39,16 @@ Rule = Callable[[Operator, Sequence[Tensor], str], DevicePrepare]
 
 
 def _rules() -> Mapping[str, Rule]:
-    from . import add, conv, depthwise_conv, fully_connected, pooling, softmax, svdf, unidirectional_sequence_lstm
+    from . import (
+        add,
+        conv,
+        depthwise_conv,
+        fully_connected,
+        pooling,
+        softmax,
+        svdf,
+        unidirectional_sequence_lstm,
+    )
 
     table: dict[str, Rule] = {}
     for module in (add, conv, depthwise_conv, fully_connected, pooling, softmax, svdf, unidirectional_sequence_lstm):

@@ -47,7 +47,7 @@ import numpy as np
 from .._qutil import unpack_int4
 from ..base import HostBudget
 from ..conv import KERNEL as REFERENCE
-from ..conv import ConvData, regular_steps
+from ..conv import ConvData, ConvTiler, regular_steps
 from ._buffers import claimed_buffer, still_claimed, work_buffer
 from ._epilogue import ChannelStats, Epilogue, accumulator_range, gemm, gemm_weights
 from ._group import GROUP_BYTES, block_rows, group_done, group_for
@@ -409,7 +409,19 @@ def _bands(ctx, op, data: ConvData) -> ConvBands | None:
     return None if found is None else ConvBands(data, *found, ctx.host_budget)
 
 
+class OptimizedConvTiler(ConvTiler):
+    """CONV_2D row bands with the optimized GEMM and epilogue (:func:`conv_band`) when prepared out of core with them."""
+
+    def compute(self, kernel, op, data, band):
+        if getattr(data, "bands", None) is None:
+            return super().compute(kernel, op, data, band)
+        conv_band(data, band.inputs[0], band.inputs[1], band.inputs.get(2), band.out, band.y0, band.row0[0], band.c0,
+                  band.memo)
+
+
 class Conv2D:
+    #: out of core: the reference bands, computed by this kernel's band functions
+    bands = OptimizedConvTiler
     def prepare(self, ctx, op) -> FastConvData:
         data = REFERENCE.prepare(ctx, op)
         base = {f.name: getattr(data, f.name) for f in fields(ConvData)}

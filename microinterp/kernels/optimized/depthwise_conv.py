@@ -56,7 +56,7 @@ from .._blas import matmul
 from .._qutil import unpack_int4
 from ..conv import regular_steps
 from ..depthwise_conv import KERNEL as REFERENCE
-from ..depthwise_conv import DepthwiseData
+from ..depthwise_conv import DepthwiseData, DepthwiseTiler
 from ._buffers import work_buffer
 from ._epilogue import Epilogue, accumulator_range, gemm_weights
 
@@ -109,7 +109,18 @@ class OptimizedDepthwiseData(DepthwiseData):
     bands: DepthwiseBands | None = None         # out of core: what depthwise_band needs (None: depthwise_rows runs)
 
 
+class OptimizedDepthwiseTiler(DepthwiseTiler):
+    """DEPTHWISE_CONV_2D row bands with the optimized kernel (:func:`depthwise_band`) when prepared out of core with it."""
+
+    def compute(self, kernel, op, data, band):
+        if getattr(data, "bands", None) is None:
+            return super().compute(kernel, op, data, band)
+        depthwise_band(data, band.inputs[0], band.inputs[1], band.inputs.get(2), band.out, band.y0, band.row0[0])
+
+
 class OptimizedDepthwiseConv2D:
+    #: out of core: the reference bands, computed by this kernel's band functions
+    bands = OptimizedDepthwiseTiler
     def prepare(self, ctx, op) -> OptimizedDepthwiseData:
         data = REFERENCE.prepare(ctx, op)
         if _reference_only(ctx, op, data):

@@ -30,7 +30,7 @@ from functools import partial
 import numpy as np
 
 from ..fully_connected import KERNEL as REFERENCE
-from ..fully_connected import FullyConnectedData
+from ..fully_connected import FullyConnectedData, FullyConnectedTiler
 from ..fully_connected_bound import code_padding
 from ._buffers import work_buffer
 from ._epilogue import ChannelStats, Epilogue, accumulator_range, gemm, gemm_weights
@@ -175,7 +175,18 @@ def _plan(ctx, op, data: FullyConnectedData) -> FullyConnectedPlan | None:
     return FullyConnectedPlan(data, None if bias is None else bias.data)
 
 
+class OptimizedFullyConnectedTiler(FullyConnectedTiler):
+    """FULLY_CONNECTED channel tiles with the optimized GEMM in channel groups (:func:`fc_band`) when prepared out of core."""
+
+    def compute(self, kernel, op, data, band):
+        if getattr(data, "bands", None) is None:
+            return super().compute(kernel, op, data, band)
+        fc_band(data, band.inputs[0], band.inputs[1], band.out, band.c0, band.memo)
+
+
 class FullyConnected:
+    #: out of core: the reference bands, computed by this kernel's band functions
+    bands = OptimizedFullyConnectedTiler
     def prepare(self, ctx, op) -> FastFullyConnectedData:
         data = REFERENCE.prepare(ctx, op)
         base = {f.name: getattr(data, f.name) for f in fields(FullyConnectedData)}
