@@ -119,7 +119,7 @@ def test_tensor_returns_a_view_and_reset_all_variables_resets():
     assert it.allocate_tensors() is None
 
 
-def label_image(Interpreter, model_file: str, image: np.ndarray, num_threads=None, ext_delegate=None):  # noqa: N803
+def label_image(Interpreter, model_file: str, image: np.ndarray, num_threads=None, ext_delegate=None):
     """The interpreter code path of LiteRT's ``label_image.py`` example, unchanged (the image decoding aside):
     constructed with ``model_path=``, ``experimental_delegates=`` and ``num_threads=``."""
     interpreter = Interpreter(model_path=model_file, experimental_delegates=ext_delegate, num_threads=num_threads)

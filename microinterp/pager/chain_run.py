@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from .fusion import LineBuffer, new_rows
+from ..bands.chains import LineBuffer, new_rows
+from ..bands.tiling import BandViews
 from .plan import PoolBuffers
 from .profile import IoStep, OpRecord, TileRecord
-from .tiling import BandViews
 
 
 def run_chain(engine: Any, chain: Any, bufs: PoolBuffers, records: dict[int, OpRecord], only: list[int] | None = None,

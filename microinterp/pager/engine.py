@@ -26,16 +26,17 @@ from typing import Any
 import numpy as np
 
 from ..arena import align_up
+from ..bands.chains import band_rows
+from ..bands.op_plan import OpPlan
+from ..bands.tiling import BandViews, line_bytes
 from ..cost.mcu import McuProfile, op_class
 from ..errors import IntegrityError
 from ..kernels.pad import pad_input_rows, pad_rows
 from ..storage.format import RecordRun
 from .chain_run import run_chain
-from .fusion import band_rows
-from .layout import Home, line_bytes
-from .plan import ALIGN, OpPlan, PoolBuffers, region_ranges
+from .layout import Home
+from .plan import ALIGN, PoolBuffers, region_ranges
 from .profile import IoStep, OpRecord, TileRecord
-from .tiling import BandViews
 from .work import op_work
 
 

@@ -109,8 +109,3 @@ def record_bytes_for(nbytes: int, row_bytes: int, aligned_rows: bool) -> int:
     row_bytes = max(1, min(row_bytes, nbytes))
     per = max(1, math.ceil(RECORD_TARGET / row_bytes)) if aligned_rows or row_bytes < RECORD_TARGET else 1
     return min(nbytes, per * row_bytes)
-
-
-def line_bytes(shape: tuple[int, ...], itemsize: int, axis: int) -> int:
-    """Bytes of one index step along ``axis`` (the product of the dims after it, times the item size)."""
-    return itemsize * math.prod(shape[axis + 1:])

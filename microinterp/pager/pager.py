@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 
 from ..arena import Arena, SizingArena, align_up
+from ..bands.op_plan import OpPlan
+from ..bands.tiling import band_kernel, tiler_for
 from ..cost.mcu import McuProfile, get_profile
 from ..errors import ArenaOverflowError, ConfigError, HostMemoryError, InputError
 from ..kernels.base import InvokeContext, PrepareContext, prepare_ops
@@ -41,9 +43,8 @@ from ..storage.sd import SdImage
 from .engine import Engine
 from .fusion import ChainPlanner, find_chains
 from .layout import RECORD_TARGET, Home
-from .plan import ALIGN, NoFit, OpPlan, Planner, PoolBuffers, Pools, fold_data, fuse_pads, layout_homes
+from .plan import ALIGN, NoFit, Planner, PoolBuffers, Pools, fold_data, fuse_pads, layout_homes
 from .profile import OpRecord, TileRecord
-from .tiling import band_kernel, tiler_for
 
 DEFAULT_POOLS = (1.0, 2.0, 1.0)
 #: Ops that reach beyond their own tensors (other subgraphs, resource variables): not paged yet.

@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..arena import align_down, align_up
-from .layout import Home, line_bytes, record_bytes_for
-from .tiling import Tiler, TileSpec
+from ..bands.op_plan import OpPlan
+from ..bands.tiling import TileSpec, line_bytes
+from .layout import Home, record_bytes_for
 
 ALIGN = 16
 
@@ -65,32 +66,13 @@ class Pools:
         return size if self.cap is None else min(size, self.cap)
 
 
-@dataclass
-class OpPlan:
-    index: int
-    op: Any
-    kernel: Any
-    data: Any
-    tiler: Tiler
-    tiles: list[TileSpec] = field(default_factory=list)
-    streamed: int | None = None            # input index of the filter streamed in channel tiles, if any
-    channel_tiles: list[tuple[int, int]] = field(default_factory=list)
-    folded: OpPlan | None = None           # the PAD whose input this op reads directly (see fuse_pads)
-    work: dict[Any, tuple[int, int]] = field(default_factory=dict)   # (MACs, elements) per tile rows, cached
-    cost: tuple[float, float, int] | None = None   # the whole op's cycles, fixed cycles and work, once computed
-
-    @property
-    def mode(self) -> str:
-        return self.tiler.mode
-
-
 def fuse_pads(plans: list[OpPlan], graph_outputs: set[int], tensors: list[Any]) -> dict[int, OpPlan]:
     """Turn every PAD (constant fill) whose output has one reader, a row-band op reading it along rows, into a
     fused PAD; returns ``{padded tensor: its PAD plan}`` (those tensors get no home). A reader that can take the
     PAD as its own padding (``tiler.fold_pad``) is rewired to read the PAD's input: its plan gets a copy of the op
     with that input and the folded data (:func:`fold_data`), so the engine, the planner and the task graph read
     the PAD's input rows like any other band."""
-    from .tiling import FusedPadTiler, PadTiler
+    from ..bands.tiling import FusedPadTiler, PadTiler
 
     readers: dict[int, list[OpPlan]] = {}
     for p in plans:
@@ -168,7 +150,7 @@ def layout_homes(tensors: list[Any], plans: list[OpPlan], inputs: list[int], var
             readers.setdefault(ti, []).append(p)
     for p in plans:     # an alias whose output is read by row bands cannot share records shaped for its input
         if p.tiler.mode == "alias" and any(q.tiler.row_inputs for q in readers.get(p.op.outputs[0], [])):
-            from .tiling import WHOLE
+            from ..bands.tiling import WHOLE
 
             p.tiler = WHOLE
     aliased = {p.op.outputs[0]: p.op.inputs[0] for p in plans if p.tiler.mode == "alias"}

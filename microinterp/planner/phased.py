@@ -5,7 +5,7 @@ Minakova & Stefanov execute each layer of a CNN in phases over parts of its inpu
 twice in a reuse buffer; microinterp does the same with the line buffers of its out-of-core fused chains
 (:mod:`microinterp.pager.fusion`), in memory:
 
-**Segments.** The row-band chains of :func:`~microinterp.pager.fusion.find_chains` (an op whose only reader takes
+**Segments.** The row-band chains of :func:`~microinterp.bands.chains.find_chains` (an op whose only reader takes
 its output along rows continues the chain: conv, depthwise, pools, PAD, elementwise ops, ...) are cut into
 segments. A segment ``ops[a..b]`` runs when its last op's turn comes, in bands of one output row of its last op:
 going backwards every op computes the rows the next one needs that it has not computed yet (every output row of
@@ -38,9 +38,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..bands.chains import Chain, LineBuffer, band_layout, feeds, new_rows, tree_chain
+from ..bands.tiling import line_bytes
 from ..cost.mcu import kernel_set
-from ..pager.fusion import Chain, LineBuffer, band_layout, feeds, new_rows, tree_chain
-from ..pager.layout import line_bytes
 from .greedy import plan_greedy, plan_size
 from .lifetimes import AllocationInfo, BufferRequest, align_up
 from .optimal import lower_bound, plan_optimal
@@ -213,7 +213,7 @@ class SegmentBuilder:
 
 
 class _Trees:
-    """Cutting the in-trees of fed ops (:func:`~microinterp.pager.fusion.feeds`) into segments."""
+    """Cutting the in-trees of fed ops (:func:`~microinterp.bands.chains.feeds`) into segments."""
 
     def __init__(self, plans: list[Any], nxt: dict[int, tuple[Any, int]], builder: SegmentBuilder,
                  unphased: dict[int, int]):

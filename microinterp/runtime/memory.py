@@ -134,7 +134,7 @@ class Preparation:
 
     def _phased_plan(self, infos: list, op_scopes: dict[int, tuple[int, int]]) -> Any:
         if self.phased is None:
-            from ..phases import band_plans
+            from ..bands.phases import band_plans
             from ..planner.phased import plan_phased
 
             sg = self.model.main
@@ -231,7 +231,7 @@ class InMemoryRuntime:
             graph.views[sg.index] = views
             graph.calls[sg.index] = [bind(ctx, *step) for step in steps]
         if self.phased is not None:     # a segment runs at its last op's turn; its other ops do nothing then
-            from ..phases import SegmentRun
+            from ..bands.phases import SegmentRun
 
             for seg in self.phased.segments:
                 for i in seg.ops:

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import microinterp as mi
+from microinterp.bands.chains import band_rows, find_chains
 from microinterp.errors import InputError
-from microinterp.pager.fusion import band_rows, find_chains
 from microinterp.testing.models import demo_cnn
 
 from .conftest import arena_between, in_memory, random_input, small_net

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import microinterp as mi
-from microinterp.pager.tiling import ELEMENTWISE_OPS, ROW_LOCAL_OPS
+from microinterp.bands.tiling import ELEMENTWISE_OPS, ROW_LOCAL_OPS
 from microinterp.testing.models import QuantNet
 
 from .conftest import random_input, smallest_out_of_core_arena

@@ -4,7 +4,6 @@ schedule (resources never overlap, edges and pools respected) on random small mo
 from __future__ import annotations
 
 import copy
-
 import itertools
 
 import pytest

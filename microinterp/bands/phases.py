@@ -2,9 +2,9 @@
 :mod:`microinterp.planner.phased`'s).
 
 Every segment runs when its last op's turn comes, band by band, with the kernels' band functions -- the same ones
-the out-of-core tiles call (:mod:`microinterp.pager.tiling`: the optimized CONV_2D / DEPTHWISE_CONV_2D band GEMMs
+the out-of-core tiles call (:mod:`microinterp.bands.tiling`: the optimized CONV_2D / DEPTHWISE_CONV_2D band GEMMs
 when the interpreter is optimized, the reference ``pool_rows`` / ``pad_rows``, elementwise ``invoke`` on band
-views) -- and the line buffers of :class:`~microinterp.pager.fusion.LineBuffer`. All views are fixed arena views, so
+views) -- and the line buffers of :class:`~microinterp.bands.chains.LineBuffer`. All views are fixed arena views, so
 the whole band schedule of a segment is worked out once at build time as a list of steps (move the overlap rows of
 a line buffer to its front; compute one op's new rows); an invoke replays the steps.
 
@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from .arena import SizingArena
-from .kernels.base import InvokeContext, PrepareContext
-from .pager.fusion import LineBuffer, new_rows
-from .pager.plan import OpPlan
-from .pager.tiling import WHOLE, BandViews, band_kernel, has_bands, is_builtin, tiler_for
+from ..arena import SizingArena
+from ..kernels.base import InvokeContext, PrepareContext
+from .chains import LineBuffer, new_rows
+from .op_plan import OpPlan
+from .tiling import WHOLE, BandViews, band_kernel, has_bands, is_builtin, tiler_for
 
 
 def band_plans(model: Any, resolver: Any, optimized: bool) -> list[OpPlan]:

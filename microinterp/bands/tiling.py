@@ -1,4 +1,4 @@
-"""How each op is cut into tiles out of core: the pager's side of the band declarations of :mod:`..kernels.bands`.
+"""How each op is cut into tiles out of core: the band machinery's side of the declarations of :mod:`..kernels.bands`.
 
 How an op runs (``Tiler.mode``):
 
@@ -19,6 +19,7 @@ what holds for every op: an empty tensor, a RESHAPE of an activation, a constant
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -30,7 +31,7 @@ from ..kernels.optimized import fully_connected as optimized_fc
 from ..kernels.pad import PadTiler
 
 __all__ = ["ALIAS", "ELEMENTWISE_OPS", "ROW_LOCAL_OPS", "WHOLE", "BandViews", "PadTiler", "TileSpec", "Tiler", "band_kernel",
-           "has_bands", "is_builtin", "tiler_for"]
+           "has_bands", "is_builtin", "line_bytes", "tiler_for"]
 
 
 @dataclass
@@ -80,6 +81,11 @@ ROW_LOCAL_OPS = frozenset(k for k, kern in REFERENCE_KERNELS.items()
                           if isinstance(getattr(kern, "bands", None), RowLocal))
 #: ... of which elementwise: one output element from the same element of each input.
 ELEMENTWISE_OPS = frozenset(k for k in ROW_LOCAL_OPS if REFERENCE_KERNELS[k].bands.elementwise)
+
+
+def line_bytes(shape: tuple[int, ...], itemsize: int, axis: int) -> int:
+    """Bytes of one index step along ``axis`` (the product of the dims after it, times the item size)."""
+    return itemsize * math.prod(shape[axis + 1:])
 
 
 def band_kernel(resolver: Any, key: str, optimized: bool) -> Any:
