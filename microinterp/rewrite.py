@@ -12,12 +12,12 @@ from typing import Any
 
 from .errors import ModelError
 from .model import Model
-from .testing.builder import ModelBuilder
+from .model_writer import ModelBuilder
 
 
 def rebuild(model: Model, metadata: dict[str, bytes] | None = None, *, shape_of: Any = None, data_of: Any = None,
             options_of: Any = None, op_order: list[int] | None = None) -> ModelBuilder:
-    """A :class:`~microinterp.testing.builder.ModelBuilder` holding ``model`` (see the module docstring); its
+    """A :class:`~microinterp.model_writer.ModelBuilder` holding ``model`` (see the module docstring); its
     metadata replaced by ``metadata`` where given (None values drop an entry). ``shape_of(subgraph, tensor)``,
     ``data_of(subgraph, tensor)`` and ``options_of(subgraph, op)`` may change what is written (the batching
     rewrite of :mod:`microinterp.batch` uses them); ``op_order`` runs subgraph 0's ops in that order (positions in
