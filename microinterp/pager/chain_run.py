@@ -94,7 +94,8 @@ def run_chain(engine: Any, chain: Any, bufs: PoolBuffers, records: dict[int, OpR
             band = BandViews(inputs, row0, None, lo, 0, p.channel_tiles[0][1], engine.ctx)
             engine._read_flash(rec, flash_fixed[i])
             engine._compute(p, band)
-            rec.io.append(IoStep("compute", "cpu", band.c1, 0))
+            if rec is not engine._null:
+                rec.io.append(IoStep("compute", "cpu", band.c1, 0))
             engine._charge(p, rec, firsts[i])
             if i == len(lines):
                 engine._write_outputs(p, tile, rec)

@@ -93,13 +93,13 @@ class Engine:
         return rows
 
     # -- SD access with counting (and recovery) ----------------------------------------------------------------------
-    @staticmethod
-    def _count_read(rec: TileRecord, run: RecordRun, pool: str, home: Home, r0: int, r1: int, role: str) -> None:
+    def _count_read(self, rec: TileRecord, run: RecordRun, pool: str, home: Home, r0: int, r1: int, role: str) -> None:
         rec.sd_read_commands += 1
         rec.sd_read_payload += run.payload
         rec.sd_read_bytes += run.span
-        rec.io.append(IoStep("read", pool, run.span, run.payload, role, home.device, home.offset,
-                             r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)))
+        if rec is not self._null:       # while records are reused, the throwaway one keeps no steps
+            rec.io.append(IoStep("read", pool, run.span, run.payload, role, home.device, home.offset,
+                                 r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)))
 
     def read_records(self, home: Home, r0: int, r1: int, out: np.ndarray, rec: TileRecord,
                      depth: int = 0, pool: str = "input", role: str = "resident") -> None:
@@ -125,8 +125,9 @@ class Engine:
         rec.sd_write_commands += 1
         rec.sd_write_payload += run.payload
         rec.sd_write_bytes += run.span
-        rec.io.append(IoStep("write", "output", run.span, run.payload, "", home.device, home.offset,
-                             r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)))
+        if rec is not self._null:
+            rec.io.append(IoStep("write", "output", run.span, run.payload, "", home.device, home.offset,
+                                 r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)))
 
     def _recover(self, home: Home, r0: int, r1: int, depth: int) -> None:
         if depth > len(self.plans):
@@ -251,7 +252,8 @@ class Engine:
                     self._slice_bias(plan, band, c0, c1)
                 band.c0, band.c1 = c0, c1
                 self._compute(plan, band)
-                rec.io.append(IoStep("compute", "cpu", c1 - c0, 0))
+                if rec is not self._null:
+                    rec.io.append(IoStep("compute", "cpu", c1 - c0, 0))
             if filt_k is not None:
                 rec.channels = (tile.channel_tiles[0][0], tile.channel_tiles[-1][1])
             self._charge(plan, rec, first)
@@ -290,11 +292,10 @@ class Engine:
             rec.io = list(setup.io)
         return rec
 
-    @staticmethod
-    def _read_flash(rec: TileRecord, flash: int) -> None:
+    def _read_flash(self, rec: TileRecord, flash: int) -> None:
         """Every tile reads the op's flash constants in place (after its band reads, before computing)."""
         rec.flash_read_bytes += flash
-        if flash:
+        if flash and rec is not self._null:
             rec.io.append(IoStep("flash", "weights", flash, flash))
 
     def _charge(self, plan: OpPlan, rec: TileRecord, first: bool) -> None:
