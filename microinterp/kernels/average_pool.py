@@ -26,6 +26,7 @@ __all__ = ["KERNEL", "AveragePool2D", "input_rows", "pool_rows"]
 class AveragePool2D:
     #: out of core: row bands of its own pool_rows
     bands = PoolTiler(lambda *a: pool_rows(*a))
+
     def prepare(self, ctx, op) -> PoolData:
         data = prepare_pooling(ctx, op)
         if data.count.size and not data.count.all():

@@ -46,6 +46,7 @@ class ConcatBands:
 class Concatenation:
     #: out of core: row bands when joined along another axis (:class:`ConcatBands`)
     bands = ConcatBands()
+
     def prepare(self, ctx, op) -> ConcatenationData:
         if len(op.inputs) < 1 or len(op.outputs) != 1:
             raise ctx.fail(op, f"expected at least 1 input and 1 output, got {len(op.inputs)} and {len(op.outputs)}")

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..quant import Requantizer, activation_range, activation_range_float, mbqm_int64, quantize_multiplier
 from ._blas import matmul
+from ._float_dot import sequential_dot
 from ._qutil import unpack_int4
 from .bands import Tiler
 from .base import is_batch1_nhwc
@@ -70,6 +71,8 @@ class ConvData:
     int4_packed: np.ndarray | None = None           # packed int4 filter bytes (constant)
     filter_shape: tuple[int, ...] = ()
     requantizer: Requantizer | None = None          # int32 MBQM with (multipliers, shifts), prepared once
+    filter_finite: bool = True      # float32: a constant filter without inf or NaN (taps outside the image then
+                                    # need no skipping: see _outside_taps)
 
 
 # -- prepare helpers shared with DEPTHWISE_CONV_2D --------------------------------------------------------------------
@@ -201,11 +204,12 @@ def conv_rows(data: ConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | N
     per_group = c_out // data.groups
     rows = n * oh * ow
     acc = np.empty((rows, c_out), np.float32 if is_float else np.float64)
+    skip = _outside_taps(data, x, y0, out.shape, w.shape, x_row0) if is_float else None
     for g in range(data.groups):
         cols = win[..., g * c_grp:(g + 1) * c_grp].reshape(rows, kh * kw * c_grp)   # im2col, (ky, kx, ic) order
         wg = w[g * per_group:(g + 1) * per_group].reshape(per_group, kh * kw * c_grp)
         if is_float:
-            acc[:, g * per_group:(g + 1) * per_group] = _float_taps(cols, wg)
+            acc[:, g * per_group:(g + 1) * per_group] = sequential_dot(cols, wg, skip)
         else:
             matmul(cols, wg.T.astype(np.float64), out=acc[:, g * per_group:(g + 1) * per_group])
     if is_float:
@@ -219,13 +223,22 @@ def conv_rows(data: ConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | N
     out[...] = requantize(acc, data, out.dtype, c0).reshape(out.shape)
 
 
-def _float_taps(cols: np.ndarray, wg: np.ndarray) -> np.ndarray:
-    """float32 ``total += x * w`` over the taps in order (TFLM's rounding sequence), for all pixels and channels."""
-    total = np.zeros((cols.shape[0], wg.shape[0]), np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):     # inf is clamped to FLT_MAX afterwards, as in TFLM
-        for k in range(cols.shape[1]):
-            total += cols[:, k, None] * wg[None, :, k]
-    return total
+def _outside_taps(data: ConvData, x: np.ndarray, y0: int, out_shape: tuple[int, ...], w_shape: tuple[int, ...],
+                  x_row0: int) -> np.ndarray | None:
+    """float32: the taps outside the image, ``[pixels, K]`` in im2col order, when TFLM's skipping them differs from
+    adding a zero input's product -- only with an infinity or a NaN in the filter (``0 * inf`` is NaN; ``0 * w`` is a
+    zero, which leaves every total unchanged since a total starting at ``0.f`` is never ``-0.f``). None otherwise."""
+    if data.filter_finite:
+        return None
+    n, oh, ow, _ = out_shape
+    _, kh, kw, c_grp = w_shape
+    mask = windows(np.zeros((n, x.shape[1], x.shape[2], 1), bool), y0=y0, out_h=oh, out_w=ow, filter_h=kh,
+                   filter_w=kw, stride_h=data.stride_h, stride_w=data.stride_w, dilation_h=data.dilation_h,
+                   dilation_w=data.dilation_w, pad_h=data.pad_h, pad_w=data.pad_w, in_h=data.in_h, x_row0=x_row0,
+                   fill=True, dtype=bool)
+    if not mask.any():
+        return None
+    return np.broadcast_to(mask, (*mask.shape[:5], c_grp)).reshape(n * oh * ow, kh * kw * c_grp)
 
 
 class ConvRows(Tiler):
@@ -297,6 +310,7 @@ class ConvTiler(ConvRows):
 class Conv2D:
     #: out of core: row bands, the filter streamed in channel tiles (:class:`ConvTiler`)
     bands = ConvTiler
+
     def prepare(self, ctx, op) -> ConvData:
         ctx.check_io_count(op, (2, 3), 1)
         y = ctx.output(op, 0)
@@ -331,7 +345,8 @@ class Conv2D:
         return ConvData(kind, stride_h, stride_w, dil_h, dil_w, pad.height, pad.width, x.shape[1],
                         x.shape[3] // w.shape[3], -zp_in if kind == "int8" else 0, zp_out if kind == "int8" else 0,
                         act_min, act_max, mult, shift, bias_t is not None, int4_scratch, int4_packed, tuple(w.shape),
-                        Requantizer(mult, shift) if kind in ("int8", "int16_acc32") else None)
+                        Requantizer(mult, shift) if kind in ("int8", "int16_acc32") else None,
+                        kind != "float32" or (w.data is not None and bool(np.isfinite(w.data).all())))
 
     def invoke(self, ctx, op, data: ConvData) -> None:
         w, bias = filter_and_bias(ctx, op, data)

@@ -102,6 +102,7 @@ class DepthwiseTiler(ConvRows):
 class DepthwiseConv2D:
     #: out of core: row bands (:class:`DepthwiseTiler`)
     bands = DepthwiseTiler
+
     def prepare(self, ctx, op) -> DepthwiseData:
         ctx.check_io_count(op, (2, 3), 1)
         y = ctx.output(op, 0)

@@ -140,6 +140,7 @@ class FullyConnectedTiler(Tiler):
 class FullyConnected:
     #: out of core: channel tiles of a streamed filter (:class:`FullyConnectedTiler`)
     bands = FullyConnectedTiler
+
     def prepare(self, ctx, op) -> FullyConnectedData:
         ctx.check_io_count(op, (2, 3), 1)
         x, w, out = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

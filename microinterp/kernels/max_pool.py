@@ -23,6 +23,7 @@ __all__ = ["KERNEL", "MaxPool2D", "input_rows", "pool_rows"]
 class MaxPool2D:
     #: out of core: row bands of its own pool_rows
     bands = PoolTiler(lambda *a: pool_rows(*a))
+
     def prepare(self, ctx, op) -> PoolData:
         return prepare_pooling(ctx, op)
 

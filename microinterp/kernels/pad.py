@@ -61,6 +61,7 @@ class PadTiler(Tiler):
 class Pad:
     #: out of core: row bands (:class:`PadTiler`)
     bands = PadTiler
+
     def prepare(self, ctx, op) -> PadData:
         ctx.check_io_count(op, (2, 3), 1)
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

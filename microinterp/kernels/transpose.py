@@ -48,6 +48,7 @@ class TransposeTiler(Tiler):
 class Transpose:
     #: out of core: row bands (:class:`TransposeTiler`)
     bands = TransposeTiler
+
     def prepare(self, ctx, op) -> TransposeData:
         ctx.check_io_count(op, 2, 1)
         x, perm_t, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

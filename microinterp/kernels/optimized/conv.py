@@ -422,6 +422,7 @@ class OptimizedConvTiler(ConvTiler):
 class Conv2D:
     #: out of core: the reference bands, computed by this kernel's band functions
     bands = OptimizedConvTiler
+
     def prepare(self, ctx, op) -> FastConvData:
         data = REFERENCE.prepare(ctx, op)
         base = {f.name: getattr(data, f.name) for f in fields(ConvData)}

@@ -121,6 +121,7 @@ class OptimizedDepthwiseTiler(DepthwiseTiler):
 class OptimizedDepthwiseConv2D:
     #: out of core: the reference bands, computed by this kernel's band functions
     bands = OptimizedDepthwiseTiler
+
     def prepare(self, ctx, op) -> OptimizedDepthwiseData:
         data = REFERENCE.prepare(ctx, op)
         if _reference_only(ctx, op, data):

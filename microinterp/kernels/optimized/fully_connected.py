@@ -187,6 +187,7 @@ class OptimizedFullyConnectedTiler(FullyConnectedTiler):
 class FullyConnected:
     #: out of core: the reference bands, computed by this kernel's band functions
     bands = OptimizedFullyConnectedTiler
+
     def prepare(self, ctx, op) -> FastFullyConnectedData:
         data = REFERENCE.prepare(ctx, op)
         base = {f.name: getattr(data, f.name) for f in fields(FullyConnectedData)}

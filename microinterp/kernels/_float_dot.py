@@ -1,0 +1,134 @@
+"""TFLM's float32 dot products, exact and fast: ``total = 0.f; for k: total += x[k] * w[k]`` for many outputs at once.
+
+TFLM's float reference kernels (``reference/conv.h``, ``fully_connected.h``) sum the taps of every output one after
+the other in float32, each product rounded to float32 before it is added (no FMA), starting from ``0.f``. The result
+depends on that order, so it cannot be a BLAS product. :func:`sequential_dot` computes it for ``N`` inputs x ``C``
+filters over ``K`` taps:
+
+* the products of a block of taps are formed in one vectorized multiply into rows ``1..n`` of a buffer whose row 0
+  holds the running totals (``0.f`` at first, so a first product of ``-0.f`` gives ``+0.f`` as in TFLM);
+* ``np.add.reduce(block, axis=0)`` then adds the rows in order: NumPy reduces a non-innermost axis of a C-contiguous
+  array row by row (``out[m] = out[m] + block[k, m]``), the sequential order -- it sums pairwise only along the
+  innermost axis, which is why every block has at least two columns. This is checked once at import
+  (:data:`REDUCE_ROWS_IN_ORDER`); should a NumPy ever reduce otherwise, the tap loop below is used instead;
+* outputs too many for a block of a few taps (``N * C`` above :data:`WIDE`) go tap by tap: one multiply and one add
+  over all outputs per tap, which streams the totals through the cache once per tap.
+
+Blocks hold at most :data:`BLOCK_ELEMENTS` products (a few MB of host memory).
+
+NaN: x86's SSE arithmetic returns the first operand's NaN (quieted) when both operands are NaN, and the "real
+indefinite" NaN ``0xFFC00000`` for an invalid operation (``0 * inf``, ``inf - inf``). NumPy's vector loops agree except
+in their remainder elements, which return the second operand's NaN; so every output that ends as NaN is computed
+again one tap at a time with the hardware's rules (:func:`x86_nan_dot`) -- a cost only models that meet NaN pay.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Products formed at once (float32 elements) per block.
+BLOCK_ELEMENTS = 1 << 18
+_MINUS_ZERO = np.float32(-0.0)
+#: Above this many outputs a block would hold only a few taps: tap by tap instead.
+WIDE = 1 << 15
+
+
+def _rows_reduce_in_order() -> bool:
+    """Whether ``np.add.reduce(a, axis=0)`` adds the rows of a C-contiguous float32 array one after the other:
+    ``0 + 1 + 1e8 + 1 + ... + 1`` in float32 loses every later 1 (the spacing at 1e8 is 8); summed pairwise, in
+    blocks or in higher precision they would count."""
+    rows = np.array([0.0, 1.0, 1e8] + [1.0] * 13, np.float32)
+    block = np.repeat(rows[:, None], 2, axis=1)
+    expected = np.float32(0.0)
+    for v in rows:
+        expected = np.float32(expected + v)
+    got = np.add.reduce(block, axis=0)
+    return bool(np.all(got == expected)) and expected == np.float32(1e8)
+
+
+#: NumPy reduces rows in order (checked at import); else :func:`sequential_dot` loops over the taps.
+REDUCE_ROWS_IN_ORDER = _rows_reduce_in_order()
+
+
+def sequential_dot(cols: np.ndarray, w: np.ndarray, skip: np.ndarray | None = None) -> np.ndarray:
+    """``out[n, c] = 0.f + cols[n, 0] * w[c, 0] + cols[n, 1] * w[c, 1] + ...`` in float32, left to right (see the
+    module docstring). ``cols``: ``[N, K]``, ``w``: ``[C, K]``, both float32; returns ``[N, C]`` float32.
+
+    ``skip`` (``[N, K]`` bool, optional): taps TFLM leaves out (a convolution's taps outside the image). Their
+    products become ``-0.f``, which leaves any total unchanged -- what leaving the tap out does; a zero input would
+    not when the filter holds an infinity or a NaN (``0 * inf`` is NaN)."""
+    n, k = cols.shape
+    c = w.shape[0]
+    m = n * c
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        if m == 0 or k == 0:
+            return np.zeros((n, c), np.float32)
+        cols_t = np.ascontiguousarray(cols.T)       # [K, N]: one tap's inputs contiguous
+        w_t = np.ascontiguousarray(w.T)             # [K, C]
+        skip_t = None if skip is None else np.ascontiguousarray(skip.T)
+        if m < 2 or m > WIDE or not REDUCE_ROWS_IN_ORDER:
+            return _nans_as_x86(_tap_by_tap(cols_t, w_t, skip_t), cols, w, skip)
+        step = max(1, min(k, BLOCK_ELEMENTS // m - 1))
+        block = np.empty((step + 1, n, c), np.float32)
+        total = np.zeros((n, c), np.float32)
+        for k0 in range(0, k, step):
+            k1 = min(k, k0 + step)
+            rows = block[:k1 - k0 + 1]
+            rows[0] = total
+            np.multiply(cols_t[k0:k1, :, None], w_t[k0:k1, None, :], out=rows[1:])
+            if skip_t is not None:
+                np.copyto(rows[1:], _MINUS_ZERO, where=skip_t[k0:k1, :, None])
+            np.add.reduce(rows, axis=0, out=total)
+        return _nans_as_x86(total, cols, w, skip)
+
+
+def _nans_as_x86(total: np.ndarray, cols: np.ndarray, w: np.ndarray, skip: np.ndarray | None) -> np.ndarray:
+    """Every NaN output again with :func:`x86_nan_dot` (see the module docstring)."""
+    nan = np.isnan(total)
+    if nan.any():
+        for n, c in zip(*np.nonzero(nan)):
+            total[n, c] = x86_nan_dot(cols[n], w[c], None if skip is None else skip[n])
+    return total
+
+
+_QUIET = np.uint32(0x00400000)
+#: x86's default NaN, what an invalid operation returns
+DEFAULT_NAN = np.array([0xFFC00000], np.uint32).view(np.float32)[0]
+
+
+def _quiet(v: np.float32) -> np.float32:
+    return np.array([v], np.float32).view(np.uint32).__or__(_QUIET).view(np.float32)[0]
+
+
+def x86_op(a: np.float32, b: np.float32, op: str) -> np.float32:
+    """``a * b`` or ``a + b`` in float32 as SSE computes it: the first NaN operand's NaN (quieted), else the rounded
+    result, else (an invalid operation) the default NaN."""
+    if np.isnan(a):
+        return _quiet(a)
+    if np.isnan(b):
+        return _quiet(b)
+    with np.errstate(all="ignore"):
+        r = np.float32(a * b) if op == "*" else np.float32(a + b)
+    return DEFAULT_NAN if np.isnan(r) else r
+
+
+def x86_nan_dot(x: np.ndarray, w: np.ndarray, skip: np.ndarray | None) -> np.float32:
+    """One output of :func:`sequential_dot`, one tap at a time with the hardware's NaN rules."""
+    total = np.float32(0.0)
+    for k in range(x.shape[0]):
+        if skip is not None and skip[k]:
+            continue
+        total = x86_op(total, x86_op(x[k], w[k], "*"), "+")
+    return total
+
+
+def _tap_by_tap(cols_t: np.ndarray, w_t: np.ndarray, skip_t: np.ndarray | None) -> np.ndarray:
+    """One multiply and one add over all outputs per tap (the same float32 operations, in the same order)."""
+    total = np.zeros((cols_t.shape[1], w_t.shape[1]), np.float32)
+    product = np.empty_like(total)
+    for k in range(cols_t.shape[0]):
+        np.multiply(cols_t[k][:, None], w_t[k][None, :], out=product)
+        if skip_t is not None:
+            np.copyto(product, _MINUS_ZERO, where=skip_t[k][:, None])
+        np.add(total, product, out=total)
+    return total

@@ -1,0 +1,91 @@
+"""TFLM's float32 dot products (``kernels/_float_dot.py``): the products summed one after the other in float32 from
+``0.f``, for every shape the kernels use (one output, wide layers, blocks of taps), special values included; and a
+float CONV_2D with NaN, infinities and signed zeros in its input and filter, bit for bit against the TFLM wheel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from microinterp.kernels import _float_dot
+from microinterp.kernels._float_dot import sequential_dot
+
+from .single_op_models import T, assert_bitwise_matches_tflm, single_op, with_specials
+
+
+def _scalar(cols: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The C loop, one output at a time."""
+    out = np.zeros((cols.shape[0], w.shape[0]), np.float32)
+    with np.errstate(all="ignore"):
+        for n in range(cols.shape[0]):
+            for c in range(w.shape[0]):
+                total = np.float32(0.0)
+                for k in range(cols.shape[1]):
+                    total = np.float32(total + np.float32(cols[n, k] * w[c, k]))
+                out[n, c] = total
+    return out
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal bits, NaN for NaN: which NaN an invalid operation makes (x86 gives the negative default NaN) is the
+    hardware's, and NumPy scalars differ from its vector code there; the wheel tests below compare NaN bits too."""
+    return bool(np.all((a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))))
+
+
+def _values(rng, shape, specials: bool) -> np.ndarray:
+    x = (rng.normal(size=shape) * 10.0 ** rng.integers(-3, 8, size=shape)).astype(np.float32)
+    return with_specials(x) if specials else x
+
+
+def test_numpy_reduces_rows_in_order():
+    assert _float_dot.REDUCE_ROWS_IN_ORDER      # else the kernels fall back to the (slower) tap loop
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 9), c=st.integers(1, 6), k=st.integers(0, 40), specials=st.booleans(),
+       seed=st.integers(0, 2**32 - 1))
+def test_sequential_dot_is_the_c_loop(n, c, k, specials, seed):
+    rng = np.random.default_rng(seed)
+    cols, w = _values(rng, (n, k), specials), _values(rng, (c, k), False)
+    assert _same(sequential_dot(cols, w), _scalar(cols, w))
+
+
+@pytest.mark.parametrize("n,c,k", [(1, 1, 300), (3, 700, 5), (2, 3, 5000)])
+def test_blocks_and_the_tap_loop_agree_with_the_c_loop(n, c, k, monkeypatch):
+    """One output (summed tap by tap: a reduction over one column would be pairwise), blocks smaller than K, and
+    the wide-output tap loop, all the C loop's bits."""
+    rng = np.random.default_rng(n * c * k)
+    cols, w = _values(rng, (n, k), True), _values(rng, (c, k), False)
+    expected = _scalar(cols, w)
+    monkeypatch.setattr(_float_dot, "BLOCK_ELEMENTS", 64)
+    assert _same(sequential_dot(cols, w), expected)
+    monkeypatch.setattr(_float_dot, "WIDE", 1)
+    assert _same(sequential_dot(cols, w), expected)
+
+
+def test_a_first_product_of_minus_zero_gives_plus_zero():
+    cols = np.array([[-0.0]], np.float32)
+    w = np.array([[1.0], [1.0]], np.float32)
+    assert not np.signbit(sequential_dot(cols, w)).any()    # 0.f + -0.f = +0.f, as TFLM's total starts at 0.f
+
+
+@settings(max_examples=40, deadline=None)
+@given(h=st.integers(1, 7), w=st.integers(1, 7), c_in=st.integers(1, 4), c_out=st.integers(1, 5),
+       k=st.integers(1, 3), stride=st.integers(1, 2), padding=st.sampled_from(["SAME", "VALID"]),
+       act=st.sampled_from(["NONE", "RELU", "RELU6"]), seed=st.integers(0, 2**32 - 1))
+def test_float_conv_with_special_values_matches_the_wheel(h, w, c_in, c_out, k, stride, padding, act, seed):
+    if padding == "VALID" and (k > h or k > w):
+        return
+    rng = np.random.default_rng(seed)
+    oh = -(-h // stride) if padding == "SAME" else (h - k) // stride + 1
+    ow = -(-w // stride) if padding == "SAME" else (w - k) // stride + 1
+    filt = with_specials(rng.uniform(-2, 2, (c_out, k, k, c_in)).astype(np.float32)) if rng.random() < 0.3 \
+        else rng.uniform(-2, 2, (c_out, k, k, c_in)).astype(np.float32)
+    bias = rng.uniform(-1, 1, c_out).astype(np.float32)
+    model = single_op("CONV_2D", [T((1, h, w, c_in), "FLOAT32"), T(filt.shape, "FLOAT32", data=filt),
+                                  T((c_out,), "FLOAT32", data=bias)], T((1, oh, ow, c_out), "FLOAT32"),
+                      padding=padding, stride_h=stride, stride_w=stride, fused_activation_function=act)
+    x = with_specials((rng.normal(size=(1, h, w, c_in)) * 1e3).astype(np.float32))
+    assert_bitwise_matches_tflm(model, [x])
