@@ -11,6 +11,8 @@ filters over ``K`` taps:
   array row by row (``out[m] = out[m] + block[k, m]``), the sequential order -- it sums pairwise only along the
   innermost axis, which is why every block has at least two columns. This is checked once at import
   (:data:`REDUCE_ROWS_IN_ORDER`); should a NumPy ever reduce otherwise, the tap loop below is used instead;
+* with many more pixels than channels the blocks are laid out ``[C, taps, N]`` instead (:func:`_pixels_inner`), so
+  NumPy's inner loops run over the pixels rather than a handful of channels;
 * outputs too many for a block of a few taps (``N * C`` above :data:`WIDE`) go tap by tap: one multiply and one add
   over all outputs per tap, which streams the totals through the cache once per tap.
 
@@ -43,7 +45,8 @@ def _rows_reduce_in_order() -> bool:
     for v in rows:
         expected = np.float32(expected + v)
     got = np.add.reduce(block, axis=0)
-    return bool(np.all(got == expected)) and expected == np.float32(1e8)
+    middle = np.add.reduce(np.repeat(block[None], 3, axis=0), axis=1)      # [C, K, N] reduced over K
+    return bool(np.all(got == expected) and np.all(middle == expected)) and expected == np.float32(1e8)
 
 
 #: NumPy reduces rows in order (checked at import); else :func:`sequential_dot` loops over the taps.
@@ -57,18 +60,28 @@ def sequential_dot(cols: np.ndarray, w: np.ndarray, skip: np.ndarray | None = No
     ``skip`` (``[N, K]`` bool, optional): taps TFLM leaves out (a convolution's taps outside the image). Their
     products become ``-0.f``, which leaves any total unchanged -- what leaving the tap out does; a zero input would
     not when the filter holds an infinity or a NaN (``0 * inf`` is NaN)."""
-    n, k = cols.shape
+    return sequential_dot_t(np.ascontiguousarray(cols.T), w, None if skip is None else np.ascontiguousarray(skip.T))
+
+
+def sequential_dot_t(cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | None = None,
+                     w_t: np.ndarray | None = None) -> np.ndarray:
+    """:func:`sequential_dot` with the taps first: ``cols_t`` ``[K, N]`` (one tap's inputs contiguous, what an
+    im2col can write directly) and ``skip_t`` ``[K, N]``; ``w_t``: ``w`` transposed (``[K, C]``, contiguous), when
+    the caller keeps it (a constant filter, prepared once)."""
+    k, n = cols_t.shape
     c = w.shape[0]
     m = n * c
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         if m == 0 or k == 0:
             return np.zeros((n, c), np.float32)
-        cols_t = np.ascontiguousarray(cols.T)       # [K, N]: one tap's inputs contiguous
-        w_t = np.ascontiguousarray(w.T)             # [K, C]
-        skip_t = None if skip is None else np.ascontiguousarray(skip.T)
-        if m < 2 or m > WIDE or not REDUCE_ROWS_IN_ORDER:
-            return _nans_as_x86(_tap_by_tap(cols_t, w_t, skip_t), cols, w, skip)
         step = max(1, min(k, BLOCK_ELEMENTS // m - 1))
+        if m >= 2 and m <= WIDE and REDUCE_ROWS_IN_ORDER and n >= 4 * c:
+            # many pixels, few channels: pixels innermost (NumPy's inner loops are then long)
+            return _nans_as_x86(_pixels_inner(cols_t, w, step, skip_t), cols_t, w, skip_t)
+        if w_t is None:
+            w_t = np.ascontiguousarray(w.T)
+        if m < 2 or m > WIDE or not REDUCE_ROWS_IN_ORDER:
+            return _nans_as_x86(_tap_by_tap(cols_t, w_t, skip_t), cols_t, w, skip_t)
         block = np.empty((step + 1, n, c), np.float32)
         total = np.zeros((n, c), np.float32)
         for k0 in range(0, k, step):
@@ -79,15 +92,32 @@ def sequential_dot(cols: np.ndarray, w: np.ndarray, skip: np.ndarray | None = No
             if skip_t is not None:
                 np.copyto(rows[1:], _MINUS_ZERO, where=skip_t[k0:k1, :, None])
             np.add.reduce(rows, axis=0, out=total)
-        return _nans_as_x86(total, cols, w, skip)
+        return _nans_as_x86(total, cols_t, w, skip_t)
 
 
-def _nans_as_x86(total: np.ndarray, cols: np.ndarray, w: np.ndarray, skip: np.ndarray | None) -> np.ndarray:
+def _pixels_inner(cols_t: np.ndarray, w: np.ndarray, step: int, skip_t: np.ndarray | None = None) -> np.ndarray:
+    """:func:`sequential_dot`'s blocks laid out ``[C, taps, N]`` (the same products, added in the same order)."""
+    k, n = cols_t.shape
+    c = w.shape[0]
+    block = np.empty((c, step + 1, n), np.float32)
+    total = np.zeros((c, n), np.float32)
+    for k0 in range(0, k, step):
+        k1 = min(k, k0 + step)
+        rows = block[:, :k1 - k0 + 1]
+        rows[:, 0] = total
+        np.multiply(w[:, k0:k1, None], cols_t[None, k0:k1, :], out=rows[:, 1:])
+        if skip_t is not None:
+            np.copyto(rows[:, 1:], _MINUS_ZERO, where=skip_t[None, k0:k1, :])
+        np.add.reduce(rows, axis=1, out=total)
+    return np.ascontiguousarray(total.T)
+
+
+def _nans_as_x86(total: np.ndarray, cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | None) -> np.ndarray:
     """Every NaN output again with :func:`x86_nan_dot` (see the module docstring)."""
     nan = np.isnan(total)
     if nan.any():
         for n, c in zip(*np.nonzero(nan)):
-            total[n, c] = x86_nan_dot(cols[n], w[c], None if skip is None else skip[n])
+            total[n, c] = x86_nan_dot(cols_t[:, n], w[c], None if skip_t is None else skip_t[:, n])
     return total
 
 
@@ -132,3 +162,54 @@ def _tap_by_tap(cols_t: np.ndarray, w_t: np.ndarray, skip_t: np.ndarray | None) 
             np.copyto(product, _MINUS_ZERO, where=skip_t[k][:, None])
         np.add(total, product, out=total)
     return total
+
+
+def add_bias_x86(acc: np.ndarray, bias: np.ndarray, nan_from: str = "total") -> None:
+    """``acc += bias`` (channels last) in float32 as TFLM's compiled ``total + bias_value``: where both are NaN the
+    result is one operand's NaN -- which one is the compiler's choice of operand order, measured against the wheel
+    per kernel (``nan_from``: ``total`` for CONV_2D, ``bias`` for DEPTHWISE_CONV_2D). NumPy's remainder elements
+    would pick the bias's everywhere (see the module docstring)."""
+    if not np.isnan(bias).any():
+        np.add(acc, bias, out=acc)
+        return
+    before = acc.copy()
+    with np.errstate(invalid="ignore"):
+        np.add(acc, bias, out=acc)
+    both = np.isnan(before) & np.isnan(bias)
+    np.copyto(acc, before if nan_from == "total" else np.broadcast_to(bias, acc.shape), where=both)
+    np.copyto(acc, np.broadcast_to(bias, acc.shape), where=~np.isnan(before) & np.isnan(bias))
+
+
+def sequential_taps(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray | None = None) -> np.ndarray:
+    """The depthwise form: ``out[n, c] = 0.f + xs_t[0, n, c] * taps[0, c] + xs_t[1, n, c] * taps[1, c] + ...`` in
+    float32, left to right (TFLM's ``reference/depthwiseconv_float.h``), each channel with its own filter taps.
+    ``xs_t``: ``[K, N, C]``, ``taps``: ``[K, C]``, ``skip_t``: ``[K, N]`` taps left out (see :func:`sequential_dot`)."""
+    k, n, c = xs_t.shape
+    m = n * c
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        total = np.zeros((n, c), np.float32)
+        if m == 0 or k == 0:
+            return total
+        if m < 2 or not REDUCE_ROWS_IN_ORDER:
+            product = np.empty_like(total)
+            for j in range(k):
+                np.multiply(xs_t[j], taps[j], out=product)
+                if skip_t is not None:
+                    np.copyto(product, _MINUS_ZERO, where=skip_t[j][:, None])
+                np.add(total, product, out=total)
+        else:
+            step = max(1, min(k, BLOCK_ELEMENTS // m - 1))
+            block = np.empty((step + 1, n, c), np.float32)
+            for k0 in range(0, k, step):
+                k1 = min(k, k0 + step)
+                rows = block[:k1 - k0 + 1]
+                rows[0] = total
+                np.multiply(xs_t[k0:k1], taps[k0:k1, None, :], out=rows[1:])
+                if skip_t is not None:
+                    np.copyto(rows[1:], _MINUS_ZERO, where=skip_t[k0:k1, :, None])
+                np.add.reduce(rows, axis=0, out=total)
+        nan = np.isnan(total)
+        if nan.any():
+            for i, j in zip(*np.nonzero(nan)):
+                total[i, j] = x86_nan_dot(xs_t[:, i, j], taps[:, j], None if skip_t is None else skip_t[:, i])
+        return total

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..quant import Requantizer, activation_range, activation_range_float, mbqm_int64, quantize_multiplier
 from ._blas import matmul
-from ._float_dot import sequential_dot
+from ._float_dot import add_bias_x86, sequential_dot_t
 from ._qutil import unpack_int4
 from .bands import Tiler
 from .base import is_batch1_nhwc
@@ -73,6 +73,7 @@ class ConvData:
     requantizer: Requantizer | None = None          # int32 MBQM with (multipliers, shifts), prepared once
     filter_finite: bool = True      # float32: a constant filter without inf or NaN (taps outside the image then
                                     # need no skipping: see _outside_taps)
+    float_filter_t: np.ndarray | None = None    # float32, one group, constant filter held in memory: [K, C_out]
 
 
 # -- prepare helpers shared with DEPTHWISE_CONV_2D --------------------------------------------------------------------
@@ -204,17 +205,20 @@ def conv_rows(data: ConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | N
     per_group = c_out // data.groups
     rows = n * oh * ow
     acc = np.empty((rows, c_out), np.float32 if is_float else np.float64)
-    skip = _outside_taps(data, x, y0, out.shape, w.shape, x_row0) if is_float else None
+    skip_t = _outside_taps(data, x, y0, out.shape, w.shape, x_row0) if is_float else None
+    whole = c0 == 0 and w.shape[0] == data.filter_shape[0] if data.filter_shape else False
     for g in range(data.groups):
-        cols = win[..., g * c_grp:(g + 1) * c_grp].reshape(rows, kh * kw * c_grp)   # im2col, (ky, kx, ic) order
         wg = w[g * per_group:(g + 1) * per_group].reshape(per_group, kh * kw * c_grp)
-        if is_float:
-            acc[:, g * per_group:(g + 1) * per_group] = sequential_dot(cols, wg, skip)
-        else:
-            matmul(cols, wg.T.astype(np.float64), out=acc[:, g * per_group:(g + 1) * per_group])
+        if is_float:       # im2col with the taps first ([K, pixels], (ky, kx, ic) order)
+            cols_t = win[..., g * c_grp:(g + 1) * c_grp].transpose(3, 4, 5, 0, 1, 2).reshape(kh * kw * c_grp, rows)
+            w_t = data.float_filter_t if whole and data.groups == 1 else None
+            acc[:, g * per_group:(g + 1) * per_group] = sequential_dot_t(cols_t, wg, skip_t, w_t)
+            continue
+        cols = win[..., g * c_grp:(g + 1) * c_grp].reshape(rows, kh * kw * c_grp)   # im2col, (ky, kx, ic) order
+        matmul(cols, wg.T.astype(np.float64), out=acc[:, g * per_group:(g + 1) * per_group])
     if is_float:
         if bias is not None:
-            acc += bias.astype(np.float32)
+            add_bias_x86(acc, bias.astype(np.float32))
         np.clip(acc, np.float32(data.act_min), np.float32(data.act_max), out=acc)
         out[...] = acc.reshape(out.shape)
         return
@@ -225,7 +229,7 @@ def conv_rows(data: ConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | N
 
 def _outside_taps(data: ConvData, x: np.ndarray, y0: int, out_shape: tuple[int, ...], w_shape: tuple[int, ...],
                   x_row0: int) -> np.ndarray | None:
-    """float32: the taps outside the image, ``[pixels, K]`` in im2col order, when TFLM's skipping them differs from
+    """float32: the taps outside the image, ``[K, pixels]`` (im2col order, taps first), when TFLM's skipping them differs from
     adding a zero input's product -- only with an infinity or a NaN in the filter (``0 * inf`` is NaN; ``0 * w`` is a
     zero, which leaves every total unchanged since a total starting at ``0.f`` is never ``-0.f``). None otherwise."""
     if data.filter_finite:
@@ -238,7 +242,17 @@ def _outside_taps(data: ConvData, x: np.ndarray, y0: int, out_shape: tuple[int, 
                    fill=True, dtype=bool)
     if not mask.any():
         return None
-    return np.broadcast_to(mask, (*mask.shape[:5], c_grp)).reshape(n * oh * ow, kh * kw * c_grp)
+    return np.broadcast_to(mask, (*mask.shape[:5], c_grp)).transpose(3, 4, 5, 0, 1, 2).reshape(kh * kw * c_grp,
+                                                                                             n * oh * ow)
+
+
+def _float_filter_t(ctx, w) -> np.ndarray | None:
+    """The float filter as :func:`._float_dot.sequential_dot_t` reads it, ``[K, C_out]``, transposed once (a
+    transposing copy at every invoke cost more than the products of a small layer); not out of core, where weights
+    stay on the card."""
+    if w.data is None or not getattr(ctx, "weights_resident", True):
+        return None
+    return np.ascontiguousarray(np.asarray(w.data, np.float32).reshape(w.shape[0], -1).T)
 
 
 class ConvRows(Tiler):
@@ -346,7 +360,8 @@ class Conv2D:
                         x.shape[3] // w.shape[3], -zp_in if kind == "int8" else 0, zp_out if kind == "int8" else 0,
                         act_min, act_max, mult, shift, bias_t is not None, int4_scratch, int4_packed, tuple(w.shape),
                         Requantizer(mult, shift) if kind in ("int8", "int16_acc32") else None,
-                        kind != "float32" or (w.data is not None and bool(np.isfinite(w.data).all())))
+                        kind != "float32" or (w.data is not None and bool(np.isfinite(w.data).all())),
+                        _float_filter_t(ctx, w) if kind == "float32" and x.shape[3] == w.shape[3] else None)
 
     def invoke(self, ctx, op, data: ConvData) -> None:
         w, bias = filter_and_bias(ctx, op, data)

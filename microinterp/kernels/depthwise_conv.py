@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import Requantizer, activation_range_float
+from ._float_dot import add_bias_x86, sequential_taps
 from .conv import (
     ConvRows,
     check_strides,
@@ -74,6 +75,22 @@ def depthwise_rows(data: DepthwiseData, x: np.ndarray, w: np.ndarray, bias: np.n
     win = windows(x, y0=y0, out_h=oh, out_w=ow, filter_h=kh, filter_w=kw, stride_h=data.stride_h,
                   stride_w=data.stride_w, dilation_h=data.dilation_h, dilation_w=data.dilation_w, pad_h=data.pad_h,
                   pad_w=data.pad_w, in_h=data.in_h, x_row0=x_row0, offset=data.input_offset, dtype=acc_dtype)
+    if data.kind == "float32":      # TFLM's sequential float32 sums, exact (NaN, inf, -0 included)
+        xs_t = win.transpose(3, 4, 0, 1, 2, 5).reshape(kh * kw, n * oh * ow, c_in, 1)
+        xs_t = np.broadcast_to(xs_t, (*xs_t.shape[:3], m)).reshape(kh * kw, n * oh * ow, c_out)
+        skip_t = None
+        if not np.isfinite(w).all():    # 0 * inf is NaN: taps outside the image must be left out, as TFLM does
+            mask = windows(np.zeros((n, x.shape[1], x.shape[2], 1), bool), y0=y0, out_h=oh, out_w=ow, filter_h=kh,
+                           filter_w=kw, stride_h=data.stride_h, stride_w=data.stride_w, dilation_h=data.dilation_h,
+                           dilation_w=data.dilation_w, pad_h=data.pad_h, pad_w=data.pad_w, in_h=data.in_h,
+                           x_row0=x_row0, fill=True, dtype=bool)
+            skip_t = mask.transpose(3, 4, 0, 1, 2, 5).reshape(kh * kw, n * oh * ow) if mask.any() else None
+        acc = sequential_taps(xs_t, np.asarray(w[0], np.float32).reshape(kh * kw, c_out), skip_t)
+        if bias is not None:
+            add_bias_x86(acc, bias.astype(np.float32), nan_from="bias")
+        np.clip(acc, np.float32(data.act_min), np.float32(data.act_max), out=acc)
+        out[...] = acc.reshape(out.shape)
+        return
     taps = w[0].reshape(kh, kw, c_in, m).astype(acc_dtype)   # TFLM reads filter[0, ky, kx, oc]
     acc = np.zeros((n, oh, ow, c_in, m), acc_dtype)
     with np.errstate(over="ignore", invalid="ignore"):     # float inf is clamped to FLT_MAX below, as in TFLM

@@ -52,10 +52,10 @@ def test_sequential_dot_is_the_c_loop(n, c, k, specials, seed):
     assert _same(sequential_dot(cols, w), _scalar(cols, w))
 
 
-@pytest.mark.parametrize("n,c,k", [(1, 1, 300), (3, 700, 5), (2, 3, 5000)])
+@pytest.mark.parametrize("n,c,k", [(1, 1, 300), (3, 700, 5), (2, 3, 5000), (400, 2, 50)])
 def test_blocks_and_the_tap_loop_agree_with_the_c_loop(n, c, k, monkeypatch):
-    """One output (summed tap by tap: a reduction over one column would be pairwise), blocks smaller than K, and
-    the wide-output tap loop, all the C loop's bits."""
+    """One output (summed tap by tap: a reduction over one column would be pairwise), blocks smaller than K, many
+    pixels and few channels (laid out pixels innermost), and the wide-output tap loop, all the C loop's bits."""
     rng = np.random.default_rng(n * c * k)
     cols, w = _values(rng, (n, k), True), _values(rng, (c, k), False)
     expected = _scalar(cols, w)
@@ -84,8 +84,34 @@ def test_float_conv_with_special_values_matches_the_wheel(h, w, c_in, c_out, k, 
     filt = with_specials(rng.uniform(-2, 2, (c_out, k, k, c_in)).astype(np.float32)) if rng.random() < 0.3 \
         else rng.uniform(-2, 2, (c_out, k, k, c_in)).astype(np.float32)
     bias = rng.uniform(-1, 1, c_out).astype(np.float32)
+    if rng.random() < 0.2:
+        bias = with_specials(bias)
     model = single_op("CONV_2D", [T((1, h, w, c_in), "FLOAT32"), T(filt.shape, "FLOAT32", data=filt),
                                   T((c_out,), "FLOAT32", data=bias)], T((1, oh, ow, c_out), "FLOAT32"),
                       padding=padding, stride_h=stride, stride_w=stride, fused_activation_function=act)
     x = with_specials((rng.normal(size=(1, h, w, c_in)) * 1e3).astype(np.float32))
+    assert_bitwise_matches_tflm(model, [x])
+
+
+@settings(max_examples=40, deadline=None)
+@given(h=st.integers(1, 7), w=st.integers(1, 7), c=st.integers(1, 4), mult=st.integers(1, 2), k=st.integers(1, 3),
+       stride=st.integers(1, 2), padding=st.sampled_from(["SAME", "VALID"]),
+       act=st.sampled_from(["NONE", "RELU", "RELU6"]), seed=st.integers(0, 2**32 - 1))
+def test_float_depthwise_with_special_values_matches_the_wheel(h, w, c, mult, k, stride, padding, act, seed):
+    if padding == "VALID" and (k > h or k > w):
+        return
+    rng = np.random.default_rng(seed)
+    oh = -(-h // stride) if padding == "SAME" else (h - k) // stride + 1
+    ow = -(-w // stride) if padding == "SAME" else (w - k) // stride + 1
+    filt = rng.uniform(-2, 2, (1, k, k, c * mult)).astype(np.float32)
+    if rng.random() < 0.3:
+        filt = with_specials(filt)
+    bias = rng.uniform(-1, 1, c * mult).astype(np.float32)
+    if rng.random() < 0.2:
+        bias = with_specials(bias)
+    model = single_op("DEPTHWISE_CONV_2D", [T((1, h, w, c), "FLOAT32"), T(filt.shape, "FLOAT32", data=filt),
+                                            T(bias.shape, "FLOAT32", data=bias)], T((1, oh, ow, c * mult), "FLOAT32"),
+                      padding=padding, stride_h=stride, stride_w=stride, depth_multiplier=mult,
+                      fused_activation_function=act)
+    x = with_specials((rng.normal(size=(1, h, w, c)) * 1e3).astype(np.float32))
     assert_bitwise_matches_tflm(model, [x])
