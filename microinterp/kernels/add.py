@@ -38,6 +38,7 @@ from ._qutil import all_codes
 from .bands import ROW_LOCAL
 from .binary_common import (
     apply_int8_table,
+    bind_float_binary,
     check_broadcast,
     check_quantized,
     float_activation_range,
@@ -142,6 +143,13 @@ class AddSub:
             data = replace(data, halves=(quantized_half(codes, left_shift, data.in1),
                                          quantized_half(codes, left_shift, data.in2)))
         return data
+
+    def bind(self, ctx, op, data: AddSubData):
+        """float32: one call on the fixed views (:func:`.binary_common.bind_float_binary`); None otherwise."""
+        if data.type_name != "FLOAT32":
+            return None
+        return bind_float_binary(np.add if self.sign > 0 else np.subtract, ctx.input(op, 0), ctx.input(op, 1),
+                                 ctx.output(op, 0), data.out_shape, data.act_min, data.act_max)
 
     def invoke(self, ctx, op, data: AddSubData) -> None:
         x1, x2, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)

@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from numpy._core import umath as np_umath
 
 from ..quant import INT32_MAX, INT32_MIN, activation_range_float
 from ._qutil import broadcast_shape
@@ -100,6 +101,31 @@ def float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.ndarra
     clamp_float_(y, lo, hi)
     if not np.shares_memory(y, out):  # non-contiguous output view: reshape copied
         out[...] = y.reshape(out.shape)
+
+
+def bind_float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.ndarray, shape: tuple[int, ...],
+                      lo: np.float32, hi: np.float32) -> Callable[[], None] | None:
+    """:func:`float_binary` as a call without arguments on fixed views (the interpreter's ``bind``), or None when the
+    output is not a contiguous view of the broadcast shape. Without an activation (``lo, hi = -+FLT_MAX``) the clamp is
+    NumPy's clip ufunc in place, exact there: it only maps +-inf to +-FLT_MAX and keeps every NaN's bits; with a zero
+    bound (RELU, RELU6) it stays :func:`clamp_float_`, which keeps ``-0.f`` as ``std::max`` does."""
+    y = out.reshape(shape)
+    if not np.shares_memory(y, out) or not out.flags.c_contiguous:
+        return None
+    if lo != 0 and hi != 0:
+        clip = np_umath.clip
+
+        def call() -> None:
+            with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+                ufunc(x1, x2, out=y)
+            clip(y, lo, hi, out=y)
+        return call
+
+    def clamped() -> None:
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            ufunc(x1, x2, out=y)
+        clamp_float_(y, lo, hi)
+    return clamped
 
 
 def int32_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.ndarray, lo: int, hi: int) -> None:

@@ -25,6 +25,7 @@ from ..quant import activation_range, mbqm, quantize_multiplier
 from .bands import ROW_LOCAL
 from .binary_common import (
     apply_int8_table,
+    bind_float_binary,
     check_broadcast,
     check_quantized,
     float_activation_range,
@@ -88,6 +89,13 @@ class Mul:
         if t == "INT8":
             data = MulData(t, shape, lo, hi, zps, m, shift, int8_table(lambda v1, v2: quantized_mul(v1, v2, data)))
         return data
+
+    def bind(self, ctx, op, data: MulData):
+        """float32: one call on the fixed views (:func:`.binary_common.bind_float_binary`); None otherwise."""
+        if data.type_name != "FLOAT32":
+            return None
+        return bind_float_binary(np.multiply, ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0), data.out_shape,
+                                 data.act_min, data.act_max)
 
     def invoke(self, ctx, op, data: MulData) -> None:
         x1, x2, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..quant import activation_range, mbqm, quantize_multiplier
-from ._qutil import all_codes, check_scales, lookup, qparams, select
+from ._float_relu import relu_float
+from ._qutil import all_codes, check_scales, lookup, qparams
 from .bands import ROW_LOCAL
 
 SUPPORTED_TYPES = ("FLOAT32", "INT8", "INT16")
@@ -77,7 +78,7 @@ class Relu:
         x = ctx.input(op, 0)
         out = ctx.output(op, 0)
         if data.lut is None:  # float: x < 0 ? 0 : x (NaN and -0.0 pass through unchanged)
-            out[...] = select(x < 0, np.float32(0), x).reshape(out.shape)
+            relu_float(x, out)
         else:
             out[...] = lookup(data.lut, x).reshape(out.shape)
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..quant import round_half_away
-from ._qutil import all_codes, clamp_to_type, lookup, qparams, select, to_int32_x86
+from ._float_relu import relu6_float
+from ._qutil import all_codes, clamp_to_type, lookup, qparams, to_int32_x86
 from .bands import ROW_LOCAL
 from .relu import check_activation_types
 
@@ -55,7 +56,7 @@ class Relu6:
         x = ctx.input(op, 0)
         out = ctx.output(op, 0)
         if data.lut is None:  # float: x > 6 ? 6 : (x < 0 ? 0 : x) (NaN and -0.0 pass through unchanged)
-            out[...] = select(x > 6, np.float32(6), select(x < 0, np.float32(0), x)).reshape(out.shape)
+            relu6_float(x, out)
         else:
             out[...] = lookup(data.lut, x).reshape(out.shape)
 

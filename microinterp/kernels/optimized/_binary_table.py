@@ -59,6 +59,13 @@ class TableBinary:
         shape = ref.out_shape
         return TableData(ref, index=np.empty(shape, np.uint16), out_shape=None if out.shape == shape else shape)
 
+    def bind(self, ctx, op, data: TableData):
+        """The reference kernel's bound call where the table does not apply (float32)."""
+        if data.index is not None or data.lut is not None:
+            return None
+        bind = getattr(self.reference, "bind", None)
+        return bind(ctx, op, data.ref) if bind is not None else None
+
     def invoke(self, ctx, op, data: TableData) -> None:
         out = ctx.output(op, 0)
         if (data.index is None and data.lut is None) or not out.flags.c_contiguous:
