@@ -48,6 +48,7 @@ from ..quant import (
     srdhm,
     wrap_int32,
 )
+from ._float_dot import REDUCE_ROWS_IN_ORDER
 from ._qutil import qparams
 from .bands import ROW_NORMALISED
 
@@ -168,7 +169,10 @@ def _softmax_float(rows: np.ndarray, beta: float) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
         v = ((rows - rows.max(axis=1, keepdims=True)) * np.float32(beta)).astype(np.float32)
         e = libm.expf(v)
-        total = np.cumsum(e, axis=1, dtype=np.float32)[:, -1:]  # sequential float32 sum, as the C loop
+        if len(rows) >= 2 and REDUCE_ROWS_IN_ORDER:     # the C loop's sequential float32 sums, all rows at once
+            total = np.add.reduce(np.ascontiguousarray(e.T), axis=0)[:, None]
+        else:
+            total = np.cumsum(e, axis=1, dtype=np.float32)[:, -1:]
         return (e / total).astype(np.float32)
 
 
