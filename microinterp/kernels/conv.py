@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy._core import umath as np_umath
 
 from ..quant import Requantizer, activation_range, activation_range_float, mbqm_int64, quantize_multiplier
 from ._blas import matmul
@@ -44,7 +45,7 @@ from ._float_dot import add_bias_x86, sequential_dot_t
 from ._qutil import unpack_int4
 from .bands import Tiler
 from .base import is_batch1_nhwc
-from .padding import compute_padding_height_width, input_rows_for, windows
+from .padding import compute_padding_height_width, input_rows_for, window_copy, window_view, windows
 
 INT32_TYPE = 2          # TensorType.INT32, as stored in Conv2DOptions.quantized_bias_type
 
@@ -246,6 +247,47 @@ def _outside_taps(data: ConvData, x: np.ndarray, y0: int, out_shape: tuple[int, 
                                                                                              n * oh * ow)
 
 
+class BoundFloatConv:
+    """A float CONV_2D on fixed arena views (the interpreter's ``bind``): what :func:`conv_rows` computes, with
+    everything that does not depend on the input values done once -- the tap buffer and its window view, the
+    copy of the image into it, the taps-first im2col buffer, the taps outside the image -- so an invoke is a handful
+    of NumPy calls: refresh the image, write the im2col, the sequential sums, the bias, the clamp into the output."""
+
+    def __init__(self, data: ConvData, dst: np.ndarray, src: np.ndarray | None, win: np.ndarray, cols_t: np.ndarray,
+                 w: np.ndarray, bias: np.ndarray | None, skip_t: np.ndarray | None, out: np.ndarray):
+        self.data, self.dst, self.src, self.win, self.cols_t = data, dst, src, win, cols_t
+        self.cols_view = cols_t.reshape(*win.shape[3:], *win.shape[:3])
+        self.w, self.bias, self.skip_t, self.out = w, bias, skip_t, out
+        self.lo, self.hi = np.float32(data.act_min), np.float32(data.act_max)
+
+    @classmethod
+    def build(cls, data: ConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
+              out: np.ndarray) -> BoundFloatConv | None:
+        n, oh, ow, c_out = out.shape
+        _, kh, kw, c_in = w.shape
+        rows = max(0, (oh - 1) * data.stride_h + (kh - 1) * data.dilation_h + 1)
+        cols = max(0, (ow - 1) * data.stride_w + (kw - 1) * data.dilation_w + 1)
+        if out.size == 0 or min(data.stride_h, data.stride_w, data.dilation_h, data.dilation_w) < 1 or \
+                n * rows * cols * c_in > max(4 * n * oh * ow * kh * kw * c_in, 1 << 24) or not out.flags.c_contiguous:
+            return None         # the unusual geometries windows() gathers: conv_rows as it is
+        buf = np.zeros((n, rows, cols, c_in), np.float32)
+        copy = window_copy(x, buf, 0, data.stride_h, data.pad_h, data.pad_w, data.in_h)
+        win = window_view(buf, oh, ow, kh, kw, data.stride_h, data.stride_w, data.dilation_h, data.dilation_w)
+        cols_t = np.empty((kh * kw * c_in, n * oh * ow), np.float32)
+        skip_t = _outside_taps(data, x, 0, out.shape, w.shape, 0)
+        dst, src = copy if copy is not None else (None, None)
+        return cls(data, dst, src, win, cols_t, w.reshape(c_out, -1), bias, skip_t, out.reshape(n * oh * ow, c_out))
+
+    def __call__(self) -> None:
+        if self.dst is not None:
+            self.dst[...] = self.src
+        np.copyto(self.cols_view, self.win.transpose(3, 4, 5, 0, 1, 2))
+        acc = sequential_dot_t(self.cols_t, self.w, self.skip_t, self.data.float_filter_t)
+        if self.bias is not None:
+            add_bias_x86(acc, self.bias)
+        np_umath.clip(acc, self.lo, self.hi, out=self.out)
+
+
 def _float_filter_t(ctx, w) -> np.ndarray | None:
     """The float filter as :func:`._float_dot.sequential_dot_t` reads it, ``[K, C_out]``, transposed once (a
     transposing copy at every invoke cost more than the products of a small layer); not out of core, where weights
@@ -362,6 +404,13 @@ class Conv2D:
                         Requantizer(mult, shift) if kind in ("int8", "int16_acc32") else None,
                         kind != "float32" or (w.data is not None and bool(np.isfinite(w.data).all())),
                         _float_filter_t(ctx, w) if kind == "float32" and x.shape[3] == w.shape[3] else None)
+
+    def bind(self, ctx, op, data: ConvData):
+        """float32 in memory with a constant, ungrouped filter: :class:`BoundFloatConv` (None otherwise)."""
+        if data.kind != "float32" or data.float_filter_t is None or data.groups != 1:
+            return None
+        w, bias = filter_and_bias(ctx, op, data)
+        return BoundFloatConv.build(data, ctx.input(op, 0), w, bias, ctx.output(op, 0))
 
     def invoke(self, ctx, op, data: ConvData) -> None:
         w, bias = filter_and_bias(ctx, op, data)

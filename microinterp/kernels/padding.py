@@ -171,7 +171,7 @@ def windows(x: np.ndarray, *, y0: int, out_h: int, out_w: int, filter_h: int, fi
     covers every tap position of the band, then ``as_strided`` it with strides ``(stride*row, dilation*row)`` per
     axis — no per-tap copies, and any output size (even larger than the padding formula's) works.
     """
-    n, rows_in_view, width, channels = x.shape
+    n, rows_in_view, _, channels = x.shape
     in_h = rows_in_view if in_h is None else in_h
     dtype = np.dtype(x.dtype if dtype is None else dtype)
     rows = max(0, (out_h - 1) * stride_h + (filter_h - 1) * dilation_h + 1)
@@ -183,18 +183,38 @@ def windows(x: np.ndarray, *, y0: int, out_h: int, out_w: int, filter_h: int, fi
         return _gathered_windows(x, y0, out_h, out_w, filter_h, filter_w, stride_h, stride_w, dilation_h,
                                  dilation_w, pad_h, pad_w, in_h, x_row0, offset, fill, dtype)
     buf = np.full((n, rows, cols, channels), fill, dtype)
+    copy = window_copy(x, buf, y0, stride_h, pad_h, pad_w, in_h, x_row0)
+    if copy is not None:
+        dst, src = copy
+        dst[...] = src
+        if offset:
+            dst += dtype.type(offset)
+    return window_view(buf, out_h, out_w, filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w)
+
+
+def window_copy(x: np.ndarray, buf: np.ndarray, y0: int, stride_h: int, pad_h: int, pad_w: int, in_h: int,
+                x_row0: int = 0) -> tuple[np.ndarray, np.ndarray] | None:
+    """The part of ``buf`` (the fill-initialised tap buffer of :func:`windows`) that holds image pixels and the view
+    of ``x`` that goes there, or None when no tap reaches the image. A caller that keeps ``buf`` (a bound kernel)
+    refreshes it with ``dst[...] = src`` at every invoke."""
+    rows_in_view, width = x.shape[1], x.shape[2]
+    rows, cols = buf.shape[1], buf.shape[2]
     base_r, base_c = y0 * stride_h - pad_h, -pad_w
     r_lo, r_hi = max(base_r, 0), min(base_r + rows, in_h)
     c_lo, c_hi = max(base_c, 0), min(base_c + cols, width)
-    if r_lo < r_hi and c_lo < c_hi:
-        if r_lo < x_row0 or r_hi > x_row0 + rows_in_view:
-            raise ValueError(f"input rows [{x_row0}, {x_row0 + rows_in_view}) do not cover rows [{r_lo}, {r_hi}) "
-                             f"needed by output rows [{y0}, {y0 + out_h})")
-        dst = buf[:, r_lo - base_r:r_hi - base_r, c_lo - base_c:c_hi - base_c]
-        dst[...] = x[:, r_lo - x_row0:r_hi - x_row0, c_lo:c_hi]
-        if offset:
-            dst += dtype.type(offset)
+    if not (r_lo < r_hi and c_lo < c_hi):
+        return None
+    if r_lo < x_row0 or r_hi > x_row0 + rows_in_view:
+        raise ValueError(f"input rows [{x_row0}, {x_row0 + rows_in_view}) do not cover rows [{r_lo}, {r_hi}) "
+                         f"needed by output rows [{y0}, ...)")
+    return (buf[:, r_lo - base_r:r_hi - base_r, c_lo - base_c:c_hi - base_c],
+            x[:, r_lo - x_row0:r_hi - x_row0, c_lo:c_hi])
+
+
+def window_view(buf: np.ndarray, out_h: int, out_w: int, filter_h: int, filter_w: int, stride_h: int, stride_w: int,
+                dilation_h: int, dilation_w: int) -> np.ndarray:
+    """Every filter window of the tap buffer ``buf`` as a read-only view ``(N, out_h, out_w, fh, fw, C)``."""
     s = buf.strides
     return np.lib.stride_tricks.as_strided(
-        buf, (n, out_h, out_w, filter_h, filter_w, channels),
+        buf, (buf.shape[0], out_h, out_w, filter_h, filter_w, buf.shape[3]),
         (s[0], stride_h * s[1], stride_w * s[2], dilation_h * s[1], dilation_w * s[2], s[3]), writeable=False)

@@ -430,6 +430,10 @@ class Conv2D:
             return FastConvData(**base, bands=_bands(ctx, op, data))
         return FastConvData(**base, plan=_plan(ctx, op, data))
 
+    def bind(self, ctx, op, data: FastConvData):
+        """Where no optimized plan applies (float32): the reference kernel's bound call."""
+        return REFERENCE.bind(ctx, op, data) if data.plan is None else None
+
     def invoke(self, ctx, op, data: FastConvData) -> None:
         if data.plan is None:
             REFERENCE.invoke(ctx, op, data)
