@@ -115,15 +115,13 @@ def bind_float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.n
     if lo != 0 and hi != 0:
         clip = np_umath.clip
 
-        def call() -> None:
-            with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-                ufunc(x1, x2, out=y)
+        def call() -> None:         # under the runtime's errstate (it ignores float errors once per invoke)
+            ufunc(x1, x2, out=y)
             clip(y, lo, hi, out=y)
         return call
 
     def clamped() -> None:
-        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-            ufunc(x1, x2, out=y)
+        ufunc(x1, x2, out=y)
         clamp_float_(y, lo, hi)
     return clamped
 
