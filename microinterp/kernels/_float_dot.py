@@ -26,11 +26,14 @@ again one tap at a time with the hardware's rules (:func:`x86_nan_dot`) -- a cos
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 #: Products formed at once (float32 elements) per block.
 BLOCK_ELEMENTS = 1 << 18
 _MINUS_ZERO = np.float32(-0.0)
+_ZERO = np.float32(0.0)
 #: Above this many outputs a block would hold only a few taps: tap by tap instead.
 WIDE = 1 << 15
 
@@ -46,7 +49,9 @@ def _rows_reduce_in_order() -> bool:
         expected = np.float32(expected + v)
     got = np.add.reduce(block, axis=0)
     middle = np.add.reduce(np.repeat(block[None], 3, axis=0), axis=1)      # [C, K, N] reduced over K
-    return bool(np.all(got == expected) and np.all(middle == expected)) and expected == np.float32(1e8)
+    initial = np.add.reduce(block[1:], axis=0, initial=np.float32(0.0))    # the one-block form
+    return bool(np.all(got == expected) and np.all(middle == expected) and np.all(initial == expected)) and \
+        expected == np.float32(1e8)
 
 
 #: NumPy reduces rows in order (checked at import); else :func:`sequential_dot` loops over the taps.
@@ -68,31 +73,44 @@ def sequential_dot_t(cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | Non
     """:func:`sequential_dot` with the taps first: ``cols_t`` ``[K, N]`` (one tap's inputs contiguous, what an
     im2col can write directly) and ``skip_t`` ``[K, N]``; ``w_t``: ``w`` transposed (``[K, C]``, contiguous), when
     the caller keeps it (a constant filter, prepared once)."""
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        return sequential_dot_core(cols_t, w, skip_t, w_t)
+
+
+def sequential_dot_core(cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | None = None,
+                        w_t: np.ndarray | None = None) -> np.ndarray:
+    """:func:`sequential_dot_t` for callers already under an errstate that ignores float errors (the runtime's)."""
     k, n = cols_t.shape
     c = w.shape[0]
     m = n * c
-    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        if m == 0 or k == 0:
-            return np.zeros((n, c), np.float32)
-        step = max(1, min(k, BLOCK_ELEMENTS // m - 1))
-        if m >= 2 and m <= WIDE and REDUCE_ROWS_IN_ORDER and n >= 4 * c:
-            # many pixels, few channels: pixels innermost (NumPy's inner loops are then long)
-            return _nans_as_x86(_pixels_inner(cols_t, w, step, skip_t), cols_t, w, skip_t)
-        if w_t is None:
-            w_t = np.ascontiguousarray(w.T)
-        if m < 2 or m > WIDE or not REDUCE_ROWS_IN_ORDER:
-            return _nans_as_x86(_tap_by_tap(cols_t, w_t, skip_t), cols_t, w, skip_t)
-        block = np.empty((step + 1, n, c), np.float32)
-        total = np.zeros((n, c), np.float32)
-        for k0 in range(0, k, step):
-            k1 = min(k, k0 + step)
-            rows = block[:k1 - k0 + 1]
-            rows[0] = total
-            np.multiply(cols_t[k0:k1, :, None], w_t[k0:k1, None, :], out=rows[1:])
-            if skip_t is not None:
-                np.copyto(rows[1:], _MINUS_ZERO, where=skip_t[k0:k1, :, None])
-            np.add.reduce(rows, axis=0, out=total)
+    if m == 0 or k == 0:
+        return np.zeros((n, c), np.float32)
+    step = max(1, min(k, BLOCK_ELEMENTS // m - 1))
+    if m >= 2 and m <= WIDE and REDUCE_ROWS_IN_ORDER and n >= 4 * c:
+        # many pixels, few channels: pixels innermost (NumPy's inner loops are then long)
+        return _nans_as_x86(_pixels_inner(cols_t, w, step, skip_t), cols_t, w, skip_t)
+    if w_t is None:
+        w_t = np.ascontiguousarray(w.T)
+    if m < 2 or m > WIDE or not REDUCE_ROWS_IN_ORDER:
+        return _nans_as_x86(_tap_by_tap(cols_t, w_t, skip_t), cols_t, w, skip_t)
+    total = np.empty((n, c), np.float32)
+    if step >= k:       # one block: the products alone, reduced from an initial 0.f
+        products = np.multiply(cols_t[:, :, None], w_t[:, None, :])
+        if skip_t is not None:
+            np.copyto(products, _MINUS_ZERO, where=skip_t[:, :, None])
+        np.add.reduce(products, axis=0, out=total, initial=_ZERO)
         return _nans_as_x86(total, cols_t, w, skip_t)
+    total[...] = 0
+    block = np.empty((step + 1, n, c), np.float32)
+    for k0 in range(0, k, step):
+        k1 = min(k, k0 + step)
+        rows = block[:k1 - k0 + 1]
+        rows[0] = total
+        np.multiply(cols_t[k0:k1, :, None], w_t[k0:k1, None, :], out=rows[1:])
+        if skip_t is not None:
+            np.copyto(rows[1:], _MINUS_ZERO, where=skip_t[k0:k1, :, None])
+        np.add.reduce(rows, axis=0, out=total)
+    return _nans_as_x86(total, cols_t, w, skip_t)
 
 
 def _pixels_inner(cols_t: np.ndarray, w: np.ndarray, step: int, skip_t: np.ndarray | None = None) -> np.ndarray:
@@ -114,9 +132,9 @@ def _pixels_inner(cols_t: np.ndarray, w: np.ndarray, step: int, skip_t: np.ndarr
 
 def _nans_as_x86(total: np.ndarray, cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | None) -> np.ndarray:
     """Every NaN output again with :func:`x86_nan_dot` (see the module docstring)."""
-    nan = np.isnan(total)
-    if nan.any():
-        for n, c in zip(*np.nonzero(nan)):
+    whole = np.add.reduce(total, axis=None)
+    if math.isnan(whole):       # a NaN somewhere (or inf - inf in this sum): find them
+        for n, c in zip(*np.nonzero(np.isnan(total))):
             total[n, c] = x86_nan_dot(cols_t[:, n], w[c], None if skip_t is None else skip_t[:, n])
     return total
 

@@ -41,7 +41,7 @@ from numpy._core import umath as np_umath
 
 from ..quant import Requantizer, activation_range, activation_range_float, mbqm_int64, quantize_multiplier
 from ._blas import matmul
-from ._float_dot import add_bias_x86, sequential_dot_t
+from ._float_dot import add_bias_x86, sequential_dot_core, sequential_dot_t
 from ._qutil import unpack_int4
 from .bands import Tiler
 from .base import is_batch1_nhwc
@@ -258,6 +258,7 @@ class BoundFloatConv:
         self.data, self.dst, self.src, self.win, self.cols_t = data, dst, src, win, cols_t
         self.cols_view = cols_t.reshape(*win.shape[3:], *win.shape[:3])
         self.w, self.bias, self.skip_t, self.out = w, bias, skip_t, out
+        self.bias_nan = bias is not None and bool(np.isnan(bias).any())      # a constant bias: known once
         self.lo, self.hi = np.float32(data.act_min), np.float32(data.act_max)
 
     @classmethod
@@ -282,9 +283,12 @@ class BoundFloatConv:
         if self.dst is not None:
             self.dst[...] = self.src
         np.copyto(self.cols_view, self.win.transpose(3, 4, 5, 0, 1, 2))
-        acc = sequential_dot_t(self.cols_t, self.w, self.skip_t, self.data.float_filter_t)
-        if self.bias is not None:
+        # under the runtime's quiet errstate (runtime.memory.quiet_floats)
+        acc = sequential_dot_core(self.cols_t, self.w, self.skip_t, self.data.float_filter_t)
+        if self.bias_nan:
             add_bias_x86(acc, self.bias)
+        elif self.bias is not None:
+            np.add(acc, self.bias, out=acc)
         np_umath.clip(acc, self.lo, self.hi, out=self.out)
 
 
