@@ -69,6 +69,7 @@ from ..quant import (
 from ._blas import matmul
 from ._qutil import unpack_int4
 from ._step_requant import StepRequantizer, requantization_steps
+from ._weight_stats import ChannelStats, fill_transposed
 from .bands import Tiler
 from .binary_common import clamp_float_, float_activation_range
 from .fully_connected_bound import bind_steps, bind_table
@@ -102,6 +103,8 @@ class FullyConnectedData:
     input_shape: tuple[int, ...] = ()           # the input as (*output.shape[:-1], accum): products come out shaped
     input_shaped: bool = False                  # the input tensor already has input_shape
     small: bool = False                         # batches * accum * depth < _SMALL_PRODUCT: np.dot, no BLAS guard
+    operand: str | None = None                  # constant weights: the operand kept ("float64", "gemm32", "gemm64"),
+                                                # built by FullyConnected.operands (the optimized kernel may not)
 
 
 #: Most codes an output may have for the step-function requantization (int8: 255 thresholds, 2 KiB).
@@ -141,7 +144,9 @@ class FullyConnected:
     #: out of core: channel tiles of a streamed filter (:class:`FullyConnectedTiler`)
     bands = FullyConnectedTiler
 
-    def prepare(self, ctx, op) -> FullyConnectedData:
+    def prepare(self, ctx, op, operands: bool = True) -> FullyConnectedData:
+        """Validate, quantize and derive (see the module docstring). ``operands=False`` leaves out the weight-sized
+        operand of a quantized layer (:meth:`operands` builds it): the optimized kernel builds its own instead."""
         ctx.check_io_count(op, (2, 3), 1)
         x, w, out = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)
         bias = ctx.input(op, 2)
@@ -186,10 +191,10 @@ class FullyConnected:
             return FullyConnectedData(t, batches, depth, accum, lo, hi, weights, bvals)
 
         return self._prepare_quantized(ctx, op, x, w, bias, out, t, batches, depth, accum, act, wdata,
-                                       unpacked, scratch)
+                                       unpacked, scratch, operands)
 
     def _prepare_quantized(self, ctx, op, x, w, bias, out, t, batches, depth, accum, act, wdata, unpacked,
-                           scratch) -> FullyConnectedData:
+                           scratch, operands: bool) -> FullyConnectedData:
         for tensor in (x, w, out):
             if tensor.quantization is None:
                 raise ctx.fail(op, f"tensor {tensor.name!r} has no quantization parameters")
@@ -244,21 +249,21 @@ class FullyConnected:
             bias64 += bias.data.reshape(-1)[:depth].astype(np.int64)
         weights = None
         wrap = not int64_acc
-        steps = gemm = wq = None
+        steps = gemm = wsrc = None
+        operand = None
         if wdata is not None and getattr(ctx, "weights_resident", True):  # out of core: weights stream at invoke
-            wq = wdata.reshape(-1, accum)[:depth].astype(np.int64) + filter_offset
-            weights = np.ascontiguousarray(wq.T.astype(np.float64))
+            # the model's filter as [depth, accum] integers; every figure derived from it a slice at a time
+            wsrc = wdata.reshape(-1, accum)[:depth]
+            stats = ChannelStats(wsrc, -input_offset, bias64, filter_offset, QMIN[t], QMAX[t])
             # Exact range of each channel's accumulator over all inputs: x + x_off spans [qmin, qmax] + x_off.
-            x_lo, x_hi = QMIN[t] + input_offset, QMAX[t] + input_offset
-            acc_min = bias64 + np.minimum(wq * x_lo, wq * x_hi).sum(axis=1)
-            acc_max = bias64 + np.maximum(wq * x_lo, wq * x_hi).sum(axis=1)
-            bias64 = bias64 + input_offset * wq.sum(axis=1)
-            acc_min, acc_max = int(acc_min.min(initial=0)), int(acc_max.max(initial=0))
+            acc_min, acc_max = int(stats.lo.min(initial=0)), int(stats.hi.max(initial=0))
+            bias64 = bias64 + input_offset * stats.total
             wrap = wrap and (acc_min < INT32_MIN or acc_max > INT32_MAX)
             if not wrap and hi - lo <= _MAX_STEPS:
                 steps = requantization_steps(multiplier, shift, output_offset, lo, hi, acc_min, acc_max,
                                              int64_acc=int64_acc, channels=depth if per_channel else 1,
                                              values_dtype=out.dtype)
+            operand = "float64"
             if steps is not None:
                 # [x, 1] @ gemm = x @ weights + bias + key_offset: exact while every partial sum of raw inputs
                 # (|x| <= 2^(bits-1)) times the weights, and the bias row, stays below 2^53
@@ -266,27 +271,43 @@ class FullyConnected:
                 # below 2^24)
                 key_bias = bias64 + steps.key_offset.astype(np.int64)
                 x_abs = max(-QMIN[t], QMAX[t])
-                bound = int((x_abs * np.abs(wq).sum(axis=1) + np.abs(key_bias)).max(initial=0))
+                bound = int((x_abs * stats.abs_sum + np.abs(key_bias)).max(initial=0))
                 if bound < _EXACT_F64:
                     small_keys = bound < _EXACT_F32 and np.abs(steps.thresholds).max() < _EXACT_F32
-                    gemm = np.empty((accum + 1, depth), np.float32 if small_keys else np.float64)
-                    gemm[:accum] = weights
-                    gemm[accum] = key_bias
-                    weights = gemm[:accum]
+                    operand = "gemm32" if small_keys else "gemm64"
                 else:
                     steps = None
         data = FullyConnectedData(t, batches, depth, accum, lo, hi, weights, bias64, input_offset, filter_offset,
                                   output_offset, multiplier, shift, int64_acc, wrap, unpacked, scratch,
                                   None if int64_acc else Requantizer(multiplier, shift), steps, gemm,
                                   None, x.num_elements == batches * accum, (*out.shape[:-1], accum),
-                                  x.shape == (*out.shape[:-1], accum), batches * accum * depth < _SMALL_PRODUCT)
-        if t == "INT8" and accum == 1 and wq is not None and depth <= _MAX_TABLE_DEPTH:
+                                  x.shape == (*out.shape[:-1], accum), batches * accum * depth < _SMALL_PRODUCT,
+                                  operand)
+        if t == "INT8" and accum == 1 and wsrc is not None and depth <= _MAX_TABLE_DEPTH:
             # Exhaustive: the reference arithmetic on all 256 inputs (row r holds input int8(r), so a negative
             # input indexes its row as Python and NumPy wrap negative indices).
             inputs = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int64)[:, None]
-            acc = inputs * wq[:, 0] + bias64
+            acc = inputs * (wsrc[:, 0].astype(np.int64) + filter_offset) + bias64
             data = replace(data, table=_requantize(data, acc, data.wrap).astype(out.dtype))
-        return data
+        return self.operands(ctx, op, data) if operands else data
+
+    @staticmethod
+    def operands(ctx, op, data: FullyConnectedData) -> FullyConnectedData:
+        """``data`` with its weight-sized operand (``data.operand`` says which): the float64 ``[accum, depth]``
+        weights, or the step function's ``[accum + 1, depth]`` GEMM operand with the key bias as its last row, written
+        a slice of channels at a time from the model's filter."""
+        if data.operand is None or data.weights is not None or data.table is not None:
+            return data
+        wsrc = (data.unpacked_int4 if data.unpacked_int4 is not None else ctx.input(op, 1).data)
+        wsrc = wsrc.reshape(-1, data.accum)[:data.depth]
+        if data.operand == "float64":
+            weights = np.empty((data.accum, data.depth), np.float64)
+            fill_transposed(weights, wsrc, data.filter_offset)
+            return replace(data, weights=weights)
+        gemm = np.empty((data.accum + 1, data.depth), np.float32 if data.operand == "gemm32" else np.float64)
+        fill_transposed(gemm[:data.accum], wsrc, data.filter_offset)
+        gemm[data.accum] = data.bias + data.steps.key_offset.astype(np.int64)
+        return replace(data, weights=gemm[:data.accum], gemm=gemm)
 
     def invoke(self, ctx, op, data: FullyConnectedData) -> None:
         out = ctx.views[op.outputs[0]]

@@ -62,6 +62,7 @@ import numpy as np
 
 from ...quant import Requantizer, wrap_int32
 from .._blas import matmul
+from .._weight_stats import fill_transposed
 from ._buffers import work_buffer
 
 try:    # the clip ufunc itself (np.clip adds a few microseconds of Python around it)
@@ -74,41 +75,6 @@ _F32_EXACT = 1 << 24
 _SMALL_GEMM = 1 << 15    # below this many multiply-adds, plain np.matmul (no BLAS thread-count calls)
 _TILE = 512          # per-channel vectors are tiled to about this length so NumPy's inner loops are long
 
-def accumulator_range(weights: np.ndarray, input_zero_point: int, bias: np.ndarray | None = None,
-                      input_min: int = -128, input_max: int = 127) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel ``(min, max)`` of TFLM's accumulator ``sum_k w[c,k] (x_k - zp_in) + bias[c]`` over all inputs
-    ``x_k`` in ``[input_min, input_max]`` (int64 ``[C]`` each). ``weights`` is ``[C, K]`` (the values TFLM multiplies,
-    filter offset applied). Skipped (padded) taps contribute 0, which lies inside every term's range."""
-    w = np.asarray(weights, np.int64).reshape(len(weights), -1)
-    lo_x, hi_x = input_min - int(input_zero_point), input_max - int(input_zero_point)
-    pos = np.where(w > 0, w, 0).sum(axis=1)
-    neg = np.where(w < 0, w, 0).sum(axis=1)
-    b = np.zeros(len(w), np.int64) if bias is None else np.asarray(bias, np.int64).reshape(-1)
-    return b + pos * lo_x + neg * hi_x, b + pos * hi_x + neg * lo_x
-
-
-class ChannelStats:
-    """Per-channel figures of a filter ``[C, K]`` (int64 ``[C]`` each): the accumulator range ``lo`` / ``hi``
-    (:func:`accumulator_range`), ``abs_sum`` = ``sum_k |w|``, ``total`` = ``sum_k w``, and ``abs_max``, the largest
-    ``|w|`` of the whole filter. Computed a slice of channels at a time, so the int64 copies stay small whatever
-    the filter's size (out of core the filter is a memory-mapped view of the model)."""
-
-    __slots__ = ("abs_max", "abs_sum", "hi", "lo", "total")
-
-    def __init__(self, weights: np.ndarray, input_zero_point: int, bias: np.ndarray) -> None:
-        channels, k = weights.shape
-        self.lo, self.hi, self.abs_sum, self.total = (np.empty(channels, np.int64) for _ in range(4))
-        self.abs_max = 0
-        step = max(1, (1 << 17) // max(k, 1))
-        for c in range(0, channels, step):
-            part = weights[c:c + step].astype(np.int64)
-            self.lo[c:c + step], self.hi[c:c + step] = accumulator_range(part, input_zero_point, bias[c:c + step])
-            magnitude = np.abs(part)
-            self.abs_sum[c:c + step] = magnitude.sum(axis=1)
-            self.total[c:c + step] = part.sum(axis=1)
-            self.abs_max = max(self.abs_max, int(magnitude.max(initial=0)))
-
-
 def gemm_weights(weights: np.ndarray, folded_bias: np.ndarray, ignored: np.ndarray | None = None) -> np.ndarray:
     """The ``[K + 1, C]`` GEMM operand for raw int8 inputs: ``weights`` (``[C, K]``, integers) transposed, the
     folded bias ``bias - zp_in sum_k w`` as the last row (it meets the inputs' constant 1.0 column). float32 when
@@ -120,6 +86,25 @@ def gemm_weights(weights: np.ndarray, folded_bias: np.ndarray, ignored: np.ndarr
         folded[:, ignored] = 0
     bound = 128 * np.abs(folded[:-1]).sum(axis=0) + np.abs(folded[-1])
     return folded.astype(np.float32 if int(bound.max(initial=0)) < _F32_EXACT else np.float64)
+
+
+def gemm_weights_from(src: np.ndarray, offset: int, abs_sum: np.ndarray, folded_bias: np.ndarray,
+                      ignored: np.ndarray | None = None) -> np.ndarray:
+    """:func:`gemm_weights` of ``src + offset`` (``src``: ``[C, K]`` integers, the model's filter) written a slice of
+    channels at a time, the precision decided from the channels' ``abs_sum`` (``sum_k |w + offset|``) without a
+    weight-sized int64 copy."""
+    channels, k = src.shape
+    bias = np.asarray(folded_bias, np.int64).reshape(-1)
+    keep = np.ones(channels, bool)
+    if ignored is not None:
+        keep[ignored] = False
+    bound = np.where(keep, 128 * abs_sum + np.abs(bias), 0)
+    out = np.empty((k + 1, channels), np.float32 if int(bound.max(initial=0)) < _F32_EXACT else np.float64)
+    fill_transposed(out[:k], src, offset)
+    out[k] = bias
+    if ignored is not None:
+        out[:, ignored] = 0
+    return out
 
 
 def gemm(a: np.ndarray, b: np.ndarray, role: str) -> np.ndarray:

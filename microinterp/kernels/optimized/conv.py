@@ -45,11 +45,12 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from .._qutil import unpack_int4
+from .._weight_stats import ChannelStats, accumulator_range
 from ..base import HostBudget
 from ..conv import KERNEL as REFERENCE
 from ..conv import ConvData, ConvTiler, regular_steps
 from ._buffers import claimed_buffer, still_claimed, work_buffer
-from ._epilogue import ChannelStats, Epilogue, accumulator_range, gemm, gemm_weights
+from ._epilogue import Epilogue, gemm, gemm_weights
 from ._group import GROUP_BYTES, block_rows, group_done, group_for
 
 _FOLD_BELOW = 48     # folded GEMM (float64, requantization scale inside) for 1x1 filters with C_in below this: the

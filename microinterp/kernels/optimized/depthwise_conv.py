@@ -54,11 +54,12 @@ import numpy as np
 
 from .._blas import matmul
 from .._qutil import unpack_int4
+from .._weight_stats import accumulator_range
 from ..conv import regular_steps
 from ..depthwise_conv import KERNEL as REFERENCE
 from ..depthwise_conv import DepthwiseData, DepthwiseTiler
 from ._buffers import work_buffer
-from ._epilogue import Epilogue, accumulator_range, gemm_weights
+from ._epilogue import Epilogue, gemm_weights
 
 _FOLD = True    # one input channel (the GEMM scheme): requantization scale folded into float64 weights when
                 # Epilogue.fold allows it (the float64 GEMM costs less than the epilogue passes it saves; the taps

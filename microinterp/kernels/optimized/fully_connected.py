@@ -29,11 +29,12 @@ from functools import partial
 
 import numpy as np
 
+from .._weight_stats import ChannelStats
 from ..fully_connected import KERNEL as REFERENCE
 from ..fully_connected import FullyConnectedData, FullyConnectedTiler
 from ..fully_connected_bound import code_padding
 from ._buffers import work_buffer
-from ._epilogue import ChannelStats, Epilogue, accumulator_range, gemm, gemm_weights
+from ._epilogue import Epilogue, gemm, gemm_weights_from
 from ._group import GROUP_BYTES, block_rows, group_done, group_for
 
 #: smaller layers keep the reference when it has per-channel step-function requantization: measured on the zoo,
@@ -58,13 +59,16 @@ class FullyConnectedPlan:
 
     __slots__ = ("accum", "cols", "epilogue", "inputs", "weights")
 
-    def __init__(self, data: FullyConnectedData, bias: np.ndarray | None):
-        accum, depth = data.weights.shape
-        w = data.weights.T.astype(np.int64)                                   # [depth, accum], w + w_off
+    def __init__(self, data: FullyConnectedData, filt: np.ndarray, bias: np.ndarray | None):
+        """``filt``: the model's filter (integers, ``[depth, accum]`` after a reshape), read a slice at a time: the
+        channel figures (:class:`ChannelStats`) and the GEMM operand are the only weight-sized results."""
+        accum, depth = data.accum, data.depth
+        src = filt.reshape(-1, accum)[:depth]
         bias64 = np.zeros(depth, np.int64) if bias is None else bias.reshape(-1)[:depth].astype(np.int64)
+        stats = ChannelStats(src, -data.input_offset, bias64, data.filter_offset)
         self.epilogue = Epilogue(data.multiplier, data.shift, data.output_offset, int(data.act_min),
-                                 int(data.act_max), accumulator_range(w, -data.input_offset, bias64))
-        self.weights = gemm_weights(w, data.bias, self.epilogue.constant)
+                                 int(data.act_max), (stats.lo, stats.hi))
+        self.weights = gemm_weights_from(src, data.filter_offset, stats.abs_sum, data.bias, self.epilogue.constant)
         self.accum = accum
         self.inputs = data.batches * accum
         self.cols = np.ones((data.batches, accum + 1), self.weights.dtype)
@@ -160,7 +164,8 @@ def _bands(ctx, op, data: FullyConnectedData) -> FullyConnectedBands | None:
 
 
 def _plan(ctx, op, data: FullyConnectedData) -> FullyConnectedPlan | None:
-    if data.type_name != "INT8" or data.int64_acc or data.weights is None or data.table is not None:
+    filt = ctx.input(op, 1).data if data.unpacked_int4 is None else data.unpacked_int4
+    if data.type_name != "INT8" or data.int64_acc or filt is None or data.operand is None or data.table is not None:
         return None
     outputs = data.batches * data.depth
     if data.steps is not None:
@@ -172,7 +177,7 @@ def _plan(ctx, op, data: FullyConnectedData) -> FullyConnectedPlan | None:
     bias = ctx.input(op, 2)
     if bias is not None and bias.data is None:
         return None
-    return FullyConnectedPlan(data, None if bias is None else bias.data)
+    return FullyConnectedPlan(data, filt, None if bias is None else bias.data)
 
 
 class OptimizedFullyConnectedTiler(FullyConnectedTiler):
@@ -189,11 +194,17 @@ class FullyConnected:
     bands = OptimizedFullyConnectedTiler
 
     def prepare(self, ctx, op) -> FastFullyConnectedData:
-        data = REFERENCE.prepare(ctx, op)
-        base = {f.name: getattr(data, f.name) for f in fields(FullyConnectedData)}
+        # without the reference's weight-sized operand: the plan keeps its own, and only a layer without a plan
+        # gets the reference's (lean preparation: one operand per layer, never both)
+        data = REFERENCE.prepare(ctx, op, operands=False)
         if not getattr(ctx, "weights_resident", True):      # out of core: channel tiles, no whole-tensor plan
+            base = {f.name: getattr(data, f.name) for f in fields(FullyConnectedData)}
             return FastFullyConnectedData(**base, bands=_bands(ctx, op, data))
-        return FastFullyConnectedData(**base, plan=_plan(ctx, op, data))
+        plan = _plan(ctx, op, data)
+        if plan is None:
+            data = REFERENCE.operands(ctx, op, data)
+        base = {f.name: getattr(data, f.name) for f in fields(FullyConnectedData)}
+        return FastFullyConnectedData(**base, plan=plan)
 
     def invoke(self, ctx, op, data: FastFullyConnectedData) -> None:
         if data.plan is None:

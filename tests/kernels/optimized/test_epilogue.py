@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from microinterp import Interpreter, UnsupportedOpError
 from microinterp.kernels._qutil import unpack_int4
-from microinterp.kernels.optimized._epilogue import ChannelStats, Epilogue, accumulator_range, gemm_weights
+from microinterp.kernels._weight_stats import ChannelStats, accumulator_range
+from microinterp.kernels.optimized._epilogue import Epilogue, gemm_weights
 from microinterp.quant import mbqm, quantize_multiplier, wrap_int32
 
 from ...conftest import MODELS_DIR

@@ -1,0 +1,60 @@
+"""Per-channel figures of an integer filter, computed a slice of channels at a time: what the kernels derive from the
+weights at prepare (accumulator ranges, magnitude sums, the folded bias) without a weight-sized int64 copy, and the
+weight-sized GEMM operands they keep, written slice by slice from the model's own int8 data (lean preparation: the
+peak host memory of a prepare is the operand it keeps, not several temporaries of eight bytes per weight)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def accumulator_range(weights: np.ndarray, input_zero_point: int, bias: np.ndarray | None = None,
+                      input_min: int = -128, input_max: int = 127) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel ``(min, max)`` of TFLM's accumulator ``sum_k w[c,k] (x_k - zp_in) + bias[c]`` over all inputs
+    ``x_k`` in ``[input_min, input_max]`` (int64 ``[C]`` each). ``weights`` is ``[C, K]`` (the values TFLM multiplies,
+    filter offset applied). Skipped (padded) taps contribute 0, which lies inside every term's range."""
+    w = np.asarray(weights, np.int64).reshape(len(weights), -1)
+    lo_x, hi_x = input_min - int(input_zero_point), input_max - int(input_zero_point)
+    pos = np.where(w > 0, w, 0).sum(axis=1)
+    neg = np.where(w < 0, w, 0).sum(axis=1)
+    b = np.zeros(len(w), np.int64) if bias is None else np.asarray(bias, np.int64).reshape(-1)
+    return b + pos * lo_x + neg * hi_x, b + pos * hi_x + neg * lo_x
+
+
+class ChannelStats:
+    """Per-channel figures of a filter ``[C, K]`` (int64 ``[C]`` each): the accumulator range ``lo`` / ``hi``
+    (:func:`accumulator_range`), ``abs_sum`` = ``sum_k |w|``, ``total`` = ``sum_k w``, and ``abs_max``, the largest
+    ``|w|`` of the whole filter. Computed a slice of channels at a time, so the int64 copies stay small whatever
+    the filter's size (out of core the filter is a memory-mapped view of the model). ``offset`` is added to every
+    weight first (a per-tensor filter zero point); the inputs range over ``[input_min, input_max]``."""
+
+    __slots__ = ("abs_max", "abs_sum", "hi", "lo", "total")
+
+    def __init__(self, weights: np.ndarray, input_zero_point: int, bias: np.ndarray, offset: int = 0,
+                 input_min: int = -128, input_max: int = 127) -> None:
+        channels, k = weights.shape
+        self.lo, self.hi, self.abs_sum, self.total = (np.empty(channels, np.int64) for _ in range(4))
+        self.abs_max = 0
+        step = max(1, (1 << 17) // max(k, 1))
+        for c in range(0, channels, step):
+            part = weights[c:c + step].astype(np.int64)
+            if offset:
+                part += offset
+            self.lo[c:c + step], self.hi[c:c + step] = accumulator_range(part, input_zero_point, bias[c:c + step],
+                                                                         input_min, input_max)
+            magnitude = np.abs(part)
+            self.abs_sum[c:c + step] = magnitude.sum(axis=1)
+            self.total[c:c + step] = part.sum(axis=1)
+            self.abs_max = max(self.abs_max, int(magnitude.max(initial=0)))
+
+
+def fill_transposed(dst: np.ndarray, src: np.ndarray, offset: int = 0) -> None:
+    """``dst[k, c] = src[c, k] + offset`` (``dst``: ``[K, C]`` float, ``src``: ``[C, K]`` integers, e.g. the model's
+    int8 filter), a slice of channels at a time."""
+    channels, k = src.shape
+    step = max(1, (1 << 18) // max(k, 1))
+    for c in range(0, channels, step):
+        part = src[c:c + step].astype(np.int64)
+        if offset:
+            part += offset
+        dst[:, c:c + step] = part.T
