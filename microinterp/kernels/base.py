@@ -59,6 +59,10 @@ class HostBudget:
 #: The default :class:`HostBudget` of one preparation (one interpreter): out of core it bounds what the band kernels
 #: keep across invokes (converted filter tiles, small im2col blocks), whatever the model's size.
 HOST_CACHE_BYTES = 16 << 20
+#: In memory, what the kernels of one interpreter may keep across invokes beyond the weights they derive (a layer's
+#: own im2col block and padded image): typical MCU models stay well inside it, and an ImageNet-size network's largest
+#: layers share one block instead of keeping hundreds of MB (issue 28's host-memory goal).
+IN_MEMORY_CACHE_BYTES = 64 << 20
 
 
 class PrepareContext:

@@ -36,7 +36,7 @@ from ..cost.mcu import McuProfile, op_class
 from ..errors import ArenaOverflowError, HostMemoryError, InputError
 from ..graph import MicroGraph
 from ..kernels._qutil import to_int32_arm
-from ..kernels.base import InvokeContext, PrepareContext, prepare_ops
+from ..kernels.base import IN_MEMORY_CACHE_BYTES, HostBudget, InvokeContext, PrepareContext, prepare_ops
 from ..model import Model, Operator
 from ..pager.profile import OpRecord, TileRecord
 from ..pager.work import op_work
@@ -99,6 +99,7 @@ class Preparation:
                 ctx.float_to_int32 = to_int32_arm
             # sizing needs only the arena figures: no kernel should derive host copies of the weights for it
             ctx.weights_resident = not sizing
+            ctx.host_budget = HostBudget(IN_MEMORY_CACHE_BYTES)
             # sizing prepares with the reference layer: optimized kernels share its prepare and arena requests, and
             # their host-side buffers (im2col, converted weights) have no business in a sizing pass
             if sizing:

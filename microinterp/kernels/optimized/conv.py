@@ -182,7 +182,8 @@ class ConvPlan:
 
     __slots__ = ("epilogue", "folded", "full", "im2col", "live", "rows", "weights")
 
-    def __init__(self, data: ConvData, x_shape, w: np.ndarray, bias: np.ndarray | None, y_shape) -> None:
+    def __init__(self, data: ConvData, x_shape, w: np.ndarray, bias: np.ndarray | None, y_shape,
+                 budget: HostBudget | None = None) -> None:
         n = x_shape[0]
         c_out, kh, kw, c_in = w.shape
         _, oh, ow, _ = y_shape
@@ -207,7 +208,11 @@ class ConvPlan:
             self.full = np.zeros((n * oh * ow, c_out), self.weights.dtype)
             self.weights = np.ascontiguousarray(self.weights[:, live])
         self.live = live
-        self.im2col = Im2col(data, x_shape, y_shape, (kh, kw), self.weights.dtype)
+        # the layer's own im2col block while the interpreter's host budget lasts; beyond it the block is the one
+        # every layer shares (its 1.0 column and margins rewritten when another layer used it since)
+        self.im2col = Im2col(data, x_shape, y_shape, (kh, kw), self.weights.dtype, shared=True)
+        if budget is None or budget.take(self.im2col.nbytes):
+            self.im2col.own()
         self.rows = self.im2col.rows
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
@@ -382,7 +387,7 @@ def _plan(ctx, op, data: ConvData) -> ConvPlan | None:
         ((ow - 1) * data.stride_w + (kw - 1) * data.dilation_w + 1) * c_in
     if 8 * (image + n * oh * ow * (kh * kw * c_in + 1 + c_out)) > _MAX_PLAN_BYTES:
         return None
-    return ConvPlan(data, x.shape, weights, bias, y.shape)
+    return ConvPlan(data, x.shape, weights, bias, y.shape, ctx.host_budget)
 
 
 def _fast_weights(ctx, op, data: ConvData) -> tuple[np.ndarray, np.ndarray | None] | None:

@@ -17,6 +17,7 @@ from microinterp.kernels import fully_connected as reference
 from microinterp.kernels.optimized import fully_connected as opt
 from microinterp.testing.builder import ModelBuilder
 from microinterp.testing.single_op import assert_matches_tflm, random_tensor
+from microinterp.testing.tflm import TflmRunner
 
 from ..test_fully_connected import ACTS, build
 from .test_conv import optimized_equals_reference_over_invokes
@@ -93,11 +94,13 @@ def _extreme_model(k: int, n: int, bias: int, zp_in: int = 0) -> bytes:
 
 @pytest.mark.parametrize("bias,dtype", [(1000, np.float32), (1100, np.float64)])
 def test_float32_bound_forces_float64(bias, dtype):
-    """128 * 127 * 1032 = 2^24 - 1024: a bias of 1000 keeps float32, 1100 needs float64."""
+    """128 * 127 * 1032 = 2^24 - 1024: a bias of 1000 keeps float32 with the bias in the GEMM; 1100 needs float64
+    for the whole sum, so the plan keeps float32 slices of taps (one here) and adds the bias in float64."""
     model = _extreme_model(1032, 512, bias)
     with mock.patch.object(opt, "_MIN_CODE_OUTPUTS", 0):
         it = Interpreter(model)
-    assert it.runtime.op_data[0].plan.weights.dtype == dtype
+    plan = it.runtime.op_data[0].plan
+    assert plan.weights.dtype == np.float32 and (plan.chunk > 0) == (dtype == np.float64)
     assert Interpreter(model).runtime.op_data[0].gemm.dtype == dtype      # the reference's step path: the same bound
     w0 = it.model.main.tensors[it.operators[0].inputs[1]].data[0]
     for x in (np.full(1032, -128), np.full(1032, 127), np.where(w0 > 0, 127, -128)):
@@ -144,3 +147,20 @@ def test_repeated_invokes():
     rng = np.random.default_rng(8)
     model = build(rng, kind="INT8", in_shape=(2, 300), n=600, zp_in=-128, per_channel=True)
     optimized_equals_reference_over_invokes(model, [random_tensor(rng, (2, 300)) for _ in range(3)])
+
+
+def test_float32_slices_of_a_long_sum_are_exact():
+    """3000 taps of +-127: three float32 slices (1032 taps each at most), added in float64, at the extreme inputs."""
+    model = _extreme_model(3000, 64, -70000)
+    with mock.patch.object(opt, "_MIN_CODE_OUTPUTS", 0), mock.patch.object(opt, "_MIN_OUTPUTS", 0):
+        it = Interpreter(model)
+    plan = it.runtime.op_data[0].plan
+    assert plan is not None and plan.chunk == 1032 and plan.weights.dtype == np.float32
+    w0 = it.model.main.tensors[it.operators[0].inputs[1]].data[0]
+    for x in (np.full(3000, -128), np.full(3000, 127), np.where(w0 > 0, 127, -128)):
+        x = x.astype(np.int8)[None, :]
+        it.set_input(x)
+        it.invoke()
+        ref = TflmRunner(model, preserve_all=False)
+        ref.run([x])
+        assert np.array_equal(it.get_output(), ref.output(0))
