@@ -187,6 +187,8 @@ class InMemoryRuntime:
         self.views = all_views[0]
         self.ctx, self.steps = self.all_steps[0]
         self.calls = [(call, i + 1) for i, call in enumerate(self.graph.calls[0])]
+        #: float32 tensors anywhere: invokes run under quiet_floats() (bound float calls enter no errstate)
+        self.floats = any(t.type_name == "FLOAT32" for sg in self.model.subgraphs for t in sg.tensors)
         self.stamps = [0.0] * (len(self.calls) + 1)
         self.reset()
 
@@ -251,8 +253,13 @@ class InMemoryRuntime:
         stamps = self.stamps
         stamps[0] = clock()
         try:
-            with quiet_floats():   # once per invoke: float overflow and NaN are results, as in C (bound calls
-                for call, i in self.calls:      # rely on it instead of entering their own errstate)
+            if self.floats:
+                with quiet_floats():    # once per invoke: float overflow and NaN are results, as in C (bound float
+                    for call, i in self.calls:      # calls rely on it instead of entering their own errstate)
+                        call()
+                        stamps[i] = clock()
+            else:                       # no float32 tensor: nothing to quiet (0.7 us saved on a tiny int8 model)
+                for call, i in self.calls:
                     call()
                     stamps[i] = clock()
         except MemoryError as e:
