@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._common import options
-from ._kiss_fft import factor, irfft, real_fft_plan
+from ._kiss_fft import factor, real_fft_plan
+from ._kiss_fft_vec import irfft_frames
 from .rfft import TENSOR_TYPES
 
 
@@ -51,11 +52,12 @@ class Irfft:
     def invoke(self, ctx, op, data: IrfftData) -> None:
         x, out = ctx.input(op, 0), ctx.output(op, 0)
         rows = out.reshape(-1, data.fft_length)
-        for k, frame in enumerate(x.reshape(-1, data.fft_length + 2)):
-            samples = irfft(frame, data.fft_length, data.type_name)
-            if data.type_name == "FLOAT32":       # irfft_float.cc divides by fft_length afterwards
-                samples = (samples / np.float32(data.fft_length)).astype(np.float32)
-            rows[k] = samples
+        if not len(rows):
+            return
+        samples = irfft_frames(x.reshape(-1, data.fft_length + 2), data.fft_length, data.type_name)
+        if data.type_name == "FLOAT32":       # irfft_float.cc divides by fft_length afterwards
+            samples = (samples / np.float32(data.fft_length)).astype(np.float32)
+        rows[...] = samples
 
 
 KERNEL = Irfft()

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._common import options
-from ._kiss_fft import factor, real_fft_plan, rfft
+from ._kiss_fft import factor, real_fft_plan
+from ._kiss_fft_vec import rfft_frames
 
 TENSOR_TYPES = {7: "INT16", 2: "INT32", 0: "FLOAT32"}
 
@@ -64,10 +65,12 @@ class Rfft:
         work = ctx.scratch(data.scratch).view(x.dtype)[:data.fft_length]
         frames = x.reshape(-1, frame) if frame else np.zeros((0, 0), x.dtype)
         rows = out.reshape(-1, data.fft_length + 2)
-        for k, f in enumerate(frames):
-            work[:frame] = f
-            work[frame:] = 0
-            rows[k] = rfft(work, data.fft_length, data.type_name)
+        if not len(rows):
+            return
+        padded = np.zeros((len(rows), data.fft_length), x.dtype)     # each frame in the scratch, zero-padded
+        padded[:, :frame] = frames
+        work[...] = padded[-1]
+        rows[...] = rfft_frames(padded, data.fft_length, data.type_name)   # every frame's butterflies at once
 
 
 KERNEL = Rfft()
