@@ -185,7 +185,7 @@ def _tap_by_tap(cols_t: np.ndarray, w_t: np.ndarray, skip_t: np.ndarray | None) 
 def add_bias_x86(acc: np.ndarray, bias: np.ndarray, nan_from: str = "total") -> None:
     """``acc += bias`` (channels last) in float32 as TFLM's compiled ``total + bias_value``: where both are NaN the
     result is one operand's NaN -- which one is the compiler's choice of operand order, measured against the wheel
-    per kernel (``nan_from``: ``total`` for CONV_2D, ``bias`` for DEPTHWISE_CONV_2D). NumPy's remainder elements
+    per kernel (``nan_from``: ``total`` for CONV_2D, ``bias`` for DEPTHWISE_CONV_2D and FULLY_CONNECTED). NumPy's remainder elements
     would pick the bias's everywhere (see the module docstring)."""
     if not np.isnan(bias).any():
         np.add(acc, bias, out=acc)

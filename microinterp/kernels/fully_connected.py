@@ -67,6 +67,7 @@ from ..quant import (
     wrap_int32,
 )
 from ._blas import matmul
+from ._float_dot import add_bias_x86, sequential_dot_core
 from ._qutil import unpack_int4
 from ._step_requant import StepRequantizer, requantization_steps
 from ._weight_stats import ChannelStats, fill_transposed
@@ -345,6 +346,8 @@ class FullyConnected:
         x, out = ctx.views[op.inputs[0]], ctx.views[op.outputs[0]]
         if data.scratch is not None or not (x.flags.c_contiguous and out.flags.c_contiguous) or not out.size:
             return None
+        if data.type_name == "FLOAT32":
+            return _bind_float(x, out, data)
         if data.table is not None:
             return bind_table(x, out, data)
         if data.gemm is not None:
@@ -357,6 +360,28 @@ class FullyConnected:
         if weights is None:
             weights = np.ascontiguousarray(ctx.input(op, 1).reshape(-1, data.accum)[:data.depth].T)
         return sequential_dot_float32(x, weights, data.bias, data.act_min, data.act_max)
+
+
+def _bind_float(x: np.ndarray, out: np.ndarray, data: FullyConnectedData):
+    """float32 with constant weights: TFLM's sequential sums (:func:`._float_dot.sequential_dot_core`, under the
+    runtime's quiet errstate) on the fixed views, the bias, the activation clamp into the output."""
+    if data.weights is None:
+        return None
+    rows = x.reshape(-1)[:data.batches * data.accum].reshape(data.batches, data.accum)
+    w = data.weights.T                          # [depth, accum] view of the prepared [accum, depth] weights
+    target = out.reshape(data.batches, data.depth)
+    bias, lo, hi = data.bias, np.float32(data.act_min), np.float32(data.act_max)
+    bias_nan = bias is not None and bool(np.isnan(bias).any())
+
+    def call() -> None:
+        acc = sequential_dot_core(np.ascontiguousarray(rows.T), w, None, data.weights)
+        if bias_nan:
+            add_bias_x86(acc, bias, nan_from="bias")
+        elif bias is not None:
+            np.add(acc, bias, out=acc)
+        clamp_float_(acc, lo, hi)
+        target[...] = acc
+    return call
 
 
 def sequential_dot_float32(x: np.ndarray, weights: np.ndarray, bias: np.ndarray | None, lo, hi) -> np.ndarray:

@@ -133,6 +133,19 @@ class StridedSlice:
         count = int(np.prod([a.size for a in axes]))
         return StridedSliceData(np.ix_(*axes), min(count, y.num_elements))
 
+    def bind(self, ctx, op, data: StridedSliceData):
+        """On fixed views: the padded input view, the flat output view and the gather into it, resolved once."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        if not out.flags.c_contiguous:
+            return None
+        padded = x.reshape((1,) * (5 - x.ndim) + x.shape)
+        target = out.reshape(-1)[:data.count]
+        index, count = data.index, data.count
+
+        def call() -> None:
+            target[...] = padded[index].reshape(-1)[:count]
+        return call
+
     def invoke(self, ctx, op, data: StridedSliceData) -> None:
         x = ctx.input(op, 0)
         picked = x.reshape((1,) * (5 - x.ndim) + x.shape)[data.index].reshape(-1)

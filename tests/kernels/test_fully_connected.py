@@ -255,7 +255,7 @@ def test_float_accumulation_is_sequential(b, k, n, monkeypatch):
     ({"kind": "INT8", "in_shape": (1, 16), "n": 1, "per_channel": True}, "scalar"),
     ({"kind": "INT8", "in_shape": (2, 16), "n": 7, "bias_at_int32_ends": True}, "partial"),  # wraps: MBQM path
     ({"kind": "INT16", "in_shape": (2, 16), "n": 7}, "partial"),
-    ({"kind": "FLOAT32", "in_shape": (2, 16), "n": 7}, "partial"),
+    ({"kind": "FLOAT32", "in_shape": (2, 16), "n": 7}, "call"),                            # sequential sums
 ])
 def test_bound_calls_over_invokes(params, call):
     """The interpreter's prebuilt call per op (table, scalar, int8-code and indexed step paths) on repeated invokes
