@@ -80,6 +80,22 @@ def _eval_end(end: int, stride: int, dim: int, masked: bool, shrink: bool, start
     return end
 
 
+def _as_slices(padded: np.ndarray, index: tuple[np.ndarray, ...]) -> np.ndarray | None:
+    """The view of ``padded`` that ``padded[index]`` copies, when every axis visits an arithmetic progression (what a
+    strided slice visits); None otherwise (an empty axis)."""
+    slices = []
+    for idx in index:
+        idx = np.asarray(idx).reshape(-1)
+        if not idx.size:
+            return None
+        step = int(idx[1] - idx[0]) if idx.size > 1 else 1
+        if step == 0 or not np.array_equal(idx, idx[0] + step * np.arange(idx.size)):
+            return None
+        stop = int(idx[-1]) + step
+        slices.append(slice(int(idx[0]), stop if stop >= 0 else None, step))
+    return padded[tuple(slices)]
+
+
 class StridedSlice:
     def prepare(self, ctx, op) -> StridedSliceData:
         ctx.check_io_count(op, 4, 1)
@@ -141,6 +157,13 @@ class StridedSlice:
         padded = x.reshape((1,) * (5 - x.ndim) + x.shape)
         target = out.reshape(-1)[:data.count]
         index, count = data.index, data.count
+        view = _as_slices(padded, index)
+        if view is not None and view.size == count:     # the visited elements as a basic (strided) view
+            flat = target.reshape(view.shape)
+
+            def copy() -> None:
+                flat[...] = view
+            return copy
 
         def call() -> None:
             target[...] = padded[index].reshape(-1)[:count]
