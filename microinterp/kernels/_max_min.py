@@ -37,7 +37,6 @@ class MaximumMinimum:
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 
-
     def __init__(self, name: str, first_wins: Callable[[np.ndarray, np.ndarray], np.ndarray],
                  integer_op: np.ufunc):
         self.name = name
@@ -59,6 +58,23 @@ class MaximumMinimum:
         if problem:
             raise ctx.fail(op, problem)
         return MaxMinData(broadcast=True)
+
+    def bind(self, ctx, op, data: MaxMinData):
+        """float32 on fixed views: the comparison into a kept mask, ``b`` everywhere, ``a`` where it wins (the same
+        choice as :meth:`invoke`, NaN included: a NaN ``a`` never wins)."""
+        a, b, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
+        if out.dtype != np.float32 or not out.flags.c_contiguous:
+            return None
+        if not data.broadcast:
+            a, b = a.reshape(out.shape), b.reshape(out.shape)
+        compare = self.first_wins       # np.greater (MAXIMUM) or np.less (MINIMUM)
+        mask = np.empty(out.shape, bool)
+
+        def call() -> None:
+            compare(a, b, out=mask)
+            np.copyto(out, b)
+            np.copyto(out, a, where=mask)
+        return call
 
     def invoke(self, ctx, op, data: MaxMinData) -> None:
         a, b = ctx.input(op, 0), ctx.input(op, 1)
