@@ -23,23 +23,23 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import gc  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import warnings  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import gc
+import json
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from bench_zoo import _batch_size, geomean, machine_info  # noqa: E402
+from bench_zoo import _batch_size, geomean, machine_info
 
 SHARED = HERE.parents[1] / "shared"
 DEFAULT_OUTPUT = HERE.parent / "docs" / "population-benchmarks.md"
