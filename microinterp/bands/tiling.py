@@ -8,6 +8,8 @@ How an op runs (``Tiler.mode``):
   while the channel tiles go by, and the output band is written once all its channels are done.
 - ``channels``: FULLY_CONNECTED (batch 1): the input vector and the output are resident, the filter streams in
   output-channel tiles.
+- ``reduce``: MEAN / SUM over the rows: bands of input rows into running totals, the whole output written after the
+  last band.
 - ``whole``: every other op (and declared ops whose shapes do not allow bands): inputs are read whole into the input
   pool, the kernel's ``invoke`` runs on pool views, outputs are written whole. The op must fit its pools.
 - ``alias``: RESHAPE-like ops of an activation share their input's records and move nothing.

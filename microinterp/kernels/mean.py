@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import reduce_common as rc
+from .reduce_common import fold_mean_multiplier
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16")
 
@@ -37,13 +38,10 @@ class MeanData:
     output_zp: int
 
 
-def fold_mean_multiplier(multiplier: int, shift: int, n: int) -> tuple[int, int]:
-    """Fold 1/N into (M, s) as TFLM's QuantizedMeanOrSum does (int64 truncating division)."""
-    k = min(n.bit_length() - 1, 32, 31 + shift)
-    return int((multiplier << k) // n), shift - k
-
-
 class Mean:
+    #: out of core: bands of input rows when the axes include them (:class:`.reduce_common.ReduceRowsTiler`)
+    bands = rc.ReduceRows("mean")
+
     def prepare(self, ctx, op) -> MeanData:
         io, multiplier, shift, in_zp, out_zp = rc.prepare_mean_or_sum(ctx, op, SUPPORTED)
         folded = None

@@ -21,12 +21,15 @@ TFLM (``micro/kernels/reduce_common.cc``, ``kernels/internal/reference/reduce.h`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import InputError
 from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
 from ._qutil import check_scales
+from .bands import Tiler
+from .base import is_batch1_nhwc
 
 
 @dataclass(frozen=True)
@@ -154,7 +157,77 @@ def requantize_sums(r: np.ndarray, type_name: str, input_zp: int, multiplier: in
                     output_zp: int) -> np.ndarray:
     """TFLM QuantizedMeanOrSum<T, int32> after the multiplier is chosen: per output,
     ``clamp(MBQM(int32(sum - zp_in*N), M, s) + zp_out)`` with the int32 double-rounding MBQM."""
-    n = r.shape[1]
-    shifted = wrap_int32(int_sum(r) - np.int64(input_zp) * n)
+    return requantize_totals(r.sum(axis=1, dtype=np.int64), r.shape[1], type_name, input_zp, multiplier, shift,
+                             output_zp)
+
+
+def requantize_totals(sums: np.ndarray, n: int, type_name: str, input_zp: int, multiplier: int, shift: int,
+                      output_zp: int) -> np.ndarray:
+    """:func:`requantize_sums` from each output's exact sum of its ``n`` elements (wrapped to int32 here, as the C
+    loop's int32 accumulator does: the wrap of a sum is the sum of wraps, so partial sums may be added first)."""
+    shifted = wrap_int32(wrap_int32(np.asarray(sums, np.int64)) - np.int64(input_zp) * n)
     out = wrap_int32(mbqm(shifted, multiplier, shift) + output_zp)
     return np.clip(out, QMIN[type_name], QMAX[type_name])
+
+
+class ReduceRowsTiler(Tiler):
+    """Out of core, a MEAN or SUM whose axes include the rows (axis 1) of a batch-1 4-D input, in bands of input rows:
+    each band's elements continue every output's sequence (the reduced axes are visited in ascending order, rows
+    outermost), so the running totals -- float32 folded left to right from ``+0.f``, or exact integer sums -- reach
+    what the whole tensor gives; the last band writes the output (the mean's division, the requantization)."""
+
+    mode = "reduce"
+    row_inputs: ClassVar[dict[int, int]] = {0: 1}
+
+    def __init__(self, kind: str, axes: tuple[int, ...], count: int):
+        self.kind, self.axes, self.count = kind, axes, count
+        self.totals: np.ndarray | None = None
+
+    def start(self, data: Any) -> None:
+        self.totals = None
+
+    def compute(self, kernel, op, data, band):
+        r = rows(band.inputs[0], self.axes)
+        if data.io.input_type == "FLOAT32":
+            running = np.zeros(len(r), np.float32) if self.totals is None else self.totals
+            # the C loop's fold, continued: [total, x0, x1, ...] added left to right
+            with np.errstate(over="ignore", invalid="ignore"):
+                self.totals = np.add.accumulate(np.concatenate([running[:, None], r], axis=1), axis=1,
+                                                dtype=np.float32)[:, -1]
+        else:
+            sums = r.sum(axis=1, dtype=np.int64)
+            self.totals = sums if self.totals is None else self.totals + sums
+
+    def finish(self, data: Any, out: np.ndarray) -> None:
+        n = max(self.count, 1)
+        if data.io.input_type == "FLOAT32":
+            result = self.totals / np.float32(n) if self.kind == "mean" else self.totals
+        else:
+            m, s = (data.folded or _mean_fold(data, n)) if self.kind == "mean" else (data.multiplier, data.shift)
+            result = requantize_totals(self.totals, self.count, data.io.input_type, data.input_zp, m, s,
+                                       data.output_zp)
+        out.reshape(-1)[...] = result
+
+
+def _mean_fold(data: Any, n: int) -> tuple[int, int]:
+    return fold_mean_multiplier(data.multiplier, data.shift, n)
+
+
+def fold_mean_multiplier(multiplier: int, shift: int, n: int) -> tuple[int, int]:
+    """Fold 1/N into (M, s) as TFLM's QuantizedMeanOrSum does (int64 truncating division)."""
+    k = min(n.bit_length() - 1, 32, 31 + shift)
+    return int((multiplier << k) // n), shift - k
+
+
+class ReduceRows:
+    """The band declaration of MEAN and SUM (``kind``): :class:`ReduceRowsTiler` for constant axes that include the
+    rows of a batch-1 4-D input; any other reduction runs whole."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def for_op(self, op: Any, data: Any, inputs: Any, output: Any) -> Tiler | None:
+        axes = data.io.axes
+        if axes is None or 1 not in axes or not is_batch1_nhwc(inputs[0]) or output is None:
+            return None
+        return ReduceRowsTiler(self.kind, axes, reduced_count(inputs[0].shape, axes))

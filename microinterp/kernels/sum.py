@@ -30,6 +30,9 @@ class SumData:
 
 
 class Sum:
+    #: out of core: bands of input rows when the axes include them (:class:`.reduce_common.ReduceRowsTiler`)
+    bands = rc.ReduceRows("sum")
+
     def prepare(self, ctx, op) -> SumData:
         return SumData(*rc.prepare_mean_or_sum(ctx, op, SUPPORTED))
 

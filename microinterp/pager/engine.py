@@ -234,15 +234,23 @@ class Engine:
         filt_k = plan.streamed
         filt_ti = op.inputs[filt_k] if filt_k is not None else -1
         first = True
+        reduce = plan.mode == "reduce"      # bands of input rows into one resident output, written after the last
+        if reduce:
+            bufs.reset("output", 0)
+            self._tile_outputs(plan, plan.tiles[0], bufs)
+            if not self.dry:
+                plan.tiler.start(plan.data)
         for tile in plan.tiles:
-            if only is not None and tile.index not in only:
+            if only is not None and tile.index not in only and not reduce:
                 continue
-            rec = self._new_tile(tile.index, (tile.y0, tile.y1) if plan.mode == "rows" else None,
+            rec = self._new_tile(tile.index, (tile.y0, tile.y1) if plan.mode in ("rows", "reduce") else None,
                                  setup if first else None)
             bufs.reset("input", in_mark)
-            bufs.reset("output", 0)
+            if not reduce:
+                bufs.reset("output", 0)
             band = self._tile_inputs(plan, tile, bufs, rec, depth)
-            self._tile_outputs(plan, tile, bufs)
+            if not reduce:
+                self._tile_outputs(plan, tile, bufs)
             self._read_flash(rec, flash_fixed)
             for n, (c0, c1) in enumerate(tile.channel_tiles):
                 if filt_k is not None:      # the filter streams: channel tile n into half n % 2 of the pool
@@ -257,7 +265,12 @@ class Engine:
             if filt_k is not None:
                 rec.channels = (tile.channel_tiles[0][0], tile.channel_tiles[-1][1])
             self._charge(plan, rec, first)
-            self._write_outputs(plan, tile, rec)
+            if reduce and tile is plan.tiles[-1]:
+                if not self.dry:
+                    plan.tiler.finish(plan.data, self.views[op.outputs[0]])
+                self._write_outputs(plan, tile, rec)
+            elif not reduce:
+                self._write_outputs(plan, tile, rec)
             self._annotate(rec)
             record.tiles.append(rec)
             first = False
@@ -304,7 +317,11 @@ class Engine:
         if not self._recording:
             return
         work = plan.work.get(rec.rows)
-        if work is None:
+        if work is None and plan.mode == "reduce":     # a band of input rows: its share of the whole op's work
+            height = max(self.tensors[plan.op.inputs[0]].shape[1], 1)
+            whole = op_work(plan.op, self.tensors)
+            work = plan.work[rec.rows] = tuple(v * (rec.rows[1] - rec.rows[0]) // height for v in whole)
+        elif work is None:
             work = plan.work[rec.rows] = op_work(plan.op, self.tensors, rows=rec.rows)
         rec.macs, rec.elements = work
         if plan.cost is None:   # the whole op's cycles, its fixed part, and its whole work (MACs, else elements)
@@ -340,7 +357,7 @@ class Engine:
         for k, ti in enumerate(op.inputs):
             if ti < 0:
                 continue
-            if plan.mode == "rows" and k in plan.tiler.row_inputs:
+            if plan.mode in ("rows", "reduce") and k in plan.tiler.row_inputs:
                 lo, hi = self.input_rows(plan, k, tile.y0, tile.y1)
                 inputs[k], row0[k] = self.read_region(ti, plan.tiler.row_inputs[k], lo, hi, bufs, rec, depth)
                 if plan.tiler.row_inputs[k] == 1 and hi <= lo:

@@ -118,7 +118,7 @@ def layout_homes(tensors: list[Any], plans: list[OpPlan], inputs: list[int], var
     aligned: set[int] = set()
     streamed: set[int] = set()
     for p in plans:
-        if p.tiler.mode == "rows":
+        if p.tiler.mode == "rows":      # (a reduction's output is written whole: no row records)
             out = p.op.outputs[0]
             axis[out] = max(axis.get(out, 1), 1)
             aligned.add(out)
@@ -267,7 +267,7 @@ class Planner:
             p.tiles = []
             return
         self._weights(p, pools)
-        if p.mode == "rows":
+        if p.mode in ("rows", "reduce"):
             self._plan_rows(p, pools)
             return
         need_in = self._whole_inputs(p)
@@ -280,12 +280,18 @@ class Planner:
         p.tiles = [TileSpec(0, 0, 0, p.channel_tiles)]
 
     def _plan_rows(self, p: OpPlan, pools: Pools) -> None:
-        out_t = self.tensors[p.op.outputs[0]]
+        """Bands of output rows (``rows``), or of input rows with the whole output resident (``reduce``: a reduction
+        over the rows), as high as the pools allow, in whole records of the banded tensor."""
+        reduce = p.mode == "reduce"
+        banded = p.op.inputs[0] if reduce else p.op.outputs[0]
+        out_t = self.tensors[banded]
         height = out_t.shape[1]
         line = line_bytes(out_t.shape, out_t.dtype.itemsize, 1)
-        home = self.homes[p.op.outputs[0]]
+        home = self.homes[banded]
         q = max(1, home.record_bytes // line) if line and home.record_bytes >= line else 1
         resident = self._whole_inputs(p)
+        whole_out = sum(align_up(self.homes[ti].nbytes, ALIGN) for ti in p.op.outputs
+                        if ti >= 0 and self.homes[ti] is not None) if reduce else 0
 
         def cost(y0: int, y1: int) -> tuple[int, int, int]:
             band = 0
@@ -296,7 +302,7 @@ class Planner:
                 nbytes = self.region_bytes(ti, a, lo, hi)
                 band += nbytes
                 biggest = max(biggest, nbytes)
-            return resident + band, biggest, align_up((y1 - y0) * line, ALIGN)
+            return resident + band, biggest, whole_out if reduce else align_up((y1 - y0) * line, ALIGN)
 
         def fits(b: int) -> tuple[bool, int, int]:
             worst_in = worst_out = 0

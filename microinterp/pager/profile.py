@@ -81,7 +81,7 @@ class TileRecord:
 
 @dataclass
 class OpRecord:
-    """One op of the last invoke (``mode``: ``in-memory``, ``rows``, ``channels``, ``whole``, ``alias``, ``fused``
+    """One op of the last invoke (``mode``: ``in-memory``, ``rows``, ``channels``, ``whole``, ``reduce``, ``alias``, ``fused``
     or ``chain``; ``chain``: the index of the last op of the fused chain it belongs to, whose turn runs it)."""
 
     index: int

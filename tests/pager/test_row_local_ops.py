@@ -205,3 +205,43 @@ def test_a_plugin_runs_in_bands_when_it_declares_them(tmp_path):
             it.invoke()
             np.testing.assert_array_equal(it.get_output(), ref.get_output())
             assert {r.op: r.mode for r in it.profile}["TANH"] in ("rows", "chain")
+
+
+@pytest.mark.parametrize("op,type_name,axes,keep", [
+    ("MEAN", "FLOAT32", (1, 2), True), ("MEAN", "INT8", (1, 2), True), ("SUM", "FLOAT32", (1, 2), False),
+    ("SUM", "INT8", (1,), True), ("MEAN", "INT16", (1, 2, 3), False), ("MEAN", "FLOAT32", (2, 1), True)])
+def test_reductions_over_rows_run_in_bands_of_input_rows(tmp_path, op, type_name, axes, keep):
+    """A MEAN or SUM over the rows reads its input in bands and keeps running totals (float32 folded in TFLM's order,
+    integers exact): out of core at the smallest arena that pages, below the in-memory plan, the in-memory output."""
+    q = {"scale": 0.05, "zero_point": 3 if type_name == "INT8" else 0} if type_name != "FLOAT32" else {}
+    qo = {"scale": 0.07, "zero_point": -2 if type_name == "INT8" else 0} if type_name != "FLOAT32" else {}
+    out_shape = tuple(1 if d in axes else n for d, n in enumerate(SHAPE))
+    if not keep:
+        out_shape = tuple(n for d, n in enumerate(SHAPE) if d not in axes)
+    b = ModelBuilder()
+    x = b.add_tensor("x", SHAPE, type_name, **q)
+    a = b.add_tensor("a", SHAPE, type_name, **q)
+    b.add_op("ABS" if type_name == "FLOAT32" else "RELU", [x], [a])
+    ax = b.add_tensor("axes", (len(axes),), "INT32", data=np.array(axes, np.int32))
+    y = b.add_tensor("y", out_shape, type_name, **qo)
+    b.add_op(op, [a, ax], [y], keep_dims=keep)
+    b.inputs, b.outputs = [x], [y]
+    model = b.build()
+    rng = np.random.default_rng(17)
+    if type_name == "FLOAT32":
+        inp = _input(17)
+    else:
+        info = np.iinfo(np.int8 if type_name == "INT8" else np.int16)
+        inp = rng.integers(info.min, info.max + 1, SHAPE).astype(info.dtype)
+    ref = mi.Interpreter(model)
+    ref.set_input(inp)
+    ref.invoke()
+    arena = smallest_out_of_core_arena(model, tmp_path / "r.img", flash=0)
+    assert arena < ref.arena_used_bytes * 0.6
+    with mi.Interpreter(model, arena=arena, backing=tmp_path / "r.img", flash=0) as it:
+        it.set_input(inp)
+        it.invoke()
+        np.testing.assert_array_equal(it.get_output().view(np.uint8), ref.get_output().view(np.uint8))
+        record = {r.op: r for r in it.profile}[op]
+        assert record.mode == "reduce" and len(record.tiles) > 1
+        assert sum(t.sd_write_commands for t in record.tiles[:-1]) == 0     # the output is written once, at the end
