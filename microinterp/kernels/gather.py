@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
+from .bands import RowBands
+from .base import is_batch1_nhwc
 
 SUPPORTED = ("FLOAT32", "INT8")
 
@@ -25,6 +27,31 @@ SUPPORTED = ("FLOAT32", "INT8")
 class GatherData:
     in_view: tuple[int, int, int, int]     # batch, outer, axis_size, inner
     pos_view: tuple[int, int]              # batch, coords
+    axis: int = 0
+    positions: np.ndarray | None = None    # constant positions, all within the axis (out of core: row bands)
+
+
+def _band_rows(data: GatherData, k: int, y0: int, y1: int) -> tuple[int, int]:
+    """Input rows a band of output rows reads: the gathered rows (axis 1), or the same rows (axes 2, 3)."""
+    if data.axis != 1:
+        return y0, y1
+    pos = data.positions[y0:y1]
+    return (int(pos.min()), int(pos.max()) + 1) if pos.size else (y0, y0)
+
+
+def _band(data: GatherData, inputs: dict, row0: dict, out: np.ndarray, y0: int) -> None:
+    x = inputs[0]
+    if data.axis == 1:
+        out[...] = x[:, data.positions[y0:y0 + out.shape[1]] - row0[0]]
+    else:
+        out[...] = np.take(x, data.positions, axis=data.axis)
+
+
+def _bandable(op, data: GatherData, inputs, output) -> bool:
+    """Batch-1 4-D params and output, no batch dims, constant in-range 1-D positions, along rows, columns or
+    channels."""
+    return data.positions is not None and data.in_view[0] == 1 and data.axis in (1, 2, 3) and \
+        inputs[1] is not None and len(inputs[1].shape) == 1 and is_batch1_nhwc(inputs[0], output)
 
 
 def _prod(dims) -> int:
@@ -32,6 +59,10 @@ def _prod(dims) -> int:
 
 
 class Gather:
+    #: out of core: row bands of batch-1 4-D params with constant positions (the gathered input rows, or the same
+    #: rows when gathering columns or channels)
+    bands = RowBands({0: 1}, _band_rows, _band, _bandable)
+
     def prepare(self, ctx, op) -> GatherData:
         ctx.check_io_count(op, 2, 1)
         x, pos, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)
@@ -60,8 +91,13 @@ class Gather:
         if y.shape != expected:
             raise ctx.fail(op, f"output shape {y.shape} differs from the gathered shape {expected}")
         batch = _prod(x.shape[:batch_dims])
+        positions = None
+        if pos.data is not None:
+            flat = np.asarray(pos.data, np.int64).reshape(-1)
+            if not flat.size or (flat.min() >= 0 and flat.max() < x.shape[axis]):
+                positions = flat
         return GatherData((batch, _prod(x.shape[batch_dims:axis]), x.shape[axis], _prod(x.shape[axis + 1:])),
-                          (batch, _prod(pos.shape[batch_dims:])))
+                          (batch, _prod(pos.shape[batch_dims:])), axis, positions)
 
     def invoke(self, ctx, op, data: GatherData) -> None:
         batch, outer, axis_size, _ = data.in_view

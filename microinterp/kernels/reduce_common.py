@@ -171,10 +171,11 @@ def requantize_totals(sums: np.ndarray, n: int, type_name: str, input_zp: int, m
 
 
 class ReduceRowsTiler(Tiler):
-    """Out of core, a MEAN or SUM whose axes include the rows (axis 1) of a batch-1 4-D input, in bands of input rows:
-    each band's elements continue every output's sequence (the reduced axes are visited in ascending order, rows
-    outermost), so the running totals -- float32 folded left to right from ``+0.f``, or exact integer sums -- reach
-    what the whole tensor gives; the last band writes the output (the mean's division, the requantization)."""
+    """Out of core, a MEAN, SUM, REDUCE_MAX or REDUCE_MIN whose axes include the rows (axis 1) of a batch-1 4-D input,
+    in bands of input rows: each band's elements continue every output's sequence (the reduced axes are visited in
+    ascending order, rows outermost), so the running totals -- float32 folded left to right from ``+0.f``, exact
+    integer sums, or the max/min fold continued from its running value -- reach what the whole tensor gives; the last
+    band writes the output (the mean's division, the requantization)."""
 
     mode = "reduce"
     row_inputs: ClassVar[dict[int, int]] = {0: 1}
@@ -188,6 +189,11 @@ class ReduceRowsTiler(Tiler):
 
     def compute(self, kernel, op, data, band):
         r = rows(band.inputs[0], self.axes)
+        if self.kind == "fold":         # REDUCE_MAX / REDUCE_MIN: the kernel's own left fold, continued from the
+            if self.totals is not None:     # running value (which the fold meets first, as it met it before)
+                r = np.concatenate([self.totals[:, None].astype(r.dtype), r], axis=1)
+            self.totals = kernel.fold(r, data.io.input_type)
+            return
         if data.io.input_type == "FLOAT32":
             running = np.zeros(len(r), np.float32) if self.totals is None else self.totals
             # the C loop's fold, continued: [total, x0, x1, ...] added left to right
@@ -200,6 +206,9 @@ class ReduceRowsTiler(Tiler):
 
     def finish(self, data: Any, out: np.ndarray) -> None:
         n = max(self.count, 1)
+        if self.kind == "fold":
+            out.reshape(-1)[...] = self.totals
+            return
         if data.io.input_type == "FLOAT32":
             result = self.totals / np.float32(n) if self.kind == "mean" else self.totals
         else:
@@ -220,8 +229,9 @@ def fold_mean_multiplier(multiplier: int, shift: int, n: int) -> tuple[int, int]
 
 
 class ReduceRows:
-    """The band declaration of MEAN and SUM (``kind``): :class:`ReduceRowsTiler` for constant axes that include the
-    rows of a batch-1 4-D input; any other reduction runs whole."""
+    """The band declaration of MEAN and SUM (``kind``) and of REDUCE_MAX / REDUCE_MIN (``fold``):
+    :class:`ReduceRowsTiler` for constant axes that include the rows of a batch-1 4-D input; any other reduction runs
+    whole."""
 
     def __init__(self, kind: str):
         self.kind = kind

@@ -41,6 +41,8 @@ class ReduceMax:
     """REDUCE_MAX; :mod:`.reduce_min` reuses it with the opposite fold."""
 
     name = "REDUCE_MAX"
+    #: out of core: bands of input rows when the axes include them (:class:`.reduce_common.ReduceRowsTiler`)
+    bands = rc.ReduceRows("fold")
 
     def fold(self, r: np.ndarray, type_name: str) -> np.ndarray:
         return float_max(r) if type_name == "FLOAT32" else np.max(r, axis=1, initial=-128)

@@ -209,12 +209,17 @@ def test_a_plugin_runs_in_bands_when_it_declares_them(tmp_path):
 
 @pytest.mark.parametrize("op,type_name,axes,keep", [
     ("MEAN", "FLOAT32", (1, 2), True), ("MEAN", "INT8", (1, 2), True), ("SUM", "FLOAT32", (1, 2), False),
-    ("SUM", "INT8", (1,), True), ("MEAN", "INT16", (1, 2, 3), False), ("MEAN", "FLOAT32", (2, 1), True)])
+    ("SUM", "INT8", (1,), True), ("MEAN", "INT16", (1, 2, 3), False), ("MEAN", "FLOAT32", (2, 1), True),
+    ("REDUCE_MAX", "FLOAT32", (1, 2), True), ("REDUCE_MAX", "INT8", (1,), False), ("REDUCE_MIN", "FLOAT32", (1, 2), False),
+    ("REDUCE_MIN", "INT8", (1, 2, 3), True)])
 def test_reductions_over_rows_run_in_bands_of_input_rows(tmp_path, op, type_name, axes, keep):
-    """A MEAN or SUM over the rows reads its input in bands and keeps running totals (float32 folded in TFLM's order,
-    integers exact): out of core at the smallest arena that pages, below the in-memory plan, the in-memory output."""
+    """A MEAN, SUM, REDUCE_MAX or REDUCE_MIN over the rows reads its input in bands and keeps running totals (float32
+    folded in TFLM's order, integers exact, the max/min fold continued): out of core at the smallest arena that
+    pages, below the in-memory plan, the in-memory output."""
     q = {"scale": 0.05, "zero_point": 3 if type_name == "INT8" else 0} if type_name != "FLOAT32" else {}
     qo = {"scale": 0.07, "zero_point": -2 if type_name == "INT8" else 0} if type_name != "FLOAT32" else {}
+    if op.startswith("REDUCE_"):
+        qo = q          # REDUCE_MAX/MIN take no requantization: the output's quantization is the input's
     out_shape = tuple(1 if d in axes else n for d, n in enumerate(SHAPE))
     if not keep:
         out_shape = tuple(n for d, n in enumerate(SHAPE) if d not in axes)
@@ -245,3 +250,21 @@ def test_reductions_over_rows_run_in_bands_of_input_rows(tmp_path, op, type_name
         record = {r.op: r for r in it.profile}[op]
         assert record.mode == "reduce" and len(record.tiles) > 1
         assert sum(t.sd_write_commands for t in record.tiles[:-1]) == 0     # the output is written once, at the end
+
+
+@pytest.mark.parametrize("axis,positions", [(1, list(range(47, -1, -1))), (1, [0, 5, 5, 9, 30, 47, 2] * 5),
+                                            (3, [15, 0, 3, 3, 8]), (2, list(range(0, 48, 2)))])
+def test_gather_with_constant_positions_runs_in_bands(tmp_path, axis, positions):
+    """GATHER of batch-1 4-D params with constant positions: a band of output rows reads the input rows it gathers
+    (axis 1: reversed, repeated, scattered), or the same rows (columns, channels)."""
+    out_shape = list(SHAPE)
+    out_shape[axis] = len(positions)
+    b = ModelBuilder()
+    x = b.add_tensor("x", SHAPE, "FLOAT32")
+    a = b.add_tensor("a", SHAPE, "FLOAT32")
+    b.add_op("ABS", [x], [a])
+    pos = b.add_tensor("pos", (len(positions),), "INT32", data=np.array(positions, np.int32))
+    y = b.add_tensor("y", tuple(out_shape), "FLOAT32")
+    b.add_op("GATHER", [a, pos], [y], axis=axis, batch_dims=0)
+    b.inputs, b.outputs = [x], [y]
+    _runs_in_bands(tmp_path, b.build(), _input(19), "GATHER", below=0.9)
