@@ -42,6 +42,8 @@ def band_plans(model: Any, resolver: Any, optimized: bool) -> list[OpPlan]:
         before = len(ctx.scratch_requests)
         data = kernel.prepare(ctx, op)
         tiler = tiler_for(op, data, sg.tensors, kernel) if len(ctx.scratch_requests) == before else WHOLE
+        if len(op.outputs) != 1:        # phases carry one band per op: a SPLIT's several outputs run whole there
+            tiler = WHOLE
         plans.append(OpPlan(op.index, op, kernel, data, tiler))
     return plans
 

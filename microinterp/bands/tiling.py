@@ -117,7 +117,7 @@ def tiler_for(op: Any, data: Any, tensors: list[Any], kernel: Any) -> Tiler:
     ins = [tensors[i] if i >= 0 else None for i in op.inputs]
     out = tensors[op.outputs[0]] if op.outputs and op.outputs[0] >= 0 else None
     decl = declared_bands(kernel, _BUILTINS) if kernel is not None else None
-    if out is None or len(op.outputs) != 1:
+    if out is None or (len(op.outputs) != 1 and not getattr(decl, "multiple_outputs", False)):
         return WHOLE
     if out.num_elements == 0 or any(t is not None and t.data is None and t.num_elements == 0 for t in ins):
         return WHOLE                # an empty tensor has no rows to band (and no band to fuse)

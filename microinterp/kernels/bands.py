@@ -167,6 +167,22 @@ class RowLocal:
         return RowLocalTiler(rows)
 
 
+@dataclass(frozen=True)
+class SplitRows:
+    """SPLIT / SPLIT_V along another axis than the rows (batch-1 4-D tensors): a band of rows of the input (input
+    ``data_input``) gives the same rows of every output, cut by ``invoke`` on band views (the engine has every
+    output's band in place)."""
+
+    data_input: int
+    multiple_outputs: ClassVar[bool] = True
+
+    def for_op(self, op: Any, data: Any, inputs: Sequence[Any], output: Any) -> Tiler | None:
+        x = inputs[self.data_input] if self.data_input < len(inputs) else None
+        if x is None or x.data is not None or data.axis == 1 or not is_batch1_nhwc(x):
+            return None
+        return RowLocalTiler({self.data_input: 1})
+
+
 #: The declaration of elementwise ops of every type (one output element per input element).
 ROW_LOCAL = RowLocal()
 #: SOFTMAX and LOG_SOFTMAX: normalised along the last axis, within a row.

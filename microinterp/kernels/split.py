@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._qutil import first_int32
+from .bands import SplitRows
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16", "INT32")
 
@@ -56,6 +57,9 @@ def split_invoke(ctx, op, data: SplitData, x: np.ndarray) -> None:
 
 
 class Split:
+    #: out of core: row bands when cut along another axis than the rows
+    bands = SplitRows(1)
+
     def prepare(self, ctx, op) -> SplitData:
         if len(op.inputs) != 2 or len(op.outputs) < 1:
             raise ctx.fail(op, f"expected 2 inputs (axis, input) and at least 1 output, got {len(op.inputs)} "

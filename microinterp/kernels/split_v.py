@@ -10,10 +10,14 @@ fail Eval. We refuse at prepare outputs that do not tile the input along the axi
 from __future__ import annotations
 
 from ._qutil import first_int32
+from .bands import SplitRows
 from .split import SplitData, check_split, split_invoke
 
 
 class SplitV:
+    #: out of core: row bands when cut along another axis than the rows
+    bands = SplitRows(0)
+
     def prepare(self, ctx, op) -> SplitData:
         if len(op.inputs) != 3 or len(op.outputs) < 1:
             raise ctx.fail(op, f"expected 3 inputs (input, size_splits, axis) and at least 1 output, got "

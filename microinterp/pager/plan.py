@@ -119,9 +119,10 @@ def layout_homes(tensors: list[Any], plans: list[OpPlan], inputs: list[int], var
     streamed: set[int] = set()
     for p in plans:
         if p.tiler.mode == "rows":      # (a reduction's output is written whole: no row records)
-            out = p.op.outputs[0]
-            axis[out] = max(axis.get(out, 1), 1)
-            aligned.add(out)
+            for out in p.op.outputs:    # every output of a row-band op (SPLIT has several) in whole rows
+                if out >= 0:
+                    axis[out] = max(axis.get(out, 1), 1)
+                    aligned.add(out)
         for k, a in p.tiler.row_inputs.items():
             ti = p.op.inputs[k]
             axis[ti] = max(axis.get(ti, a), a)
@@ -283,12 +284,13 @@ class Planner:
         """Bands of output rows (``rows``), or of input rows with the whole output resident (``reduce``: a reduction
         over the rows), as high as the pools allow, in whole records of the banded tensor."""
         reduce = p.mode == "reduce"
-        banded = p.op.inputs[0] if reduce else p.op.outputs[0]
-        out_t = self.tensors[banded]
-        height = out_t.shape[1]
-        line = line_bytes(out_t.shape, out_t.dtype.itemsize, 1)
-        home = self.homes[banded]
-        q = max(1, home.record_bytes // line) if line and home.record_bytes >= line else 1
+        banded = [p.op.inputs[0]] if reduce else [ti for ti in p.op.outputs if ti >= 0]
+        height = self.tensors[banded[0]].shape[1]
+        lines = [line_bytes(self.tensors[ti].shape, self.tensors[ti].dtype.itemsize, 1) for ti in banded]
+        q = 1           # bands of whole records of every banded tensor
+        for ti, line in zip(banded, lines):
+            rb = self.homes[ti].record_bytes
+            q = math.lcm(q, max(1, rb // line) if line and rb >= line else 1)
         resident = self._whole_inputs(p)
         whole_out = sum(align_up(self.homes[ti].nbytes, ALIGN) for ti in p.op.outputs
                         if ti >= 0 and self.homes[ti] is not None) if reduce else 0
@@ -302,7 +304,8 @@ class Planner:
                 nbytes = self.region_bytes(ti, a, lo, hi)
                 band += nbytes
                 biggest = max(biggest, nbytes)
-            return resident + band, biggest, whole_out if reduce else align_up((y1 - y0) * line, ALIGN)
+            return resident + band, biggest, whole_out if reduce else \
+                sum(align_up((y1 - y0) * line, ALIGN) for line in lines)
 
         def fits(b: int) -> tuple[bool, int, int]:
             worst_in = worst_out = 0

@@ -268,3 +268,39 @@ def test_gather_with_constant_positions_runs_in_bands(tmp_path, axis, positions)
     b.add_op("GATHER", [a, pos], [y], axis=axis, batch_dims=0)
     b.inputs, b.outputs = [x], [y]
     _runs_in_bands(tmp_path, b.build(), _input(19), "GATHER", below=0.9)
+
+
+@pytest.mark.parametrize("op,axis,sizes", [("SPLIT", 3, (8, 8)), ("SPLIT_V", 3, (3, 9, 4)), ("SPLIT_V", 2, (40, 8))])
+def test_split_across_rows_runs_in_bands(tmp_path, op, axis, sizes):
+    """SPLIT / SPLIT_V along channels or columns: a band of input rows gives the same rows of every output, each
+    written to its own records (whole rows of every output, so no record straddles two bands)."""
+    b = ModelBuilder()
+    x = b.add_tensor("x", SHAPE, "FLOAT32")
+    a = b.add_tensor("a", SHAPE, "FLOAT32")
+    b.add_op("ABS", [x], [a])
+    outs = []
+    for k, n in enumerate(sizes):
+        shape = list(SHAPE)
+        shape[axis] = n
+        outs.append(b.add_tensor(f"y{k}", tuple(shape), "FLOAT32"))
+    ax = b.add_tensor("axis", (1,), "INT32", data=np.array([axis], np.int32))
+    if op == "SPLIT":
+        b.add_op("SPLIT", [ax, a], outs, num_splits=len(sizes))
+    else:
+        sz = b.add_tensor("sizes", (len(sizes),), "INT32", data=np.array(sizes, np.int32))
+        b.add_op("SPLIT_V", [a, sz, ax], outs, num_splits=len(sizes))
+    b.inputs, b.outputs = [x], outs
+    model = b.build()
+    inp = _input(23)
+    ref = mi.Interpreter(model)
+    ref.set_input(inp)
+    ref.invoke()
+    arena = smallest_out_of_core_arena(model, tmp_path / "s.img", flash=0)
+    assert arena < ref.arena_used_bytes * 0.6
+    with mi.Interpreter(model, arena=arena, backing=tmp_path / "s.img", flash=0) as it:
+        it.set_input(inp)
+        it.invoke()
+        for k in range(len(sizes)):
+            np.testing.assert_array_equal(it.get_output(k).view(np.uint8), ref.get_output(k).view(np.uint8))
+        record = {r.op: r for r in it.profile}[op]
+        assert record.mode == "rows" and len(record.tiles) > 1
