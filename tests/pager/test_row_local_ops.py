@@ -67,6 +67,22 @@ def _runs_in_bands(tmp_path, model: bytes, inp: np.ndarray, op: str, below: floa
         assert modes[op] in ("rows", "chain"), modes
 
 
+def _paged_record(tmp_path, model: bytes, inp: np.ndarray, op: str, below: float = 0.6):
+    """Out of core at the smallest arena that pages (below ``below`` x the in-memory plan): every output equals the
+    in-memory run's bit for bit; returns ``op``'s record."""
+    ref = mi.Interpreter(model)
+    ref.set_input(inp)
+    ref.invoke()
+    arena = smallest_out_of_core_arena(model, tmp_path / "p.img", flash=0)
+    assert arena < ref.arena_used_bytes * below
+    with mi.Interpreter(model, arena=arena, backing=tmp_path / "p.img", flash=0) as it:
+        it.set_input(inp)
+        it.invoke()
+        for k in range(it.num_outputs):
+            np.testing.assert_array_equal(it.get_output(k).view(np.uint8), ref.get_output(k).view(np.uint8))
+        return {r.op: r for r in it.profile}[op]
+
+
 def _input(seed: int) -> np.ndarray:
     x = np.random.default_rng(seed).normal(0, 3, SHAPE).astype(np.float32)
     x.reshape(-1)[:6] = [np.nan, np.inf, -np.inf, -0.0, 1e38, -1e-40]
@@ -238,18 +254,9 @@ def test_reductions_over_rows_run_in_bands_of_input_rows(tmp_path, op, type_name
     else:
         info = np.iinfo(np.int8 if type_name == "INT8" else np.int16)
         inp = rng.integers(info.min, info.max + 1, SHAPE).astype(info.dtype)
-    ref = mi.Interpreter(model)
-    ref.set_input(inp)
-    ref.invoke()
-    arena = smallest_out_of_core_arena(model, tmp_path / "r.img", flash=0)
-    assert arena < ref.arena_used_bytes * 0.6
-    with mi.Interpreter(model, arena=arena, backing=tmp_path / "r.img", flash=0) as it:
-        it.set_input(inp)
-        it.invoke()
-        np.testing.assert_array_equal(it.get_output().view(np.uint8), ref.get_output().view(np.uint8))
-        record = {r.op: r for r in it.profile}[op]
-        assert record.mode == "reduce" and len(record.tiles) > 1
-        assert sum(t.sd_write_commands for t in record.tiles[:-1]) == 0     # the output is written once, at the end
+    record = _paged_record(tmp_path, model, inp, op)
+    assert record.mode == "reduce" and len(record.tiles) > 1
+    assert sum(t.sd_write_commands for t in record.tiles[:-1]) == 0     # the output is written once, at the end
 
 
 @pytest.mark.parametrize("axis,positions", [(1, list(range(47, -1, -1))), (1, [0, 5, 5, 9, 30, 47, 2] * 5),
@@ -292,15 +299,5 @@ def test_split_across_rows_runs_in_bands(tmp_path, op, axis, sizes):
     b.inputs, b.outputs = [x], outs
     model = b.build()
     inp = _input(23)
-    ref = mi.Interpreter(model)
-    ref.set_input(inp)
-    ref.invoke()
-    arena = smallest_out_of_core_arena(model, tmp_path / "s.img", flash=0)
-    assert arena < ref.arena_used_bytes * 0.6
-    with mi.Interpreter(model, arena=arena, backing=tmp_path / "s.img", flash=0) as it:
-        it.set_input(inp)
-        it.invoke()
-        for k in range(len(sizes)):
-            np.testing.assert_array_equal(it.get_output(k).view(np.uint8), ref.get_output(k).view(np.uint8))
-        record = {r.op: r for r in it.profile}[op]
-        assert record.mode == "rows" and len(record.tiles) > 1
+    record = _paged_record(tmp_path, model, inp, op)
+    assert record.mode == "rows" and len(record.tiles) > 1
