@@ -18,7 +18,15 @@ from __future__ import annotations
 import numpy as np
 
 from .binary_common import clamp_float_
-from .pooling_common import PoolData, PoolTiler, input_rows, padded_band, prepare_pooling, run_bands
+from .pooling_common import (
+    BAND_ELEMENTS,
+    PoolData,
+    PoolTiler,
+    input_rows,
+    padded_band,
+    prepare_pooling,
+    run_bands,
+)
 
 __all__ = ["KERNEL", "AveragePool2D", "input_rows", "pool_rows"]
 
@@ -33,6 +41,37 @@ class AveragePool2D:
             raise ctx.fail(op, "an output window has no input taps (TFLM's AveragePool stops there and leaves the "
                                "rest of the output unwritten)")
         return data
+
+    def bind(self, ctx, op, data: PoolData):
+        """float32 on fixed views, when one band covers the output: the zero-filled padded band kept (its margins
+        written once), the image copied in, one float32 add per tap into a kept total (what :func:`pool_rows`
+        computes), the divide and the clamp."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        if data.type_name != "FLOAT32" or not out.flags.c_contiguous or not out.size:
+            return None
+        band = padded_band(data, x, 0, 0, data.out_h, 0.0, np.float32)
+        if band.size > BAND_ELEMENTS:
+            return None
+        r_lo, c_lo = -data.pad_h, -data.pad_w
+        v_lo, v_hi = max(r_lo, 0), min(r_lo + band.shape[1], data.in_h)
+        h_lo, h_hi = max(c_lo, 0), min(c_lo + band.shape[2], data.in_w)
+        dst = band[:, v_lo - r_lo:v_hi - r_lo, h_lo - c_lo:h_hi - c_lo]
+        src = x[:, v_lo:v_hi, h_lo:h_hi]
+        sh, sw = data.stride_h, data.stride_w
+        ys, xs = (data.out_h - 1) * sh + 1, (data.out_w - 1) * sw + 1
+        taps = [band[:, ky:ky + ys:sh, kx:kx + xs:sw] for ky in range(data.filter_h) for kx in range(data.filter_w)]
+        total = np.empty(out.shape, np.float32)
+        count = data.count[:, :, None].astype(np.float32)
+        lo, hi = data.act_min, data.act_max
+
+        def call() -> None:       # under the runtime's quiet errstate
+            dst[...] = src
+            total.fill(0)
+            for tap in taps:      # y taps outer, x taps inner: one float32 add per tap, as TFLM
+                np.add(total, tap, out=total)
+            np.divide(total, count, out=total)
+            out[...] = clamp_float_(total, lo, hi)
+        return call
 
     def invoke(self, ctx, op, data: PoolData) -> None:
         run_bands(data, ctx.input(op, 0), ctx.output(op, 0), pool_rows)

@@ -83,6 +83,10 @@ class FastAveragePool2D:
                             source=(slice(v_lo, v_hi), slice(h_lo, h_hi)),
                             rows=np.empty((n, r_hi - r_lo, d.out_w, c), dtype), acc=acc, tmp=np.empty_like(acc))
 
+    def bind(self, ctx, op, data: FastPoolData):
+        """float32 (the reference mode): the reference kernel's bound call."""
+        return REFERENCE.bind(ctx, op, data) if data.mode == "reference" else None
+
     def invoke(self, ctx, op, data: FastPoolData) -> None:
         if data.mode == "reference":
             REFERENCE.invoke(ctx, op, data)
