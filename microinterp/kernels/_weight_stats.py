@@ -8,16 +8,24 @@ from __future__ import annotations
 import numpy as np
 
 
+def _sums(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per channel (row) ``sum_k max(w, 0)`` and ``sum_k w`` in int64 (``w``: integers of at most 32 bits)."""
+    return np.maximum(w, 0).sum(axis=1, dtype=np.int64), w.sum(axis=1, dtype=np.int64)
+
+
 def accumulator_range(weights: np.ndarray, input_zero_point: int, bias: np.ndarray | None = None,
                       input_min: int = -128, input_max: int = 127) -> tuple[np.ndarray, np.ndarray]:
     """Per-channel ``(min, max)`` of TFLM's accumulator ``sum_k w[c,k] (x_k - zp_in) + bias[c]`` over all inputs
     ``x_k`` in ``[input_min, input_max]`` (int64 ``[C]`` each). ``weights`` is ``[C, K]`` (the values TFLM multiplies,
     filter offset applied). Skipped (padded) taps contribute 0, which lies inside every term's range."""
-    w = np.asarray(weights, np.int64).reshape(len(weights), -1)
+    w = np.asarray(weights).reshape(len(weights), -1)
+    pos, total = _sums(w if w.dtype.itemsize <= 4 and w.dtype.kind in "iu" else w.astype(np.int64))
+    return _range(pos, total - pos, input_zero_point, bias, input_min, input_max)
+
+
+def _range(pos, neg, input_zero_point, bias, input_min, input_max):
     lo_x, hi_x = input_min - int(input_zero_point), input_max - int(input_zero_point)
-    pos = np.where(w > 0, w, 0).sum(axis=1)
-    neg = np.where(w < 0, w, 0).sum(axis=1)
-    b = np.zeros(len(w), np.int64) if bias is None else np.asarray(bias, np.int64).reshape(-1)
+    b = np.zeros(len(pos), np.int64) if bias is None else np.asarray(bias, np.int64).reshape(-1)
     return b + pos * lo_x + neg * hi_x, b + pos * hi_x + neg * lo_x
 
 
@@ -35,26 +43,28 @@ class ChannelStats:
         channels, k = weights.shape
         self.lo, self.hi, self.abs_sum, self.total = (np.empty(channels, np.int64) for _ in range(4))
         self.abs_max = 0
-        step = max(1, (1 << 17) // max(k, 1))
+        step = max(1, (1 << 18) // max(k, 1))
         for c in range(0, channels, step):
-            part = weights[c:c + step].astype(np.int64)
+            part = weights[c:c + step].astype(np.int32)      # int8 plus an offset: exact, half of int64's traffic
             if offset:
                 part += offset
-            self.lo[c:c + step], self.hi[c:c + step] = accumulator_range(part, input_zero_point, bias[c:c + step],
-                                                                         input_min, input_max)
-            magnitude = np.abs(part)
-            self.abs_sum[c:c + step] = magnitude.sum(axis=1)
-            self.total[c:c + step] = part.sum(axis=1)
-            self.abs_max = max(self.abs_max, int(magnitude.max(initial=0)))
+            pos, total = _sums(part)
+            neg = total - pos
+            self.lo[c:c + step], self.hi[c:c + step] = _range(pos, neg, input_zero_point, bias[c:c + step],
+                                                              input_min, input_max)
+            self.abs_sum[c:c + step] = pos - neg
+            self.total[c:c + step] = total
+            if part.size:
+                self.abs_max = max(self.abs_max, int(part.max()), -int(part.min()))
 
 
 def fill_transposed(dst: np.ndarray, src: np.ndarray, offset: int = 0) -> None:
     """``dst[k, c] = src[c, k] + offset`` (``dst``: ``[K, C]`` float, ``src``: ``[C, K]`` integers, e.g. the model's
-    int8 filter), a slice of channels at a time."""
+    int8 filter), blocks of channels at a time, each converted in the copy (no integer temporary)."""
     channels, k = src.shape
-    step = max(1, (1 << 18) // max(k, 1))
+    step = max(64, (1 << 22) // max(k, 1))
     for c in range(0, channels, step):
-        part = src[c:c + step].astype(np.int64)
+        block = dst[:, c:c + step]
+        block[...] = src[c:c + step].T
         if offset:
-            part += offset
-        dst[:, c:c + step] = part.T
+            block += offset
