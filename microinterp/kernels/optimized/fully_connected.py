@@ -30,6 +30,7 @@ from functools import partial
 import numpy as np
 
 from .._weight_stats import ChannelStats, fill_transposed
+from ..base import HostBudget
 from ..fully_connected import KERNEL as REFERENCE
 from ..fully_connected import FullyConnectedData, FullyConnectedTiler
 from ..fully_connected_bound import code_padding
@@ -64,11 +65,14 @@ class FullyConnectedPlan:
     The GEMM operand is float32 whenever it can be exact: with the whole sum (``128 sum_k |w| + |bias| < 2^24``
     for every channel, the bias as the operand's last row), else in slices of ``chunk`` taps whose partial sums
     (``128 chunk max|w| < 2^24``) are exact float32 integers, added in float64 (exact below 2^53) with the bias --
-    four bytes per weight instead of float64's eight for the large layers (VGG16's first FC: 411 MB instead of 822)."""
+    four bytes per weight instead of float64's eight for the large layers (VGG16's first FC: 411 MB instead of 822);
+    and when even that exceeds the interpreter's host budget, no operand at all: every slice is converted from the
+    model's int8 filter at invoke (a few ms per hundred MB of weights)."""
 
-    __slots__ = ("accum", "bias", "chunk", "cols", "epilogue", "inputs", "weights")
+    __slots__ = ("accum", "bias", "chunk", "cols", "epilogue", "inputs", "source", "weights")
 
-    def __init__(self, data: FullyConnectedData, filt: np.ndarray, bias: np.ndarray | None):
+    def __init__(self, data: FullyConnectedData, filt: np.ndarray, bias: np.ndarray | None,
+                 budget: HostBudget | None = None):
         """``filt``: the model's filter (integers, ``[depth, accum]`` after a reshape), read a slice at a time: the
         channel figures (:class:`ChannelStats`) and the GEMM operand are the only weight-sized results."""
         accum, depth = data.accum, data.depth
@@ -84,13 +88,19 @@ class FullyConnectedPlan:
         self.bias = None
         bound = np.where(constant, 0, 128 * stats.abs_sum + np.abs(data.bias))
         chunk = (_F32_EXACT - 1) // (128 * max(stats.abs_max, 1))
+        self.source = None
         if int(bound.max(initial=0)) >= _F32_EXACT and chunk >= _MIN_CHUNK:
-            # slices of float32 sums: half the memory of a float64 operand, written straight from the int8 filter
+            # slices of float32 sums: half the memory of a float64 operand, written straight from the int8 filter;
+            # beyond the interpreter's host budget not kept at all: each slice converted from the filter per invoke
             self.chunk = chunk
             self.bias = np.where(constant, 0, data.bias).astype(np.float64)
-            self.weights = np.empty((accum, depth), np.float32)
-            fill_transposed(self.weights, src, data.filter_offset)
-            self.weights[:, constant] = 0
+            if budget is None or budget.take(4 * accum * depth):
+                self.weights = np.empty((accum, depth), np.float32)
+                fill_transposed(self.weights, src, data.filter_offset)
+                self.weights[:, constant] = 0
+            else:
+                self.source = (src, data.filter_offset, np.flatnonzero(constant))
+                self.weights = np.empty((0, depth), np.float32)
         else:
             self.weights = gemm_weights_from(src, data.filter_offset, stats.abs_sum, data.bias, constant)
         self.cols = np.ones((data.batches, accum + 1), self.weights.dtype)
@@ -105,8 +115,20 @@ class FullyConnectedPlan:
         acc[...] = self.bias
         for k0 in range(0, self.accum, self.chunk):
             k1 = min(self.accum, k0 + self.chunk)
-            acc += gemm(self.cols[:, k0:k1], self.weights[k0:k1], "fc_acc")
+            acc += gemm(self.cols[:, k0:k1], self._slice(k0, k1), "fc_acc")
         self.epilogue(acc, out)
+
+    def _slice(self, k0: int, k1: int) -> np.ndarray:
+        """Taps ``[k0, k1)`` of the float32 operand ``[K, C]``: kept, or converted from the filter now."""
+        if self.source is None:
+            return self.weights[k0:k1]
+        src, offset, constant = self.source
+        block = work_buffer("fc_slice", (src.shape[0], k1 - k0), np.float32)
+        np.copyto(block, src[:, k0:k1])         # int8 to float32 in the copy: exact
+        if offset:
+            block += offset
+        block[constant] = 0
+        return block.T
 
 
 class FullyConnectedBands:
@@ -207,7 +229,7 @@ def _plan(ctx, op, data: FullyConnectedData) -> FullyConnectedPlan | None:
     bias = ctx.input(op, 2)
     if bias is not None and bias.data is None:
         return None
-    return FullyConnectedPlan(data, filt, None if bias is None else bias.data)
+    return FullyConnectedPlan(data, filt, None if bias is None else bias.data, ctx.host_budget)
 
 
 class OptimizedFullyConnectedTiler(FullyConnectedTiler):

@@ -149,18 +149,34 @@ def test_repeated_invokes():
     optimized_equals_reference_over_invokes(model, [random_tensor(rng, (2, 300)) for _ in range(3)])
 
 
-def test_float32_slices_of_a_long_sum_are_exact():
-    """3000 taps of +-127: three float32 slices (1032 taps each at most), added in float64, at the extreme inputs."""
-    model = _extreme_model(3000, 64, -70000)
-    with mock.patch.object(opt, "_MIN_CODE_OUTPUTS", 0), mock.patch.object(opt, "_MIN_OUTPUTS", 0):
-        it = Interpreter(model)
-    plan = it.runtime.op_data[0].plan
-    assert plan is not None and plan.chunk == 1032 and plan.weights.dtype == np.float32
+def _matches_the_wheel_at_the_extremes(model: bytes, it: Interpreter, k: int) -> None:
     w0 = it.model.main.tensors[it.operators[0].inputs[1]].data[0]
-    for x in (np.full(3000, -128), np.full(3000, 127), np.where(w0 > 0, 127, -128)):
+    for x in (np.full(k, -128), np.full(k, 127), np.where(w0 > 0, 127, -128)):
         x = x.astype(np.int8)[None, :]
         it.set_input(x)
         it.invoke()
         ref = TflmRunner(model, preserve_all=False)
         ref.run([x])
         assert np.array_equal(it.get_output(), ref.output(0))
+
+
+def test_float32_slices_of_a_long_sum_are_exact():
+    """3000 taps of +-127: three float32 slices (1032 taps each at most), added in float64, at the extreme inputs."""
+    model = _extreme_model(3000, 64, -70000)
+    with mock.patch.object(opt, "_MIN_CODE_OUTPUTS", 0), mock.patch.object(opt, "_MIN_OUTPUTS", 0):
+        it = Interpreter(model)
+    plan = it.runtime.op_data[0].plan
+    assert plan is not None and plan.chunk == 1032 and plan.weights.dtype == np.float32 and plan.source is None
+    _matches_the_wheel_at_the_extremes(model, it, 3000)
+
+
+def test_beyond_the_host_budget_the_slices_come_from_the_int8_filter():
+    """With no host budget left the plan keeps no operand: each slice is converted from the model's filter at invoke,
+    with the same exact float32 partial sums (three slices, extreme inputs, against the wheel)."""
+    model = _extreme_model(3000, 64, 12345, zp_in=-3)
+    with mock.patch.object(opt, "_MIN_CODE_OUTPUTS", 0), mock.patch.object(opt, "_MIN_OUTPUTS", 0), \
+            mock.patch("microinterp.runtime.memory.IN_MEMORY_CACHE_BYTES", 0):
+        it = Interpreter(model)
+    plan = it.runtime.op_data[0].plan
+    assert plan.source is not None and plan.weights.size == 0 and plan.chunk == 1032
+    _matches_the_wheel_at_the_extremes(model, it, 3000)
