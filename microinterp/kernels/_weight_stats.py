@@ -45,7 +45,9 @@ class ChannelStats:
         self.abs_max = 0
         step = max(1, (1 << 18) // max(k, 1))
         for c in range(0, channels, step):
-            part = weights[c:c + step].astype(np.int32)      # int8 plus an offset: exact, half of int64's traffic
+            # int8 plus a filter offset: int32 is exact and half of int64's traffic (a hostile model's offset of
+            # 2^31 takes int64)
+            part = weights[c:c + step].astype(np.int32 if abs(offset) < (1 << 23) else np.int64)
             if offset:
                 part += offset
             pos, total = _sums(part)
