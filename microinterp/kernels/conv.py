@@ -45,7 +45,15 @@ from ._float_dot import add_bias_x86, sequential_dot_core, sequential_dot_t
 from ._qutil import unpack_int4
 from .bands import Tiler
 from .base import is_batch1_nhwc
-from .padding import compute_padding_height_width, input_rows_for, window_copy, window_view, windows
+from .padding import (
+    compute_padding_height_width,
+    input_rows_for,
+    outside_image,
+    tap_extent,
+    window_copy,
+    window_view,
+    windows,
+)
 
 INT32_TYPE = 2          # TensorType.INT32, as stored in Conv2DOptions.quantized_bias_type
 
@@ -237,11 +245,8 @@ def _outside_taps(data: ConvData, x: np.ndarray, y0: int, out_shape: tuple[int, 
         return None
     n, oh, ow, _ = out_shape
     _, kh, kw, c_grp = w_shape
-    mask = windows(np.zeros((n, x.shape[1], x.shape[2], 1), bool), y0=y0, out_h=oh, out_w=ow, filter_h=kh,
-                   filter_w=kw, stride_h=data.stride_h, stride_w=data.stride_w, dilation_h=data.dilation_h,
-                   dilation_w=data.dilation_w, pad_h=data.pad_h, pad_w=data.pad_w, in_h=data.in_h, x_row0=x_row0,
-                   fill=True, dtype=bool)
-    if not mask.any():
+    mask = outside_image(x, data, y0, oh, ow, kh, kw, x_row0)
+    if mask is None:
         return None
     return np.broadcast_to(mask, (*mask.shape[:5], c_grp)).transpose(3, 4, 5, 0, 1, 2).reshape(kh * kw * c_grp,
                                                                                              n * oh * ow)
@@ -266,12 +271,11 @@ class BoundFloatConv:
               out: np.ndarray) -> BoundFloatConv | None:
         n, oh, ow, c_out = out.shape
         _, kh, kw, c_in = w.shape
-        rows = max(0, (oh - 1) * data.stride_h + (kh - 1) * data.dilation_h + 1)
-        cols = max(0, (ow - 1) * data.stride_w + (kw - 1) * data.dilation_w + 1)
-        if out.size == 0 or min(data.stride_h, data.stride_w, data.dilation_h, data.dilation_w) < 1 or \
-                n * rows * cols * c_in > max(4 * n * oh * ow * kh * kw * c_in, 1 << 24) or not out.flags.c_contiguous:
-            return None         # the unusual geometries windows() gathers: conv_rows as it is
-        buf = np.zeros((n, rows, cols, c_in), np.float32)
+        extent = tap_extent(n, oh, ow, kh, kw, c_in, data.stride_h, data.stride_w, data.dilation_h, data.dilation_w)
+        if out.size == 0 or extent is None or min(data.stride_h, data.stride_w, data.dilation_h, data.dilation_w) < 1 \
+                or not out.flags.c_contiguous:
+            return None         # the unusual geometries (windows() gathers their taps): conv_rows as it is
+        buf = np.zeros((n, *extent, c_in), np.float32)
         copy = window_copy(x, buf, 0, data.stride_h, data.pad_h, data.pad_w, data.in_h)
         win = window_view(buf, oh, ow, kh, kw, data.stride_h, data.stride_w, data.dilation_h, data.dilation_w)
         cols_t = np.empty((kh * kw * c_in, n * oh * ow), np.float32)

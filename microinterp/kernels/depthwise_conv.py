@@ -36,7 +36,7 @@ from .conv import (
     populate_quantization,
     requantize,
 )
-from .padding import compute_padding_height_width, windows
+from .padding import compute_padding_height_width, outside_image, windows
 
 
 @dataclass(frozen=True)
@@ -80,11 +80,8 @@ def depthwise_rows(data: DepthwiseData, x: np.ndarray, w: np.ndarray, bias: np.n
         xs_t = np.broadcast_to(xs_t, (*xs_t.shape[:3], m)).reshape(kh * kw, n * oh * ow, c_out)
         skip_t = None
         if not np.isfinite(w).all():    # 0 * inf is NaN: taps outside the image must be left out, as TFLM does
-            mask = windows(np.zeros((n, x.shape[1], x.shape[2], 1), bool), y0=y0, out_h=oh, out_w=ow, filter_h=kh,
-                           filter_w=kw, stride_h=data.stride_h, stride_w=data.stride_w, dilation_h=data.dilation_h,
-                           dilation_w=data.dilation_w, pad_h=data.pad_h, pad_w=data.pad_w, in_h=data.in_h,
-                           x_row0=x_row0, fill=True, dtype=bool)
-            skip_t = mask.transpose(3, 4, 0, 1, 2, 5).reshape(kh * kw, n * oh * ow) if mask.any() else None
+            mask = outside_image(x, data, y0, oh, ow, kh, kw, x_row0)
+            skip_t = None if mask is None else mask.transpose(3, 4, 0, 1, 2, 5).reshape(kh * kw, n * oh * ow)
         acc = sequential_taps(xs_t, np.asarray(w[0], np.float32).reshape(kh * kw, c_out), skip_t)
         if bias is not None:
             add_bias_x86(acc, bias.astype(np.float32), nan_from="bias")

@@ -174,15 +174,11 @@ def windows(x: np.ndarray, *, y0: int, out_h: int, out_w: int, filter_h: int, fi
     n, rows_in_view, _, channels = x.shape
     in_h = rows_in_view if in_h is None else in_h
     dtype = np.dtype(x.dtype if dtype is None else dtype)
-    rows = max(0, (out_h - 1) * stride_h + (filter_h - 1) * dilation_h + 1)
-    cols = max(0, (out_w - 1) * stride_w + (filter_w - 1) * dilation_w + 1)
-    gathered = n * out_h * out_w * filter_h * filter_w * channels
-    if min(stride_h, stride_w, dilation_h, dilation_w) < 0 or n * rows * cols * channels > max(4 * gathered, 1 << 24):
-        # strides or dilations far larger than the image, or negative (a hand-edited model; TFLM's int16
-        # ConvParams wrap): gather the taps instead of covering every position between them
+    extent = tap_extent(n, out_h, out_w, filter_h, filter_w, channels, stride_h, stride_w, dilation_h, dilation_w)
+    if extent is None:
         return _gathered_windows(x, y0, out_h, out_w, filter_h, filter_w, stride_h, stride_w, dilation_h,
                                  dilation_w, pad_h, pad_w, in_h, x_row0, offset, fill, dtype)
-    buf = np.full((n, rows, cols, channels), fill, dtype)
+    buf = np.full((n, *extent, channels), fill, dtype)
     copy = window_copy(x, buf, y0, stride_h, pad_h, pad_w, in_h, x_row0)
     if copy is not None:
         dst, src = copy
@@ -190,6 +186,30 @@ def windows(x: np.ndarray, *, y0: int, out_h: int, out_w: int, filter_h: int, fi
         if offset:
             dst += dtype.type(offset)
     return window_view(buf, out_h, out_w, filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w)
+
+
+def tap_extent(n: int, out_h: int, out_w: int, filter_h: int, filter_w: int, channels: int, stride_h: int,
+               stride_w: int, dilation_h: int, dilation_w: int) -> tuple[int, int] | None:
+    """Rows and columns of the buffer :func:`windows` covers every tap position with, or None where it gathers the
+    taps instead: strides or dilations far larger than the image (covering every position between the taps would
+    take more than 4x the gathered taps), or negative ones (a hand-edited model; TFLM's int16 ConvParams wrap)."""
+    rows = max(0, (out_h - 1) * stride_h + (filter_h - 1) * dilation_h + 1)
+    cols = max(0, (out_w - 1) * stride_w + (filter_w - 1) * dilation_w + 1)
+    gathered = n * out_h * out_w * filter_h * filter_w * channels
+    if min(stride_h, stride_w, dilation_h, dilation_w) < 0 or n * rows * cols * channels > max(4 * gathered, 1 << 24):
+        return None
+    return rows, cols
+
+
+def outside_image(x: np.ndarray, data: Any, y0: int, out_h: int, out_w: int, filter_h: int, filter_w: int,
+                  x_row0: int = 0) -> np.ndarray | None:
+    """The taps outside the image, ``[N, out_h, out_w, fh, fw, 1]`` bool (:func:`windows`' geometry, read from the
+    convolution's ``data``: strides, dilations, padding, ``in_h``), or None when every tap is inside."""
+    mask = windows(np.zeros((x.shape[0], x.shape[1], x.shape[2], 1), bool), y0=y0, out_h=out_h, out_w=out_w,
+                   filter_h=filter_h, filter_w=filter_w, stride_h=data.stride_h, stride_w=data.stride_w,
+                   dilation_h=data.dilation_h, dilation_w=data.dilation_w, pad_h=data.pad_h, pad_w=data.pad_w,
+                   in_h=data.in_h, x_row0=x_row0, fill=True, dtype=bool)
+    return mask if mask.any() else None
 
 
 def window_copy(x: np.ndarray, buf: np.ndarray, y0: int, stride_h: int, pad_h: int, pad_w: int, in_h: int,
