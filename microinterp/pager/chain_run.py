@@ -17,7 +17,7 @@ import numpy as np
 from ..bands.chains import LineBuffer, new_rows
 from ..bands.tiling import BandViews
 from .plan import PoolBuffers
-from .profile import IoStep, OpRecord, TileRecord
+from .profile import OpRecord, TileRecord
 
 
 def run_chain(engine: Any, chain: Any, bufs: PoolBuffers, records: dict[int, OpRecord], only: list[int] | None = None,
@@ -94,8 +94,7 @@ def run_chain(engine: Any, chain: Any, bufs: PoolBuffers, records: dict[int, OpR
             band = BandViews(inputs, row0, None, lo, 0, p.channel_tiles[0][1], engine.ctx)
             engine._read_flash(rec, flash_fixed[i])
             engine._compute(p, band)
-            if rec is not engine._null:
-                rec.io.append(IoStep("compute", "cpu", band.c1, 0))
+            engine.step(rec, "compute", "cpu", band.c1, 0)
             engine._charge(p, rec, firsts[i])
             if i == len(lines):
                 engine._write_outputs(p, tile, rec)

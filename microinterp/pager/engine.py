@@ -40,13 +40,6 @@ from .profile import IoStep, OpRecord, TileRecord
 from .work import op_work
 
 
-class _Sink(list):
-    """The IO list of the throwaway tile record: appends are dropped."""
-
-    def append(self, item: Any) -> None:
-        pass
-
-
 class Engine:
     """Executes the plans of an out-of-core interpreter (built by :class:`~microinterp.pager.Pager`)."""
 
@@ -74,7 +67,7 @@ class Engine:
         # the tile records of the last complete counted invoke (per op), reused by later invokes
         self._template: list[list[TileRecord]] | None = None
         self._recording = True
-        self._null = TileRecord(-1, io=_Sink())
+        self._null = TileRecord(-1)     # the throwaway record while records are reused: it keeps no steps
 
     def input_rows(self, plan: OpPlan, k: int, lo: int, hi: int) -> tuple[int, int]:
         """``plan.tiler.input_rows`` for output rows ``[lo, hi)``, remembered per plan, input and rows."""
@@ -93,13 +86,18 @@ class Engine:
         return rows
 
     # -- SD access with counting (and recovery) ----------------------------------------------------------------------
+    def step(self, rec: TileRecord, *fields: Any) -> None:
+        """Append the typed step ``IoStep(*fields)`` to ``rec``; nothing for the throwaway record of a reused
+        invoke (no step built either: this runs for every command and channel tile)."""
+        if rec is not self._null:
+            rec.io.append(IoStep(*fields))
+
     def _count_read(self, rec: TileRecord, run: RecordRun, pool: str, home: Home, r0: int, r1: int, role: str) -> None:
         rec.sd_read_commands += 1
         rec.sd_read_payload += run.payload
         rec.sd_read_bytes += run.span
-        if rec is not self._null:       # while records are reused, the throwaway one keeps no steps
-            rec.io.append(IoStep("read", pool, run.span, run.payload, role, home.device, home.offset,
-                                 r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)))
+        self.step(rec, "read", pool, run.span, run.payload, role, home.device, home.offset, r0 * home.record_bytes,
+                  min(r1 * home.record_bytes, home.nbytes))
 
     def read_records(self, home: Home, r0: int, r1: int, out: np.ndarray, rec: TileRecord,
                      depth: int = 0, pool: str = "input", role: str = "resident") -> None:
@@ -125,9 +123,8 @@ class Engine:
         rec.sd_write_commands += 1
         rec.sd_write_payload += run.payload
         rec.sd_write_bytes += run.span
-        if rec is not self._null:
-            rec.io.append(IoStep("write", "output", run.span, run.payload, "", home.device, home.offset,
-                                 r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes)))
+        self.step(rec, "write", "output", run.span, run.payload, "", home.device, home.offset,
+                  r0 * home.record_bytes, min(r1 * home.record_bytes, home.nbytes))
 
     def _recover(self, home: Home, r0: int, r1: int, depth: int) -> None:
         if depth > len(self.plans):
@@ -260,16 +257,14 @@ class Engine:
                     self._slice_bias(plan, band, c0, c1)
                 band.c0, band.c1 = c0, c1
                 self._compute(plan, band)
-                if rec is not self._null:
-                    rec.io.append(IoStep("compute", "cpu", c1 - c0, 0))
+                self.step(rec, "compute", "cpu", c1 - c0, 0)
             if filt_k is not None:
                 rec.channels = (tile.channel_tiles[0][0], tile.channel_tiles[-1][1])
             self._charge(plan, rec, first)
-            if reduce and tile is plan.tiles[-1]:
-                if not self.dry:
-                    plan.tiler.finish(plan.data, self.views[op.outputs[0]])
-                self._write_outputs(plan, tile, rec)
-            elif not reduce:
+            last = tile is plan.tiles[-1]
+            if reduce and last and not self.dry:
+                plan.tiler.finish(plan.data, self.views[op.outputs[0]])
+            if last or not reduce:          # a reduction's output is written once, after its last band
                 self._write_outputs(plan, tile, rec)
             self._annotate(rec)
             record.tiles.append(rec)
@@ -308,8 +303,8 @@ class Engine:
     def _read_flash(self, rec: TileRecord, flash: int) -> None:
         """Every tile reads the op's flash constants in place (after its band reads, before computing)."""
         rec.flash_read_bytes += flash
-        if flash and rec is not self._null:
-            rec.io.append(IoStep("flash", "weights", flash, flash))
+        if flash:
+            self.step(rec, "flash", "weights", flash, flash)
 
     def _charge(self, plan: OpPlan, rec: TileRecord, first: bool) -> None:
         """A tile's work (MACs, elements of its rows, cached per plan) and compute cycles; the first tile of an op
