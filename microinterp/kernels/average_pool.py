@@ -22,6 +22,7 @@ from .pooling_common import (
     BAND_ELEMENTS,
     PoolData,
     PoolTiler,
+    band_geometry,
     input_rows,
     padded_band,
     prepare_pooling,
@@ -52,11 +53,8 @@ class AveragePool2D:
         band = padded_band(data, x, 0, 0, data.out_h, 0.0, np.float32)
         if band.size > BAND_ELEMENTS:
             return None
-        r_lo, c_lo = -data.pad_h, -data.pad_w
-        v_lo, v_hi = max(r_lo, 0), min(r_lo + band.shape[1], data.in_h)
-        h_lo, h_hi = max(c_lo, 0), min(c_lo + band.shape[2], data.in_w)
-        dst = band[:, v_lo - r_lo:v_hi - r_lo, h_lo - c_lo:h_hi - c_lo]
-        src = x[:, v_lo:v_hi, h_lo:h_hi]
+        _, inside, source = band_geometry(data, 0, data.out_h)
+        dst, src = band[:, inside[0], inside[1]], x[:, source[0], source[1]]
         sh, sw = data.stride_h, data.stride_w
         ys, xs = (data.out_h - 1) * sh + 1, (data.out_w - 1) * sw + 1
         taps = [band[:, ky:ky + ys:sh, kx:kx + xs:sw] for ky in range(data.filter_h) for kx in range(data.filter_w)]

@@ -97,24 +97,31 @@ def input_rows(data: PoolData, y0: int, y1: int) -> tuple[int, int]:
     return input_rows_for(y0, y1, data.stride_h, 1, data.filter_h, data.pad_h, data.in_h)
 
 
-def padded_band(data: PoolData, x: np.ndarray, x_row0: int, y0: int, y1: int, fill: Any,
-                dtype: Any) -> np.ndarray:
-    """The input rows/columns the windows of output rows ``[y0, y1)`` span, outside the image set to ``fill``.
-
-    Row ``i`` of the result is input row ``y0*sh - pad_h + i``, column ``j`` is input column ``j - pad_w``; so tap
-    ``(ky, kx)`` of all outputs of the band is ``band[:, ky::sh][:, :rows, kx::sw][:, :, :out_w]``.
-    """
-    n, c = x.shape[0], x.shape[3]
+def band_geometry(data: PoolData, y0: int, y1: int) -> tuple[tuple[int, int], tuple[slice, slice],
+                                                              tuple[slice, slice]]:
+    """The padded band of output rows ``[y0, y1)``: its (rows, columns), where the image's pixels land in it, and
+    which image rows and columns those are (both pairs of slices empty when no tap reaches the image). Row ``i`` of
+    the band is input row ``y0*sh - pad_h + i``, column ``j`` input column ``j - pad_w``."""
     r_lo, r_hi = y0 * data.stride_h - data.pad_h, (y1 - 1) * data.stride_h - data.pad_h + data.filter_h
     c_lo, c_hi = -data.pad_w, (data.out_w - 1) * data.stride_w - data.pad_w + data.filter_w
-    band = np.full((n, r_hi - r_lo, c_hi - c_lo, c), fill, dtype=dtype)
-    v_lo, v_hi = max(r_lo, 0), min(r_hi, data.in_h)
-    h_lo, h_hi = max(c_lo, 0), min(c_hi, data.in_w)
-    if v_lo < v_hi and h_lo < h_hi:
-        if v_lo < x_row0 or v_hi > x_row0 + x.shape[1]:
-            raise ValueError(f"input rows [{v_lo}, {v_hi}) are needed, the view holds "
+    v_lo, h_lo = max(r_lo, 0), max(c_lo, 0)
+    v_hi, h_hi = max(min(r_hi, data.in_h), v_lo), max(min(c_hi, data.in_w), h_lo)
+    return ((r_hi - r_lo, c_hi - c_lo), (slice(v_lo - r_lo, v_hi - r_lo), slice(h_lo - c_lo, h_hi - c_lo)),
+            (slice(v_lo, v_hi), slice(h_lo, h_hi)))
+
+
+def padded_band(data: PoolData, x: np.ndarray, x_row0: int, y0: int, y1: int, fill: Any,
+                dtype: Any) -> np.ndarray:
+    """The input rows/columns the windows of output rows ``[y0, y1)`` span (:func:`band_geometry`), outside the
+    image set to ``fill``; tap ``(ky, kx)`` of all outputs of the band is
+    ``band[:, ky::sh][:, :rows, kx::sw][:, :, :out_w]``."""
+    (rows, cols), (inside_r, inside_c), (src_r, src_c) = band_geometry(data, y0, y1)
+    band = np.full((x.shape[0], rows, cols, x.shape[3]), fill, dtype=dtype)
+    if src_r.start < src_r.stop and src_c.start < src_c.stop:
+        if src_r.start < x_row0 or src_r.stop > x_row0 + x.shape[1]:
+            raise ValueError(f"input rows [{src_r.start}, {src_r.stop}) are needed, the view holds "
                              f"[{x_row0}, {x_row0 + x.shape[1]})")
-        band[:, v_lo - r_lo:v_hi - r_lo, h_lo - c_lo:h_hi - c_lo] = x[:, v_lo - x_row0:v_hi - x_row0, h_lo:h_hi]
+        band[:, inside_r, inside_c] = x[:, src_r.start - x_row0:src_r.stop - x_row0, src_c]
     return band
 
 

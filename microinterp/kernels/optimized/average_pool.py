@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..average_pool import KERNEL as REFERENCE
-from ..pooling_common import PoolData
+from ..pooling_common import PoolData, band_geometry
 
 _F32_EXACT = 1 << 24
 _INT32_LIMIT = 1 << 31
@@ -74,14 +74,10 @@ class FastAveragePool2D:
         acc = np.empty(y.shape, dtype)
         if d.out_h == d.out_w == 1 and d.count[0, 0] == d.in_h * d.in_w:
             return FastPoolData(**vars(d), mode="global", half=half, count_f=count, acc=acc, tmp=np.empty_like(acc))
-        r_lo, r_hi = -d.pad_h, (d.out_h - 1) * d.stride_h - d.pad_h + d.filter_h
-        c_lo, c_hi = -d.pad_w, (d.out_w - 1) * d.stride_w - d.pad_w + d.filter_w
-        v_lo, v_hi, h_lo, h_hi = max(r_lo, 0), min(r_hi, d.in_h), max(c_lo, 0), min(c_hi, d.in_w)
-        padded = np.zeros((n, r_hi - r_lo, c_hi - c_lo, c), dtype)
-        return FastPoolData(**vars(d), mode="general", half=half, count_f=count, padded=padded,
-                            interior=(slice(v_lo - r_lo, v_hi - r_lo), slice(h_lo - c_lo, h_hi - c_lo)),
-                            source=(slice(v_lo, v_hi), slice(h_lo, h_hi)),
-                            rows=np.empty((n, r_hi - r_lo, d.out_w, c), dtype), acc=acc, tmp=np.empty_like(acc))
+        (rows, cols), interior, source = band_geometry(d, 0, d.out_h)
+        return FastPoolData(**vars(d), mode="general", half=half, count_f=count,
+                            padded=np.zeros((n, rows, cols, c), dtype), interior=interior, source=source,
+                            rows=np.empty((n, rows, d.out_w, c), dtype), acc=acc, tmp=np.empty_like(acc))
 
     def bind(self, ctx, op, data: FastPoolData):
         """float32 (the reference mode): the reference kernel's bound call."""
