@@ -106,6 +106,8 @@ class FullyConnectedData:
     small: bool = False                         # batches * accum * depth < _SMALL_PRODUCT: np.dot, no BLAS guard
     operand: str | None = None                  # constant weights: the operand kept ("float64", "gemm32", "gemm64"),
                                                 # built by FullyConnected.operands (the optimized kernel may not)
+    stats: Any = None                           # constant weights: their ChannelStats (raw bias), for the optimized
+                                                # plan too (one pass over the weights at prepare, not two)
 
 
 #: Most codes an output may have for the step-function requantization (int8: 255 thresholds, 2 KiB).
@@ -250,7 +252,7 @@ class FullyConnected:
             bias64 += bias.data.reshape(-1)[:depth].astype(np.int64)
         weights = None
         wrap = not int64_acc
-        steps = gemm = wsrc = None
+        steps = gemm = wsrc = stats = None
         operand = None
         if wdata is not None and getattr(ctx, "weights_resident", True):  # out of core: weights stream at invoke
             # the model's filter as [depth, accum] integers; every figure derived from it a slice at a time
@@ -283,7 +285,7 @@ class FullyConnected:
                                   None if int64_acc else Requantizer(multiplier, shift), steps, gemm,
                                   None, x.num_elements == batches * accum, (*out.shape[:-1], accum),
                                   x.shape == (*out.shape[:-1], accum), batches * accum * depth < _SMALL_PRODUCT,
-                                  operand)
+                                  operand, stats)
         if t == "INT8" and accum == 1 and wsrc is not None and depth <= _MAX_TABLE_DEPTH:
             # Exhaustive: the reference arithmetic on all 256 inputs (row r holds input int8(r), so a negative
             # input indexes its row as Python and NumPy wrap negative indices).

@@ -71,14 +71,12 @@ class FullyConnectedPlan:
 
     __slots__ = ("accum", "bias", "chunk", "cols", "epilogue", "inputs", "source", "weights")
 
-    def __init__(self, data: FullyConnectedData, filt: np.ndarray, bias: np.ndarray | None,
-                 budget: HostBudget | None = None):
-        """``filt``: the model's filter (integers, ``[depth, accum]`` after a reshape), read a slice at a time: the
-        channel figures (:class:`ChannelStats`) and the GEMM operand are the only weight-sized results."""
+    def __init__(self, data: FullyConnectedData, filt: np.ndarray, budget: HostBudget | None = None):
+        """``filt``: the model's filter (integers, ``[depth, accum]`` after a reshape), read a slice at a time; the
+        channel figures are the reference prepare's (``data.stats``, the accumulator range with the raw bias)."""
         accum, depth = data.accum, data.depth
         src = filt.reshape(-1, accum)[:depth]
-        bias64 = np.zeros(depth, np.int64) if bias is None else bias.reshape(-1)[:depth].astype(np.int64)
-        stats = ChannelStats(src, -data.input_offset, bias64, data.filter_offset)
+        stats = data.stats
         self.epilogue = Epilogue(data.multiplier, data.shift, data.output_offset, int(data.act_min),
                                  int(data.act_max), (stats.lo, stats.hi))
         constant = self.epilogue.constant
@@ -229,7 +227,7 @@ def _plan(ctx, op, data: FullyConnectedData) -> FullyConnectedPlan | None:
     bias = ctx.input(op, 2)
     if bias is not None and bias.data is None:
         return None
-    return FullyConnectedPlan(data, filt, None if bias is None else bias.data, ctx.host_budget)
+    return FullyConnectedPlan(data, filt, ctx.host_budget)
 
 
 class OptimizedFullyConnectedTiler(FullyConnectedTiler):
