@@ -83,34 +83,59 @@ def sequential_dot_core(cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | 
     k, n = cols_t.shape
     c = w.shape[0]
     m = n * c
+
+    def inputs_of(i: int, j: int) -> tuple[np.ndarray, np.ndarray]:
+        return cols_t[:, i], w[j]
+
     if m == 0 or k == 0:
         return np.zeros((n, c), np.float32)
-    step = max(1, min(k, BLOCK_ELEMENTS // m - 1))
-    if m >= 2 and m <= WIDE and REDUCE_ROWS_IN_ORDER and n >= 4 * c:
+    if 2 <= m <= WIDE and REDUCE_ROWS_IN_ORDER and n >= 4 * c:
         # many pixels, few channels: pixels innermost (NumPy's inner loops are then long)
-        return _nans_as_x86(_pixels_inner(cols_t, w, step, skip_t), cols_t, w, skip_t)
+        step = max(1, min(k, BLOCK_ELEMENTS // m - 1))
+        return _nans_as_x86(_pixels_inner(cols_t, w, step, skip_t), inputs_of, skip_t)
     if w_t is None:
         w_t = np.ascontiguousarray(w.T)
+
+    def products(k0: int, k1: int, out: np.ndarray) -> None:
+        np.multiply(cols_t[k0:k1, :, None], w_t[k0:k1, None, :], out=out)
+
+    return _nans_as_x86(_fold(k, n, c, products, skip_t), inputs_of, skip_t)
+
+
+def _fold(k: int, n: int, c: int, products, skip_t: np.ndarray | None) -> np.ndarray:
+    """``0.f + p[0] + p[1] + ... + p[k-1]`` in float32, left to right, for ``[N, C]`` outputs; ``products(k0, k1,
+    out)`` writes the products of taps ``[k0, k1)`` into ``out`` (``[k1 - k0, N, C]``); skipped taps' products
+    become ``-0.f``. Blocks of taps reduced over rows (after the running totals, or from an initial ``0.f`` when one
+    block holds every tap); tap by tap for one output, for outputs too many for a block, or should NumPy not reduce
+    rows in order."""
+    m = n * c
+    total = np.zeros((n, c), np.float32)
     if m < 2 or m > WIDE or not REDUCE_ROWS_IN_ORDER:
-        return _nans_as_x86(_tap_by_tap(cols_t, w_t, skip_t), cols_t, w, skip_t)
-    total = np.empty((n, c), np.float32)
+        product = np.empty((1, n, c), np.float32)
+        for j in range(k):
+            products(j, j + 1, product)
+            if skip_t is not None:
+                np.copyto(product[0], _MINUS_ZERO, where=skip_t[j][:, None])
+            np.add(total, product[0], out=total)
+        return total
+    step = max(1, min(k, BLOCK_ELEMENTS // m - 1))
     if step >= k:       # one block: the products alone, reduced from an initial 0.f
-        products = np.multiply(cols_t[:, :, None], w_t[:, None, :])
+        block = np.empty((k, n, c), np.float32)
+        products(0, k, block)
         if skip_t is not None:
-            np.copyto(products, _MINUS_ZERO, where=skip_t[:, :, None])
-        np.add.reduce(products, axis=0, out=total, initial=_ZERO)
-        return _nans_as_x86(total, cols_t, w, skip_t)
-    total[...] = 0
+            np.copyto(block, _MINUS_ZERO, where=skip_t[:, :, None])
+        np.add.reduce(block, axis=0, out=total, initial=_ZERO)
+        return total
     block = np.empty((step + 1, n, c), np.float32)
     for k0 in range(0, k, step):
         k1 = min(k, k0 + step)
         rows = block[:k1 - k0 + 1]
         rows[0] = total
-        np.multiply(cols_t[k0:k1, :, None], w_t[k0:k1, None, :], out=rows[1:])
+        products(k0, k1, rows[1:])
         if skip_t is not None:
             np.copyto(rows[1:], _MINUS_ZERO, where=skip_t[k0:k1, :, None])
         np.add.reduce(rows, axis=0, out=total)
-    return _nans_as_x86(total, cols_t, w, skip_t)
+    return total
 
 
 def _pixels_inner(cols_t: np.ndarray, w: np.ndarray, step: int, skip_t: np.ndarray | None = None) -> np.ndarray:
@@ -130,12 +155,13 @@ def _pixels_inner(cols_t: np.ndarray, w: np.ndarray, step: int, skip_t: np.ndarr
     return np.ascontiguousarray(total.T)
 
 
-def _nans_as_x86(total: np.ndarray, cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | None) -> np.ndarray:
-    """Every NaN output again with :func:`x86_nan_dot` (see the module docstring)."""
+def _nans_as_x86(total: np.ndarray, inputs_of, skip_t: np.ndarray | None) -> np.ndarray:
+    """Every NaN output ``[i, j]`` again with :func:`x86_nan_dot` on ``inputs_of(i, j)`` (its inputs and filter taps,
+    see the module docstring)."""
     whole = np.add.reduce(total, axis=None)
     if math.isnan(whole):       # a NaN somewhere (or inf - inf in this sum): find them
-        for n, c in zip(*np.nonzero(np.isnan(total))):
-            total[n, c] = x86_nan_dot(cols_t[:, n], w[c], None if skip_t is None else skip_t[:, n])
+        for i, j in zip(*np.nonzero(np.isnan(total))):
+            total[i, j] = x86_nan_dot(*inputs_of(i, j), None if skip_t is None else skip_t[:, i])
     return total
 
 
@@ -170,18 +196,6 @@ def x86_nan_dot(x: np.ndarray, w: np.ndarray, skip: np.ndarray | None) -> np.flo
     return total
 
 
-def _tap_by_tap(cols_t: np.ndarray, w_t: np.ndarray, skip_t: np.ndarray | None) -> np.ndarray:
-    """One multiply and one add over all outputs per tap (the same float32 operations, in the same order)."""
-    total = np.zeros((cols_t.shape[1], w_t.shape[1]), np.float32)
-    product = np.empty_like(total)
-    for k in range(cols_t.shape[0]):
-        np.multiply(cols_t[k][:, None], w_t[k][None, :], out=product)
-        if skip_t is not None:
-            np.copyto(product, _MINUS_ZERO, where=skip_t[k][:, None])
-        np.add(total, product, out=total)
-    return total
-
-
 def add_bias_x86(acc: np.ndarray, bias: np.ndarray, nan_from: str = "total") -> None:
     """``acc += bias`` (channels last) in float32 as TFLM's compiled ``total + bias_value``: where both are NaN the
     result is one operand's NaN -- which one is the compiler's choice of operand order, measured against the wheel
@@ -203,31 +217,11 @@ def sequential_taps(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray | Non
     float32, left to right (TFLM's ``reference/depthwiseconv_float.h``), each channel with its own filter taps.
     ``xs_t``: ``[K, N, C]``, ``taps``: ``[K, C]``, ``skip_t``: ``[K, N]`` taps left out (see :func:`sequential_dot`)."""
     k, n, c = xs_t.shape
-    m = n * c
+
+    def products(k0: int, k1: int, out: np.ndarray) -> None:
+        np.multiply(xs_t[k0:k1], taps[k0:k1, None, :], out=out)
+
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        total = np.zeros((n, c), np.float32)
-        if m == 0 or k == 0:
-            return total
-        if m < 2 or not REDUCE_ROWS_IN_ORDER:
-            product = np.empty_like(total)
-            for j in range(k):
-                np.multiply(xs_t[j], taps[j], out=product)
-                if skip_t is not None:
-                    np.copyto(product, _MINUS_ZERO, where=skip_t[j][:, None])
-                np.add(total, product, out=total)
-        else:
-            step = max(1, min(k, BLOCK_ELEMENTS // m - 1))
-            block = np.empty((step + 1, n, c), np.float32)
-            for k0 in range(0, k, step):
-                k1 = min(k, k0 + step)
-                rows = block[:k1 - k0 + 1]
-                rows[0] = total
-                np.multiply(xs_t[k0:k1], taps[k0:k1, None, :], out=rows[1:])
-                if skip_t is not None:
-                    np.copyto(rows[1:], _MINUS_ZERO, where=skip_t[k0:k1, :, None])
-                np.add.reduce(rows, axis=0, out=total)
-        nan = np.isnan(total)
-        if nan.any():
-            for i, j in zip(*np.nonzero(nan)):
-                total[i, j] = x86_nan_dot(xs_t[:, i, j], taps[:, j], None if skip_t is None else skip_t[:, i])
-        return total
+        if n * c == 0 or k == 0:
+            return np.zeros((n, c), np.float32)
+        return _nans_as_x86(_fold(k, n, c, products, skip_t), lambda i, j: (xs_t[:, i, j], taps[:, j]), skip_t)
