@@ -198,9 +198,10 @@ def x86_nan_dot(x: np.ndarray, w: np.ndarray, skip: np.ndarray | None) -> np.flo
 
 def add_bias_x86(acc: np.ndarray, bias: np.ndarray, nan_from: str = "total") -> None:
     """``acc += bias`` (channels last) in float32 as TFLM's compiled ``total + bias_value``: where both are NaN the
-    result is one operand's NaN -- which one is the compiler's choice of operand order, measured against the wheel
-    per kernel (``nan_from``: ``total`` for CONV_2D, ``bias`` for DEPTHWISE_CONV_2D and FULLY_CONNECTED). NumPy's remainder elements
-    would pick the bias's everywhere (see the module docstring)."""
+    result is one operand's NaN, quieted -- which one is the compiler's choice of operand order, measured against the
+    wheel per kernel (``nan_from``: ``total`` for CONV_2D, ``bias`` for DEPTHWISE_CONV_2D and FULLY_CONNECTED).
+    NumPy's add quiets a signalling NaN as the hardware does, but its remainder elements would pick the bias's NaN
+    everywhere (see the module docstring)."""
     if not np.isnan(bias).any():
         np.add(acc, bias, out=acc)
         return
@@ -208,8 +209,8 @@ def add_bias_x86(acc: np.ndarray, bias: np.ndarray, nan_from: str = "total") -> 
     with np.errstate(invalid="ignore"):
         np.add(acc, bias, out=acc)
     both = np.isnan(before) & np.isnan(bias)
-    np.copyto(acc, before if nan_from == "total" else np.broadcast_to(bias, acc.shape), where=both)
-    np.copyto(acc, np.broadcast_to(bias, acc.shape), where=~np.isnan(before) & np.isnan(bias))
+    chosen = before if nan_from == "total" else np.broadcast_to(bias, acc.shape)
+    np.copyto(acc.view(np.uint32), chosen.view(np.uint32) | _QUIET, where=both)
 
 
 def sequential_taps(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray | None = None) -> np.ndarray:

@@ -151,3 +151,23 @@ def test_float_average_pool_with_special_values_matches_the_wheel(h, w, c, k, st
                       fused_activation_function=act)
     x = with_specials((np.random.default_rng(seed).normal(size=(1, h, w, c)) * 1e3).astype(np.float32))
     assert_bitwise_matches_tflm(model, [x])
+
+
+@pytest.mark.parametrize("op", ["FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D"])
+def test_a_signalling_nan_bias_comes_out_quieted(op):
+    """x86 quiets a signalling NaN operand (0x7F800001 + x = 0x7FC00001): so does the bias add, as the wheel does."""
+    rng = np.random.default_rng(1)
+    bias = np.array([1.0, 0.0, 2.0, 0.0], np.float32)
+    bias.view(np.uint32)[1], bias.view(np.uint32)[3] = 0x7F800001, 0xFF800005
+    if op == "FULLY_CONNECTED":
+        w, x_shape, y_shape, options = rng.uniform(-1, 1, (4, 3)), (1, 3), (1, 4), {}
+    elif op == "CONV_2D":
+        w, x_shape, y_shape = rng.uniform(-1, 1, (4, 1, 1, 2)), (1, 2, 2, 2), (1, 2, 2, 4)
+        options = {"padding": "VALID", "stride_h": 1, "stride_w": 1}
+    else:
+        w, x_shape, y_shape = rng.uniform(-1, 1, (1, 1, 1, 4)), (1, 2, 2, 4), (1, 2, 2, 4)
+        options = {"padding": "VALID", "stride_h": 1, "stride_w": 1, "depth_multiplier": 1}
+    w = w.astype(np.float32)
+    model = single_op(op, [T(x_shape, "FLOAT32"), T(w.shape, "FLOAT32", data=w), T((4,), "FLOAT32", data=bias)],
+                      T(y_shape, "FLOAT32"), **options)
+    assert_bitwise_matches_tflm(model, [rng.normal(size=x_shape).astype(np.float32)])
