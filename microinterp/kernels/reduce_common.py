@@ -212,14 +212,11 @@ class ReduceRowsTiler(Tiler):
         if data.io.input_type == "FLOAT32":
             result = self.totals / np.float32(n) if self.kind == "mean" else self.totals
         else:
-            m, s = (data.folded or _mean_fold(data, n)) if self.kind == "mean" else (data.multiplier, data.shift)
+            m, s = (data.folded or fold_mean_multiplier(data.multiplier, data.shift, n)) if self.kind == "mean" \
+                else (data.multiplier, data.shift)
             result = requantize_totals(self.totals, self.count, data.io.input_type, data.input_zp, m, s,
                                        data.output_zp)
         out.reshape(-1)[...] = result
-
-
-def _mean_fold(data: Any, n: int) -> tuple[int, int]:
-    return fold_mean_multiplier(data.multiplier, data.shift, n)
 
 
 def fold_mean_multiplier(multiplier: int, shift: int, n: int) -> tuple[int, int]:
