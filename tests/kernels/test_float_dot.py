@@ -34,6 +34,13 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.all((a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))))
 
 
+def _out_hw(h: int, w: int, k: int, stride: int, padding: str) -> tuple[int, int]:
+    """Output height and width of a k x k window with this stride and padding (TFLM's formula)."""
+    if padding == "SAME":
+        return -(-h // stride), -(-w // stride)
+    return (h - k) // stride + 1, (w - k) // stride + 1
+
+
 def _values(rng, shape, specials: bool) -> np.ndarray:
     x = (rng.normal(size=shape) * 10.0 ** rng.integers(-3, 8, size=shape)).astype(np.float32)
     return with_specials(x) if specials else x
@@ -79,8 +86,7 @@ def test_float_conv_with_special_values_matches_the_wheel(h, w, c_in, c_out, k, 
     if padding == "VALID" and (k > h or k > w):
         return
     rng = np.random.default_rng(seed)
-    oh = -(-h // stride) if padding == "SAME" else (h - k) // stride + 1
-    ow = -(-w // stride) if padding == "SAME" else (w - k) // stride + 1
+    oh, ow = _out_hw(h, w, k, stride, padding)
     filt = with_specials(rng.uniform(-2, 2, (c_out, k, k, c_in)).astype(np.float32)) if rng.random() < 0.3 \
         else rng.uniform(-2, 2, (c_out, k, k, c_in)).astype(np.float32)
     bias = rng.uniform(-1, 1, c_out).astype(np.float32)
@@ -101,8 +107,7 @@ def test_float_depthwise_with_special_values_matches_the_wheel(h, w, c, mult, k,
     if padding == "VALID" and (k > h or k > w):
         return
     rng = np.random.default_rng(seed)
-    oh = -(-h // stride) if padding == "SAME" else (h - k) // stride + 1
-    ow = -(-w // stride) if padding == "SAME" else (w - k) // stride + 1
+    oh, ow = _out_hw(h, w, k, stride, padding)
     filt = rng.uniform(-2, 2, (1, k, k, c * mult)).astype(np.float32)
     if rng.random() < 0.3:
         filt = with_specials(filt)
@@ -144,8 +149,7 @@ def test_float_average_pool_with_special_values_matches_the_wheel(h, w, c, k, st
     """The bound float AVERAGE_POOL_2D (kept padded band, one add per tap, divide, clamp) with NaN, inf and -0."""
     if padding == "VALID" and (k > h or k > w):
         return
-    oh = -(-h // stride) if padding == "SAME" else (h - k) // stride + 1
-    ow = -(-w // stride) if padding == "SAME" else (w - k) // stride + 1
+    oh, ow = _out_hw(h, w, k, stride, padding)
     model = single_op("AVERAGE_POOL_2D", [T((1, h, w, c), "FLOAT32")], T((1, oh, ow, c), "FLOAT32"),
                       padding=padding, stride_h=stride, stride_w=stride, filter_height=k, filter_width=k,
                       fused_activation_function=act)

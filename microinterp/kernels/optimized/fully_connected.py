@@ -224,10 +224,7 @@ def _plan(ctx, op, data: FullyConnectedData) -> FullyConnectedPlan | None:
                 return None
         elif outputs < _MIN_OUTPUTS and outputs * data.accum < _MIN_PRODUCT:
             return None
-    bias = ctx.input(op, 2)
-    if bias is not None and bias.data is None:
-        return None
-    return FullyConnectedPlan(data, filt, ctx.host_budget)
+    return FullyConnectedPlan(data, filt, ctx.host_budget)    # (a runtime bias is refused by the reference prepare)
 
 
 class OptimizedFullyConnectedTiler(FullyConnectedTiler):
