@@ -333,7 +333,7 @@ class Interpreter(LiteRTMixin):
 
     def simulate(self) -> list[OpRecord]:
         """Out of core: the per-op records of an invoke (tiles, SD traffic, cycles) without running it — the
-        pager's own bookkeeping in dry mode, so the numbers are exactly what :meth:`invoke` records. In memory:
+        pager's own bookkeeping with its counting execution (no IO, no kernel), so the numbers are exactly what :meth:`invoke` records. In memory:
         :attr:`profile`."""
         return self.runtime.simulate() if self.out_of_core else self.profile
 

@@ -14,7 +14,7 @@
   the MCU profile and kernel set.
 * **Memory against the part**: weights (flash) and arena (SRAM) against the profile's flash and SRAM; when either
   does not fit, the out-of-core settings that run it (``arena=`` the largest arena the SRAM allows,
-  ``backing="sd.img"``, ``flash=`` the profile's flash), checked by building the pager in dry mode when the model
+  ``backing="sd.img"``, ``flash=`` the profile's flash), checked by building the pager and simulating it when the model
   is given a path.
 """
 

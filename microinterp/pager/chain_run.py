@@ -63,7 +63,7 @@ def run_chain(engine: Any, chain: Any, bufs: PoolBuffers, records: dict[int, OpR
             t0 = time.perf_counter()
             p = plans[i]
             if i < len(lines):
-                lines[i].keep(rows[i][0], move=not engine.dry)
+                engine.execution.keep(lines[i], rows[i][0])
             if hi <= lo:
                 continue
             rec = engine._new_tile(tile.index, (lo, hi), setups[i] if firsts[i] else None)
@@ -93,7 +93,7 @@ def run_chain(engine: Any, chain: Any, bufs: PoolBuffers, records: dict[int, OpR
                     t.dtype).reshape(shape)
             band = BandViews(inputs, row0, None, lo, 0, p.channel_tiles[0][1], engine.ctx)
             engine._read_flash(rec, flash_fixed[i])
-            engine._compute(p, band)
+            engine.execution.compute(p, band)
             engine.step(rec, "compute", "cpu", band.c1, 0)
             engine._charge(p, rec, firsts[i])
             if i == len(lines):

@@ -9,7 +9,8 @@ then write the band back (one command, one checksum per record). Constants in fl
 Every tile is annotated with its work and its MCU cost (:mod:`.profile`). The plans are fixed once built, so every
 invoke's tile records are the same: after the first complete invoke the engine keeps them and later invokes reuse
 them (a throwaway record absorbs the counting) -- except with ``recover=True``, where a recovery adds reads to the
-invoke it happens in, and in dry runs (:meth:`Pager.simulate`), which always count afresh.
+invoke it happens in, and in dry runs (:meth:`count`, for :meth:`Pager.simulate`), which always count afresh
+with the :class:`~.execution.CountingExecution`: no byte moves and no kernel runs.
 
 With ``recover=True`` a checksum failure on an activation record recomputes the producing op's tiles that wrote it
 (recursively, from its own inputs) with buffers outside the arena, rewrites them and reads again; a corrupted weights
@@ -34,6 +35,7 @@ from ..errors import IntegrityError
 from ..kernels.pad import pad_input_rows, pad_rows
 from ..storage.format import RecordRun
 from .chain_run import run_chain
+from .execution import COUNTING, CountingExecution, LiveExecution
 from .layout import Home
 from .plan import ALIGN, PoolBuffers, region_ranges
 from .profile import IoStep, OpRecord, TileRecord
@@ -60,7 +62,8 @@ class Engine:
         self.ctx = pager.ctx
         self.recover = pager.recover
         self.recoveries: list[dict[str, Any]] = []
-        self.dry = False        # True: count every tile's IO and work exactly, but move and compute nothing
+        # the effects of an invoke (storage IO, kernels); :meth:`count` swaps in the counting execution
+        self.execution: LiveExecution | CountingExecution = LiveExecution(self.sd, self.ctx, self.views)
         # the plans and chains are fixed once built, so the row arithmetic of every band is too: computed once
         self._input_rows: dict[tuple[int, int, int, int], tuple[int, int]] = {}
         self._band_rows: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
@@ -105,21 +108,18 @@ class Engine:
         ``role`` (:class:`~.profile.IoStep`); a checksum failure is recovered (``recover=True``) and read again."""
         run = home.run(r0, r1)
         self._count_read(rec, run, pool, home, r0, r1, role)
-        if self.dry:
-            return
         try:
-            self.sd.read_run(home.device, home.record_offset(r0), run, out)
+            self.execution.read(home.device, home.record_offset(r0), run, out)
         except IntegrityError:
             if not self.recover:
                 raise
             self._recover(home, r0, r1, depth)
             self._count_read(rec, run, pool, home, r0, r1, role)
-            self.sd.read_run(home.device, home.record_offset(r0), run, out)
+            self.execution.read(home.device, home.record_offset(r0), run, out)
 
     def write_records(self, home: Home, r0: int, r1: int, data: np.ndarray, rec: TileRecord) -> None:
         run = home.run(r0, r1)
-        if not self.dry:
-            self.sd.write_run("activations", home.record_offset(r0), run, data)
+        self.execution.write("activations", home.record_offset(r0), run, data)
         rec.sd_write_commands += 1
         rec.sd_write_payload += run.payload
         rec.sd_write_bytes += run.span
@@ -235,8 +235,7 @@ class Engine:
         if reduce:
             bufs.reset("output", 0)
             self._tile_outputs(plan, plan.tiles[0], bufs)
-            if not self.dry:
-                plan.tiler.start(plan.data)
+            self.execution.start_reduction(plan)
         for tile in plan.tiles:
             if only is not None and tile.index not in only and not reduce:
                 continue
@@ -256,14 +255,14 @@ class Engine:
                                                               depth)
                     self._slice_bias(plan, band, c0, c1)
                 band.c0, band.c1 = c0, c1
-                self._compute(plan, band)
+                self.execution.compute(plan, band)
                 self.step(rec, "compute", "cpu", c1 - c0, 0)
             if filt_k is not None:
                 rec.channels = (tile.channel_tiles[0][0], tile.channel_tiles[-1][1])
             self._charge(plan, rec, first)
             last = tile is plan.tiles[-1]
-            if reduce and last and not self.dry:
-                plan.tiler.finish(plan.data, self.views[op.outputs[0]])
+            if reduce and last:
+                self.execution.finish_reduction(plan)
             if last or not reduce:          # a reduction's output is written once, after its last band
                 self._write_outputs(plan, tile, rec)
             self._annotate(rec)
@@ -372,19 +371,6 @@ class Engine:
             view = bufs.take("output", math.prod(shape) * t.dtype.itemsize).view(t.dtype)
             self.views[ti] = view.reshape(shape)
 
-    def _compute(self, plan: OpPlan, band: BandViews) -> None:
-        if self.dry:
-            return
-        op = plan.op
-        if plan.mode == "whole":
-            for k, ti in enumerate(op.inputs):
-                if ti >= 0 and k in band.inputs:
-                    self.views[ti] = band.inputs[k]
-            plan.kernel.invoke(self.ctx, op, plan.data)
-            return
-        band.out = self.views[op.outputs[0]]
-        plan.tiler.compute(plan.kernel, op, plan.data, band)
-
     def _write_outputs(self, plan: OpPlan, tile: Any, rec: TileRecord) -> None:
         for ti in plan.op.outputs:
             home = self.homes[ti] if ti >= 0 else None
@@ -415,7 +401,7 @@ class Engine:
     def invoke(self, bufs: PoolBuffers, progress: Any = None) -> list[OpRecord]:
         """Run every op (or chain) once; the per-op records (reused tiles after the first counted invoke, see the
         module docstring)."""
-        replay = self._template is not None and not self.dry and not self.recover
+        replay = self._template is not None and not self.recover
         self._recording = not replay
         try:
             records = self._invoke(bufs, progress)
@@ -424,9 +410,17 @@ class Engine:
         if replay:
             for record, tiles in zip(records, self._template):
                 record.tiles = list(tiles)
-        elif not self.dry and not self.recover:
+        elif not self.recover:
             self._template = [list(r.tiles) for r in records]
         return records
+
+    def count(self, bufs: PoolBuffers) -> list[OpRecord]:
+        """The records an invoke would produce, counted afresh with the counting execution (a dry run)."""
+        live, self.execution = self.execution, COUNTING
+        try:
+            return self._invoke(bufs, None)
+        finally:
+            self.execution = live
 
     def _invoke(self, bufs: PoolBuffers, progress: Any) -> list[OpRecord]:
         records = []

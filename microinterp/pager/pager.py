@@ -300,12 +300,9 @@ class Pager:
 
     def simulate(self) -> list[OpRecord]:
         """The records an invoke would produce (same tiles, same IO counts, same cycles), without moving or
-        computing anything: the engine runs in dry mode. Host times are those of the bookkeeping only."""
-        self.engine.dry = True
-        try:
-            return self.engine.invoke(self.buffers)
-        finally:
-            self.engine.dry = False
+        computing anything: the engine counts with its counting execution (:mod:`.execution`). Host times are
+        those of the bookkeeping only."""
+        return self.engine.count(self.buffers)
 
     def write_input(self, ti: int, value: np.ndarray) -> None:
         home = self.homes[ti]
