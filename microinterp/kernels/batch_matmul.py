@@ -19,16 +19,24 @@ Eval, per output element (TFLM's loop order does not matter for integers):
 The reference kernel transposes into its tail buffers as TFLM does, then computes the integer products exactly in
 int64 and the float sums strictly in k order; :mod:`.optimized.batch_matmul` replaces the integer product by a
 float64 BLAS product (exact, see there).
+
+Out of core (:class:`MatMulRows`): an output of batch 1 and rank 3 (``[1, M, N]``) runs in bands of its M rows,
+each from the same rows of lhs (``adj_x`` false) and the whole rhs; an output ``[1, B, M, N]`` runs in bands of
+its B batches, each from the same batches of every operand that has them (an operand broadcast along B is passed
+whole). Every output element is the same k-ordered sum over the same operands, so a band equals its rows of the
+whole product.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ..quant import QMAX, QMIN, mbqm, mbqm_int64, quantize_multiplier, wrap_int32
 from ._qutil import check_scales, extend_shape, qparams
+from .bands import Tiler
 
 SUPPORTED_TYPES = ("FLOAT32", "INT8", "INT16")
 
@@ -53,7 +61,60 @@ def _swap_last(shape: tuple[int, ...]) -> tuple[int, ...]:
     return (*shape[:-2], shape[-1], shape[-2])
 
 
+class MatMulRows(Tiler):
+    """Bands of axis 1 of a batch-1 output (see the module docstring): ``row_inputs`` are the activation operands
+    with that axis; constants and broadcast operands are passed whole (a constant with the batch axis is sliced)."""
+
+    mode = "rows"
+
+    def __init__(self, row_inputs: dict[int, int], batch_axis: bool, ranks: tuple[int, int]):
+        self.row_inputs = row_inputs
+        self.batch_axis = batch_axis        # bands of B (rank-4 output), not of M
+        self.ranks = ranks
+
+    @classmethod
+    def for_op(cls, op: Any, data: BatchMatMulData, inputs: Any, output: Any) -> Tiler | None:
+        shape = tuple(output.shape)
+        if shape != data.out_shape or len(shape) not in (3, 4) or shape[0] != 1 or shape[1] < 2:
+            return None
+        rows: dict[int, int] = {}
+        for k, t in enumerate(inputs[:2]):
+            if len(shape) == 3:         # bands of M: lhs (not transposed) in bands, rhs whole
+                if k == 0 and (data.adj_x or t.data is not None or len(t.shape) != 3):
+                    return None
+                if k == 0:
+                    rows[0] = 1
+                continue
+            ext = extend_shape(t.shape, 4)
+            if ext[1] == 1:             # broadcast along B: whole
+                continue
+            if t.data is None:
+                if len(t.shape) != 4:
+                    return None         # its batch axis is not its axis 1
+                rows[k] = 1
+        if not rows:
+            return None
+        return cls(rows, len(shape) == 4, (len(inputs[0].shape), len(inputs[1].shape)))
+
+    def compute(self, kernel: Any, op: Any, data: BatchMatMulData, band: Any) -> None:
+        n = band.out.shape[1]
+        ops = []
+        for k in (0, 1):
+            x = band.inputs[k]
+            if self.batch_axis and k not in self.row_inputs:
+                x = x.reshape(extend_shape(x.shape, 4))
+                if x.shape[1] > 1:      # a constant with the batch axis: this band's batches
+                    x = x[:, band.y0:band.y0 + n]
+            ops.append(x)
+        a = np.swapaxes(ops[0], -1, -2) if data.adj_x else ops[0]
+        b = np.swapaxes(ops[1], -1, -2) if data.adj_y else ops[1]
+        band.out[...] = kernel.product(data, a, b).reshape(band.out.shape)
+
+
 class BatchMatMul:
+    #: out of core: bands of axis 1 of a batch-1 output (:class:`MatMulRows`)
+    bands = MatMulRows
+
     def prepare(self, ctx, op) -> BatchMatMulData:
         ctx.check_io_count(op, 2, 1)
         lhs, rhs, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)
@@ -93,11 +154,14 @@ class BatchMatMul:
     def invoke(self, ctx, op, data: BatchMatMulData) -> None:
         a, b = operands(ctx, op, data)
         out = ctx.output(op, 0)
+        out[...] = self.product(data, a, b).reshape(out.shape)
+
+    def product(self, data: BatchMatMulData, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The output of ``a`` ``[..., M, K]`` times ``b`` ``[..., K, N]`` (the operands after the adjoints)."""
         if data.type_name == "FLOAT32":
-            out[...] = float_matmul(a, b).reshape(out.shape)
-            return
+            return float_matmul(a, b)
         total = np.matmul(a.astype(np.int64) - data.zp_lhs, b.astype(np.int64) - data.zp_rhs)
-        out[...] = requantize(total, data).reshape(out.shape)
+        return requantize(total, data)
 
 
 def operands(ctx, op, data: BatchMatMulData) -> tuple[np.ndarray, np.ndarray]:

@@ -291,3 +291,68 @@ def test_split_across_rows_runs_in_bands(tmp_path, op, axis, sizes):
     inp = _input(23)
     record = _paged_record(tmp_path, model, inp, op)
     assert record.mode == "rows" and len(record.tiles) > 1
+
+
+def _quant(type_name: str, scale: float, zp: int) -> dict:
+    if type_name == "FLOAT32":
+        return {}
+    return {"scale": scale, "zero_point": zp if type_name == "INT8" else 0}
+
+
+def _operand(b, rng, name, shape, type_name, q, constant):
+    """A constant, or an activation (a model input: on the card, read from there)."""
+    dtype = {"FLOAT32": np.float32, "INT8": np.int8, "INT16": np.int16}[type_name]
+    if constant:
+        info = np.iinfo(dtype) if type_name != "FLOAT32" else None
+        data = (rng.normal(0, 1, shape).astype(np.float32) if info is None
+                else rng.integers(info.min, info.max + 1, shape).astype(dtype))
+        return None, b.add_tensor(name, shape, type_name, data=data, **q)
+    x = b.add_tensor(name, shape, type_name, **q)
+    return x, x
+
+
+@pytest.mark.parametrize("type_name", ["FLOAT32", "INT8", "INT16"])
+@pytest.mark.parametrize("lhs,rhs,out,adj,const", [
+    ((1, 384, 64), (64, 48), (1, 384, 48), (False, False), (False, True)),        # bands of M, constant rhs
+    ((1, 384, 64), (1, 48, 64), (1, 384, 48), (False, True), (False, False)),      # bands of M, rhs resident
+    ((1, 12, 32, 64), (1, 12, 64, 32), (1, 12, 32, 32), (False, False), (False, False)),   # bands of B, both
+    ((1, 12, 32, 64), (12, 8, 64), (1, 12, 32, 8), (False, True), (False, True)),    # constant sliced per band
+    ((1, 12, 64, 32), (1, 12, 64, 32), (1, 12, 32, 32), (True, False), (False, False)),  # TFLM's tail copies
+    ((1, 1, 32, 64), (1, 12, 32, 64), (1, 12, 32, 32), (False, True), (False, False)),    # lhs broadcast along B
+])
+def test_batch_matmul_runs_in_bands(tmp_path, type_name, lhs, rhs, out, adj, const):
+    """BATCH_MATMUL with a batch-1 output: bands of M rows (rank 3) or of B batches (rank 4), each operand read in
+    bands where it has that axis and whole where it is broadcast (a constant with it sliced per band); out of core
+    below the in-memory plan, the in-memory output bit for bit, the optimized kernel's as the reference's."""
+    rng = np.random.default_rng(29)
+    q = _quant(type_name, 0.05, 3)
+    b = ModelBuilder()
+    x0, a0 = _operand(b, rng, "lhs", lhs, type_name, q, const[0])
+    x1, a1 = _operand(b, rng, "rhs", rhs, type_name, _quant(type_name, 0.04, -2), const[1])
+    y = b.add_tensor("y", out, type_name, **_quant(type_name, 0.9 if type_name == "INT8" else 0.3, 1))
+    b.add_op("BATCH_MATMUL", [a0, a1], [y], adj_x=adj[0], adj_y=adj[1])
+    b.inputs, b.outputs = [x for x in (x0, x1) if x is not None], [y]
+    model = b.build()
+    inputs = []
+    for shape in [s for s, c in zip((lhs, rhs), const) if not c]:
+        if type_name == "FLOAT32":
+            inputs.append(rng.normal(0, 2, shape).astype(np.float32))
+        else:
+            info = np.iinfo(np.int8 if type_name == "INT8" else np.int16)
+            inputs.append(rng.integers(info.min, info.max + 1, shape).astype(info.dtype))
+    if type_name == "FLOAT32":
+        inputs[0].reshape(-1)[:4] = [np.nan, np.inf, -0.0, 1e38]
+    ref = mi.Interpreter(model, optimized=False)
+    for k, v in enumerate(inputs):
+        ref.set_input(v, k)
+    ref.invoke()
+    arena = smallest_out_of_core_arena(model, tmp_path / "m.img", flash=0)
+    assert arena < ref.arena_used_bytes * (0.7 if not adj[0] else 0.9)   # adj_x: a whole lhs copy in the tail
+    for optimized in (True, False):
+        with mi.Interpreter(model, arena=arena, backing=tmp_path / "m.img", flash=0, optimized=optimized) as it:
+            for k, v in enumerate(inputs):
+                it.set_input(v, k)
+            it.invoke()
+            np.testing.assert_array_equal(it.get_output().view(np.uint8), ref.get_output().view(np.uint8))
+            record = {r.op: r for r in it.profile}["BATCH_MATMUL"]
+            assert record.mode in ("rows", "chain") and len(record.tiles) > 1

@@ -15,12 +15,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..batch_matmul import KERNEL as REFERENCE
-from ..batch_matmul import BatchMatMulData, requantize
+from ..batch_matmul import BatchMatMulData, MatMulRows, requantize
 
 EXACT_BITS = 53
 
 
 class FastBatchMatMul:
+    #: out of core: the reference's bands, each computed with :meth:`product`
+    bands = MatMulRows
+
     def prepare(self, ctx, op) -> BatchMatMulData:
         return REFERENCE.prepare(ctx, op)
 
@@ -31,20 +34,22 @@ class FastBatchMatMul:
         lhs, rhs = ctx.input(op, 0), ctx.input(op, 1)
         a = np.swapaxes(lhs, -1, -2) if data.adj_x else lhs
         b = np.swapaxes(rhs, -1, -2) if data.adj_y else rhs
+        out = ctx.output(op, 0)
+        out[...] = self.product(data, a, b).reshape(out.shape)
+
+    def product(self, data: BatchMatMulData, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The reference's :meth:`~..batch_matmul.BatchMatMul.product`, integers by a float64 BLAS product."""
         k = a.shape[-1]
         bits = 16 if data.type_name == "INT8" else 32
-        if k and (k.bit_length() + bits) >= EXACT_BITS:
-            REFERENCE.invoke(ctx, op, data)
-            return
+        if data.type_name == "FLOAT32" or (k and (k.bit_length() + bits) >= EXACT_BITS):
+            return REFERENCE.product(data, a, b)
         af = a.astype(np.float64)
         bf = b.astype(np.float64)
         if data.zp_lhs:
             af -= data.zp_lhs
         if data.zp_rhs:
             bf -= data.zp_rhs
-        total = np.matmul(af, bf).astype(np.int64)
-        out = ctx.output(op, 0)
-        out[...] = requantize(total, data).reshape(out.shape)
+        return requantize(np.matmul(af, bf).astype(np.int64), data)
 
 
 KERNEL = FastBatchMatMul()
