@@ -39,7 +39,7 @@ class MeanData:
 
 
 class Mean:
-    #: out of core: bands of input rows when the axes include them (:class:`.reduce_common.ReduceRowsTiler`)
+    #: out of core: bands of rows for constant axes (:class:`.reduce_common.ReduceRows`)
     bands = rc.ReduceRows("mean")
 
     def prepare(self, ctx, op) -> MeanData:

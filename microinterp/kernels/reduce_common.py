@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import InputError
 from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
 from ._qutil import check_scales
-from .bands import Tiler
+from .bands import RowLocalTiler, Tiler, invoke_on_band
 from .base import is_batch1_nhwc
 
 
@@ -219,6 +219,32 @@ class ReduceRowsTiler(Tiler):
         out.reshape(-1)[...] = result
 
 
+class KeptRowsTiler(Tiler):
+    """Out of core, a reduction over columns and/or channels whose whole output is no larger than one input row, in
+    mode ``reduce``: the output stays resident and each band of input rows gives the same rows of it, by the kernel's
+    own ``invoke`` on the band views (a small output cut into bands would make records of many rows, so every band
+    would need most of the input)."""
+
+    mode = "reduce"
+    row_inputs: ClassVar[dict[int, int]] = {0: 1}
+
+    def start(self, data: Any) -> None:
+        """Nothing runs across bands."""
+
+    def compute(self, kernel, op, data, band):
+        n = band.inputs[0].shape[1]
+        out = band.out
+        band.out = out[:, band.y0:band.y0 + n]
+        try:
+            invoke_on_band(kernel, op, data, band)
+        finally:
+            band.out = out
+            band.ctx.views[op.outputs[0]] = out
+
+    def finish(self, data: Any, out: np.ndarray) -> None:
+        """Every band wrote its own rows."""
+
+
 def fold_mean_multiplier(multiplier: int, shift: int, n: int) -> tuple[int, int]:
     """Fold 1/N into (M, s) as TFLM's QuantizedMeanOrSum does (int64 truncating division)."""
     k = min(n.bit_length() - 1, 32, 31 + shift)
@@ -226,15 +252,27 @@ def fold_mean_multiplier(multiplier: int, shift: int, n: int) -> tuple[int, int]
 
 
 class ReduceRows:
-    """The band declaration of MEAN and SUM (``kind``) and of REDUCE_MAX / REDUCE_MIN (``fold``):
-    :class:`ReduceRowsTiler` for constant axes that include the rows of a batch-1 4-D input; any other reduction runs
-    whole."""
+    """The band declaration of MEAN and SUM (``kind``) and of REDUCE_MAX / REDUCE_MIN (``fold``), for constant axes
+    of a batch-1 4-D input:
+
+    - axes that include the rows: :class:`ReduceRowsTiler` (bands of input rows into running totals);
+    - axes among the columns and channels, with the rows still axis 1 of the output: every output row is the
+      reduction of the same input row (its elements visited in the same order, over the same count), so the kernel's
+      own ``invoke`` runs on band views: in bands of output rows (a :class:`~.bands.RowLocalTiler`), or, when the
+      whole output is no larger than one input row, with the output resident (:class:`KeptRowsTiler`).
+
+    Any other reduction runs whole."""
 
     def __init__(self, kind: str):
         self.kind = kind
 
     def for_op(self, op: Any, data: Any, inputs: Any, output: Any) -> Tiler | None:
         axes = data.io.axes
-        if axes is None or 1 not in axes or not is_batch1_nhwc(inputs[0]) or output is None:
+        if axes is None or not is_batch1_nhwc(inputs[0]) or output is None:
             return None
-        return ReduceRowsTiler(self.kind, axes, reduced_count(inputs[0].shape, axes))
+        if 1 in axes:
+            return ReduceRowsTiler(self.kind, axes, reduced_count(inputs[0].shape, axes))
+        rows_kept = 0 not in axes and len(output.shape) >= 2 and tuple(output.shape[:2]) == (1, inputs[0].shape[1])
+        if not rows_kept:
+            return None
+        return KeptRowsTiler() if output.nbytes <= inputs[0].nbytes // inputs[0].shape[1] else RowLocalTiler({0: 1})

@@ -41,7 +41,7 @@ class ReduceMax:
     """REDUCE_MAX; :mod:`.reduce_min` reuses it with the opposite fold."""
 
     name = "REDUCE_MAX"
-    #: out of core: bands of input rows when the axes include them (:class:`.reduce_common.ReduceRowsTiler`)
+    #: out of core: bands of rows for constant axes (:class:`.reduce_common.ReduceRows`)
     bands = rc.ReduceRows("fold")
 
     def fold(self, r: np.ndarray, type_name: str) -> np.ndarray:

@@ -30,7 +30,7 @@ class SumData:
 
 
 class Sum:
-    #: out of core: bands of input rows when the axes include them (:class:`.reduce_common.ReduceRowsTiler`)
+    #: out of core: bands of rows for constant axes (:class:`.reduce_common.ReduceRows`)
     bands = rc.ReduceRows("sum")
 
     def prepare(self, ctx, op) -> SumData:

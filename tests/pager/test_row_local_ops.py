@@ -213,6 +213,30 @@ def test_a_plugin_runs_in_bands_when_it_declares_them(tmp_path):
             assert {r.op: r.mode for r in it.profile}["TANH"] in ("rows", "chain")
 
 
+def _reduction(op: str, type_name: str, axes: tuple[int, ...], keep: bool, seed: int):
+    """x -> ABS / RELU -> ``op`` over constant ``axes`` (int8 / int16 requantized by MEAN and SUM; REDUCE_MAX/MIN
+    keep the input's quantization); returns the model, an input (float32 with NaN/inf/-0) and the output shape."""
+    q = {"scale": 0.05, "zero_point": 3 if type_name == "INT8" else 0} if type_name != "FLOAT32" else {}
+    qo = q if op.startswith("REDUCE_") or not q else {"scale": 0.07, "zero_point": -2 if type_name == "INT8" else 0}
+    resolved = {a % 4 for a in axes}
+    out_shape = tuple(1 if d in resolved else n for d, n in enumerate(SHAPE)) if keep else \
+        tuple(n for d, n in enumerate(SHAPE) if d not in resolved)
+    b = ModelBuilder()
+    x = b.add_tensor("x", SHAPE, type_name, **q)
+    a = b.add_tensor("a", SHAPE, type_name, **q)
+    b.add_op("ABS" if type_name == "FLOAT32" else "RELU", [x], [a])
+    ax = b.add_tensor("axes", (len(axes),), "INT32", data=np.array(axes, np.int32))
+    y = b.add_tensor("y", out_shape, type_name, **qo)
+    b.add_op(op, [a, ax], [y], keep_dims=keep)
+    b.inputs, b.outputs = [x], [y]
+    if type_name == "FLOAT32":
+        inp = _input(seed)
+    else:
+        info = np.iinfo(np.int8 if type_name == "INT8" else np.int16)
+        inp = np.random.default_rng(seed).integers(info.min, info.max + 1, SHAPE).astype(info.dtype)
+    return b.build(), inp, out_shape
+
+
 @pytest.mark.parametrize("op,type_name,axes,keep", [
     ("MEAN", "FLOAT32", (1, 2), True), ("MEAN", "INT8", (1, 2), True), ("SUM", "FLOAT32", (1, 2), False),
     ("SUM", "INT8", (1,), True), ("MEAN", "INT16", (1, 2, 3), False), ("MEAN", "FLOAT32", (2, 1), True),
@@ -222,28 +246,7 @@ def test_reductions_over_rows_run_in_bands_of_input_rows(tmp_path, op, type_name
     """A MEAN, SUM, REDUCE_MAX or REDUCE_MIN over the rows reads its input in bands and keeps running totals (float32
     folded in TFLM's order, integers exact, the max/min fold continued): out of core at the smallest arena that
     pages, below the in-memory plan, the in-memory output."""
-    q = {"scale": 0.05, "zero_point": 3 if type_name == "INT8" else 0} if type_name != "FLOAT32" else {}
-    qo = {"scale": 0.07, "zero_point": -2 if type_name == "INT8" else 0} if type_name != "FLOAT32" else {}
-    if op.startswith("REDUCE_"):
-        qo = q          # REDUCE_MAX/MIN take no requantization: the output's quantization is the input's
-    out_shape = tuple(1 if d in axes else n for d, n in enumerate(SHAPE))
-    if not keep:
-        out_shape = tuple(n for d, n in enumerate(SHAPE) if d not in axes)
-    b = ModelBuilder()
-    x = b.add_tensor("x", SHAPE, type_name, **q)
-    a = b.add_tensor("a", SHAPE, type_name, **q)
-    b.add_op("ABS" if type_name == "FLOAT32" else "RELU", [x], [a])
-    ax = b.add_tensor("axes", (len(axes),), "INT32", data=np.array(axes, np.int32))
-    y = b.add_tensor("y", out_shape, type_name, **qo)
-    b.add_op(op, [a, ax], [y], keep_dims=keep)
-    b.inputs, b.outputs = [x], [y]
-    model = b.build()
-    rng = np.random.default_rng(17)
-    if type_name == "FLOAT32":
-        inp = _input(17)
-    else:
-        info = np.iinfo(np.int8 if type_name == "INT8" else np.int16)
-        inp = rng.integers(info.min, info.max + 1, SHAPE).astype(info.dtype)
+    model, inp, _ = _reduction(op, type_name, axes, keep, 17)
     record = _paged_record(tmp_path, model, inp, op)
     assert record.mode == "reduce" and len(record.tiles) > 1
     assert sum(t.sd_write_commands for t in record.tiles[:-1]) == 0     # the output is written once, at the end
@@ -356,3 +359,17 @@ def test_batch_matmul_runs_in_bands(tmp_path, type_name, lhs, rhs, out, adj, con
             np.testing.assert_array_equal(it.get_output().view(np.uint8), ref.get_output().view(np.uint8))
             record = {r.op: r for r in it.profile}["BATCH_MATMUL"]
             assert record.mode in ("rows", "chain") and len(record.tiles) > 1
+
+
+@pytest.mark.parametrize("op,type_name,axes,keep", [
+    ("MEAN", "FLOAT32", (3,), True), ("MEAN", "INT8", (2, 3), False), ("SUM", "FLOAT32", (2,), False),
+    ("SUM", "INT16", (3, 2), True), ("REDUCE_MAX", "FLOAT32", (3,), False), ("REDUCE_MIN", "INT8", (2,), True),
+    ("MEAN", "INT16", (-1,), False)])
+def test_reductions_keeping_the_rows_run_in_row_bands(tmp_path, op, type_name, axes, keep):
+    """A reduction over columns and/or channels: each output row is the same input row reduced, so the kernel runs on
+    band views (in bands of output rows, or into a resident output when that is no larger than an input row); out
+    of core below the in-memory plan, the in-memory output bit for bit."""
+    model, inp, out_shape = _reduction(op, type_name, axes, keep, 31)
+    record = _paged_record(tmp_path, model, inp, op)
+    small = np.prod(out_shape) <= np.prod(SHAPE[2:])        # no larger than one input row: the output stays resident
+    assert record.mode in (("reduce",) if small else ("rows", "chain")) and len(record.tiles) > 1
