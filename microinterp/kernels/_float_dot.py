@@ -58,27 +58,32 @@ def _rows_reduce_in_order() -> bool:
 REDUCE_ROWS_IN_ORDER = _rows_reduce_in_order()
 
 
-def sequential_dot(cols: np.ndarray, w: np.ndarray, skip: np.ndarray | None = None) -> np.ndarray:
+def sequential_dot(cols: np.ndarray, w: np.ndarray, skip: np.ndarray | None = None,
+                   nan_from: str = "total") -> np.ndarray:
     """``out[n, c] = 0.f + cols[n, 0] * w[c, 0] + cols[n, 1] * w[c, 1] + ...`` in float32, left to right (see the
     module docstring). ``cols``: ``[N, K]``, ``w``: ``[C, K]``, both float32; returns ``[N, C]`` float32.
 
     ``skip`` (``[N, K]`` bool, optional): taps TFLM leaves out (a convolution's taps outside the image). Their
     products become ``-0.f``, which leaves any total unchanged -- what leaving the tap out does; a zero input would
-    not when the filter holds an infinity or a NaN (``0 * inf`` is NaN)."""
-    return sequential_dot_t(np.ascontiguousarray(cols.T), w, None if skip is None else np.ascontiguousarray(skip.T))
+    not when the filter holds an infinity or a NaN (``0 * inf`` is NaN).
+
+    ``nan_from``: which operand's NaN the compiled ``total += x * w`` keeps where both are NaN -- ``total`` (CONV_2D,
+    DEPTHWISE_CONV_2D, FULLY_CONNECTED) or ``product`` (TRANSPOSE_CONV), measured against the wheel per kernel."""
+    return sequential_dot_t(np.ascontiguousarray(cols.T), w, None if skip is None else np.ascontiguousarray(skip.T),
+                            nan_from=nan_from)
 
 
 def sequential_dot_t(cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | None = None,
-                     w_t: np.ndarray | None = None) -> np.ndarray:
+                     w_t: np.ndarray | None = None, nan_from: str = "total") -> np.ndarray:
     """:func:`sequential_dot` with the taps first: ``cols_t`` ``[K, N]`` (one tap's inputs contiguous, what an
     im2col can write directly) and ``skip_t`` ``[K, N]``; ``w_t``: ``w`` transposed (``[K, C]``, contiguous), when
     the caller keeps it (a constant filter, prepared once)."""
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        return sequential_dot_core(cols_t, w, skip_t, w_t)
+        return sequential_dot_core(cols_t, w, skip_t, w_t, nan_from)
 
 
 def sequential_dot_core(cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | None = None,
-                        w_t: np.ndarray | None = None) -> np.ndarray:
+                        w_t: np.ndarray | None = None, nan_from: str = "total") -> np.ndarray:
     """:func:`sequential_dot_t` for callers already under an errstate that ignores float errors (the runtime's)."""
     k, n = cols_t.shape
     c = w.shape[0]
@@ -92,14 +97,14 @@ def sequential_dot_core(cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | 
     if 2 <= m <= WIDE and REDUCE_ROWS_IN_ORDER and n >= 4 * c:
         # many pixels, few channels: pixels innermost (NumPy's inner loops are then long)
         step = max(1, min(k, BLOCK_ELEMENTS // m - 1))
-        return _nans_as_x86(_pixels_inner(cols_t, w, step, skip_t), inputs_of, skip_t)
+        return _nans_as_x86(_pixels_inner(cols_t, w, step, skip_t), inputs_of, skip_t, nan_from)
     if w_t is None:
         w_t = np.ascontiguousarray(w.T)
 
     def products(k0: int, k1: int, out: np.ndarray) -> None:
         np.multiply(cols_t[k0:k1, :, None], w_t[k0:k1, None, :], out=out)
 
-    return _nans_as_x86(_fold(k, n, c, products, skip_t), inputs_of, skip_t)
+    return _nans_as_x86(_fold(k, n, c, products, skip_t), inputs_of, skip_t, nan_from)
 
 
 def _fold(k: int, n: int, c: int, products, skip_t: np.ndarray | None) -> np.ndarray:
@@ -155,13 +160,13 @@ def _pixels_inner(cols_t: np.ndarray, w: np.ndarray, step: int, skip_t: np.ndarr
     return np.ascontiguousarray(total.T)
 
 
-def _nans_as_x86(total: np.ndarray, inputs_of, skip_t: np.ndarray | None) -> np.ndarray:
+def _nans_as_x86(total: np.ndarray, inputs_of, skip_t: np.ndarray | None, nan_from: str = "total") -> np.ndarray:
     """Every NaN output ``[i, j]`` again with :func:`x86_nan_dot` on ``inputs_of(i, j)`` (its inputs and filter taps,
     see the module docstring)."""
     whole = np.add.reduce(total, axis=None)
     if math.isnan(whole):       # a NaN somewhere (or inf - inf in this sum): find them
         for i, j in zip(*np.nonzero(np.isnan(total))):
-            total[i, j] = x86_nan_dot(*inputs_of(i, j), None if skip_t is None else skip_t[:, i])
+            total[i, j] = x86_nan_dot(*inputs_of(i, j), None if skip_t is None else skip_t[:, i], nan_from)
     return total
 
 
@@ -186,13 +191,15 @@ def x86_op(a: np.float32, b: np.float32, op: str) -> np.float32:
     return DEFAULT_NAN if np.isnan(r) else r
 
 
-def x86_nan_dot(x: np.ndarray, w: np.ndarray, skip: np.ndarray | None) -> np.float32:
-    """One output of :func:`sequential_dot`, one tap at a time with the hardware's NaN rules."""
+def x86_nan_dot(x: np.ndarray, w: np.ndarray, skip: np.ndarray | None, nan_from: str = "total") -> np.float32:
+    """One output of :func:`sequential_dot`, one tap at a time with the hardware's NaN rules (the running total the
+    first operand of each add, or the product with ``nan_from="product"``)."""
     total = np.float32(0.0)
     for k in range(x.shape[0]):
         if skip is not None and skip[k]:
             continue
-        total = x86_op(total, x86_op(x[k], w[k], "*"), "+")
+        product = x86_op(x[k], w[k], "*")
+        total = x86_op(total, product, "+") if nan_from == "total" else x86_op(product, total, "+")
     return total
 
 

@@ -16,6 +16,13 @@ TFLM (``micro/kernels/transpose_conv.cc``, ``reference/integer_ops/transpose_con
 * float: the output itself is the accumulator, summed in float32 in the scatter order (input pixel raster
   order, then input channel), then ``+ bias`` and clamped to the fused activation range.
 
+Float here is a gather: for one output element the input pixels that reach it come in raster order exactly when
+the taps go from the last ``(ky, kx)`` to the first, so every output is a sequential dot product
+(:func:`._float_dot.sequential_dot`) over the taps in that order and the input channels, with the taps that reach
+no input pixel skipped -- TFLM's sums in TFLM's order, NaN operands as x86 picks them. The gather (which input
+pixel each output pixel and tap reads) depends only on the geometry: :meth:`TransposeConv.bind` builds it once for
+the whole op, a band builds its own.
+
 Multipliers: ``double(s_in)·double(s_w[c])/double(s_out)`` per output channel (per-tensor filter scales are
 broadcast). Scratch requests, in order: the accumulator (``4·prod(out)`` int8, ``8·prod(out)`` int16), then
 ``8·len(bias)`` for an int16 bias. Prepare also allocates two persistent int32 arrays of ``C_out`` entries
@@ -24,6 +31,7 @@ broadcast). Scratch requests, in order: the accumulator (``4·prod(out)`` int8, 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +45,7 @@ from ..quant import (
     quantize_multipliers,
     wrap_int32,
 )
+from ._float_dot import REDUCE_ROWS_IN_ORDER, _nans_as_x86, add_bias_x86, sequential_dot_core
 from .bands import RowBands
 from .base import is_batch1_nhwc
 from .conv import eval_strides
@@ -127,6 +136,17 @@ class TransposeConv:
         return TransposeConvData(kind, (esh, esw), pad, input_zp, output_zp, ctx.persistent(mult),
                                  ctx.persistent(shift), act_min, act_max, bias is not None, kh, x.shape[1])
 
+    def bind(self, ctx, op, data: TransposeConvData):
+        """float32 in memory (the filter is constant, prepare checks it): the gather and its filter matrices built
+        once (:class:`FloatGather`), each invoke one sequential dot product per stride phase and batch, the bias and
+        the clamp (None for the integer kinds)."""
+        if data.kind != "FLOAT32":
+            return None
+        x, out = ctx.input(op, 2), ctx.output(op, 0)
+        gather = FloatGather.build(data, x.shape, ctx.input(op, 1), ctx.input(op, 3) if data.has_bias else None,
+                                   0, 0, out.shape[1], out.shape[2])
+        return functools.partial(gather.run, x, out)       # under the runtime's quiet errstate
+
     def invoke(self, ctx, op, data: TransposeConvData) -> None:
         bias = ctx.input(op, 3) if data.has_bias else None
         transpose_conv_rows(data, ctx.input(op, 2), 0, ctx.input(op, 1), bias, ctx.output(op, 0), 0)
@@ -157,25 +177,21 @@ def transpose_conv_rows(data: TransposeConvData, x: np.ndarray, x_row0: int, w: 
     into them: :func:`input_rows`); the whole op is ``x_row0 = y0 = 0``. The band's canvas starts at canvas row
     ``x_row0 * sh``; each output element gets the same contributions in the same order as from the whole input."""
     rows, width = out.shape[1], out.shape[2]
+    if data.kind == "FLOAT32":
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            FloatGather.build(data, x.shape, w, bias, x_row0, y0, rows, width).run(x, out)
+        return
     start = y0 + data.pad[0] - x_row0 * data.stride[0]        # the band's first output row in the band's canvas
     local = (out.shape[0], max(start + rows, 0), width, out.shape[3])
-    if data.kind == "FLOAT32":
-        canvas = _scatter_float(x, w, local, data.stride, (0, data.pad[1]))
-    else:
-        xi = x.astype(np.int64)
-        if data.kind == "INT8":
-            xi = xi - data.input_zp
-        canvas = _scatter_int(xi, w, local, data.stride, (0, data.pad[1]))
+    xi = x.astype(np.int64)
+    if data.kind == "INT8":
+        xi = xi - data.input_zp
+    canvas = _scatter_int(xi, w, local, data.stride, (0, data.pad[1]))
     if start >= 0:
         acc = canvas[:, start:start + rows]
     else:       # output rows no input row reaches (kernel shorter than the stride): zero before the bias
         acc = np.zeros((out.shape[0], rows, width, out.shape[3]), canvas.dtype)
         acc[:, -start:] = canvas[:, :rows + start]
-    if data.kind == "FLOAT32":
-        if bias is not None:
-            acc = acc + bias.astype(np.float32)
-        out[...] = np.minimum(np.maximum(acc, np.float32(data.act_min)), np.float32(data.act_max))
-        return
     if bias is not None:
         acc = acc + bias.astype(np.int64)
     if data.kind == "INT8":
@@ -213,28 +229,151 @@ def _scatter_int(x: np.ndarray, w: np.ndarray, out_shape, stride, pad) -> np.nda
     return canvas[:, ph:ph + out_shape[1], pw:pw + out_shape[2], :]
 
 
-def _scatter_float(x: np.ndarray, w: np.ndarray, out_shape, stride, pad) -> np.ndarray:
-    """Float scatter in TFLM's summation order.
+#: Where both operands are NaN, which one's NaN the wheel keeps (measured): in ``output += x * w`` the product's, in
+#: ``acc += bias`` ...
+SUM_NAN_FROM = "product"
+BIAS_NAN_FROM = "total"
 
-    For one output element TFLM adds contributions in raster order of the input pixel, then by input channel.
-    The input row grows as the tap row shrinks, so walking taps from the last (ky, kx) to the first and input
-    channels upwards, each as one vectorized float32 add, reproduces that order exactly (skipped taps add
-    nothing).
-    """
-    n, h, wd, c_in = x.shape
-    c_out, kh, kw, _ = w.shape
-    sh, sw = stride
-    ch, cw = _scatter_layout(x.shape, w.shape, out_shape, stride, pad)
-    canvas = np.zeros((n, ch, cw, c_out), np.float32)
-    x = x.astype(np.float32)
-    w = w.astype(np.float32)
-    for ky in reversed(range(kh if h and wd else 0)):   # an empty input scatters nothing
-        for kx in reversed(range(kw)):
-            view = canvas[:, ky:ky + (h - 1) * sh + 1:sh, kx:kx + (wd - 1) * sw + 1:sw, :]
-            for ic in range(c_in):
-                view += x[:, :, :, ic:ic + 1] * w[:, ky, kx, ic]
-    ph, pw = pad
-    return canvas[:, ph:ph + out_shape[1], pw:pw + out_shape[2], :]
+
+@dataclass(frozen=True)
+class Phase:
+    """The output pixels of one stride phase (``(y + pad_h) % sh``, ``(x + pad_w) % sw`` fixed): the taps that can
+    reach them (every other tap lands on other phases) and, per tap and input channel, the element of the band's
+    flattened input each pixel reads (``index_t``, the zero past the end where the tap reaches no input pixel;
+    ``skip_t`` marks those, None when there are none)."""
+
+    pixels: np.ndarray
+    taps: tuple[tuple[int, int], ...]
+    index_t: np.ndarray
+    skip_t: np.ndarray | None
+    w: np.ndarray               # [C_out, taps * C_in] float32, in the taps' order
+    w_t: np.ndarray             # its transpose, contiguous
+
+
+@dataclass(frozen=True)
+class FloatGather:
+    """The float gather of a band of output rows (see the module docstring), grouped by stride phase: every phase is
+    one :func:`._float_dot.sequential_dot_core` over its taps from the last ``(ky, kx)`` to the first and the input
+    channels -- TFLM's summation order for each of its outputs."""
+
+    phases: tuple[Phase, ...]
+    bias: np.ndarray | None
+    act: tuple[np.float32, np.float32]
+    flat: np.ndarray            # one batch of the band's input, flattened, and a zero past the end (skipped taps)
+    acc: np.ndarray             # [pixels, C_out] totals
+    merged: Merged | None = None    # small layers: every phase in one product (:func:`_merge`)
+
+    @classmethod
+    def build(cls, data: TransposeConvData, x_shape: tuple[int, ...], w: Any, bias: Any, x_row0: int, y0: int,
+              rows: int, width: int) -> FloatGather:
+        _, hb, in_w, c_in = x_shape
+        w = np.asarray(w, np.float32)
+        _, kh, kw, _ = w.shape
+        sh, sw = data.stride
+        cy = (np.arange(y0, y0 + rows) + data.pad[0])[:, None]
+        cx = (np.arange(width) + data.pad[1])[None, :]
+        phase_y, phase_x = np.broadcast_arrays(cy % sh, cx % sw)
+        channel = np.arange(c_in)[None, :, None]
+        # a tap that reaches no input pixel reads the zero past the input: with a finite filter its product is a
+        # zero, which leaves every total (never -0.f, as it starts from +0.f) as it is -- nothing to skip
+        finite = bool(np.isfinite(w).all())
+        phases = []
+        for py in range(sh):
+            for px in range(sw):
+                where = np.flatnonzero(((phase_y == py) & (phase_x == px)).reshape(-1))
+                if not where.size:
+                    continue
+                taps = tuple((ky, kx) for ky in reversed(range(py % sh, kh, sh)) for kx in
+                             reversed(range(px % sw, kw, sw)))
+                yy, xx = cy.reshape(-1)[where // width], cx.reshape(-1)[where % width]
+                ky = np.array([t[0] for t in taps], np.int64)[:, None]
+                kx = np.array([t[1] for t in taps], np.int64)[:, None]
+                iy, ix = (yy[None] - ky) // sh, (xx[None] - kx) // sw              # [taps, pixels]
+                valid = (iy >= x_row0) & (iy < min(x_row0 + hb, data.in_h)) & (ix >= 0) & (ix < in_w)
+                base = ((iy - x_row0) * in_w + ix) * c_in
+                index = np.where(valid[:, None], base[:, None] + channel, hb * in_w * c_in)
+                index_t = index.reshape(len(taps) * c_in, where.size).astype(np.intp)
+                skip_t = None if valid.all() or finite else np.ascontiguousarray(
+                    np.repeat(~valid[:, None], c_in, axis=1).reshape(len(taps) * c_in, where.size))
+                wm = np.ascontiguousarray(np.stack([w[:, a, b, :] for a, b in taps], axis=1).reshape(
+                    w.shape[0], -1)) if taps else np.zeros((w.shape[0], 0), np.float32)
+                phases.append(Phase(where, taps, index_t, skip_t, wm, np.ascontiguousarray(wm.T)))
+        phases = tuple(phases)
+        return cls(phases, None if bias is None else np.array(bias, np.float32),
+                   (np.float32(data.act_min), np.float32(data.act_max)), np.zeros(hb * in_w * c_in + 1, np.float32),
+                   np.empty((rows * width, w.shape[0]), np.float32),
+                   _merge(phases, rows * width, w.shape[0], hb * in_w * c_in))
+
+    def run(self, x: np.ndarray, out: np.ndarray) -> None:
+        """``out`` (the band's output rows) from ``x`` (the band's input rows), under an errstate that ignores
+        float errors."""
+        flat = self.flat
+        lo, hi = self.act
+        for b in range(out.shape[0]):
+            flat[:-1] = x[b].reshape(-1)
+            if self.merged is not None:
+                acc = self.merged.dot(flat)
+            else:
+                acc = self.acc
+                for ph in self.phases:
+                    if not ph.taps:         # no tap reaches these pixels: TFLM's zeroed output
+                        acc[ph.pixels] = 0
+                        continue
+                    acc[ph.pixels] = sequential_dot_core(flat[ph.index_t], ph.w, ph.skip_t, ph.w_t, SUM_NAN_FROM)
+            if self.bias is not None:
+                add_bias_x86(acc, self.bias, BIAS_NAN_FROM)
+            o = out[b].reshape(acc.shape)
+            np.maximum(acc, lo, out=o)
+            np.minimum(o, hi, out=o)
+
+
+#: A layer whose phases all fit one product of at most this many elements is computed as one.
+MERGED_ELEMENTS = 1 << 16
+
+
+@dataclass(frozen=True)
+class Merged:
+    """Every phase of a small layer in one product, the filter gathered per pixel (:func:`_merge`): ``[C_out, K,
+    pixels]`` products (pixels innermost, NumPy's long inner loops) reduced over ``K`` in order, with the buffers
+    kept."""
+
+    index_t: np.ndarray         # [K, pixels]
+    skip_t: np.ndarray | None   # [K, pixels]
+    w: np.ndarray               # [C_out, K, pixels]
+    cols_t: np.ndarray          # buffers: the gathered inputs, the products, the totals
+    products: np.ndarray
+    totals: np.ndarray
+
+    def dot(self, flat: np.ndarray) -> np.ndarray:
+        """``[pixels, C_out]`` totals: the products of every tap, skipped ones ``-0.f``, added in order from ``0.f``
+        (NaN outputs again with the hardware's rules), as :func:`._float_dot.sequential_dot_core` adds them."""
+        flat.take(self.index_t, out=self.cols_t)
+        np.multiply(self.w, self.cols_t[None], out=self.products)
+        if self.skip_t is not None:
+            np.copyto(self.products, np.float32(-0.0), where=self.skip_t[None])
+        np.add.reduce(self.products, axis=1, out=self.totals, initial=np.float32(0.0))
+        return _nans_as_x86(self.totals.T, lambda i, j: (self.cols_t[:, i], self.w[j, :, i]), self.skip_t,
+                            SUM_NAN_FROM)
+
+
+def _merge(phases: tuple[Phase, ...], pixels: int, c_out: int, zero: int) -> Merged | None:
+    """The phases of a small layer as one :class:`Merged`: column ``p`` holds pixel ``p``'s taps in its phase's
+    order, then padding up to the longest phase (taps reading the input's zero ``zero`` with a zero filter, skipped
+    too: they add nothing). None for a product above :data:`MERGED_ELEMENTS`."""
+    k = max((ph.index_t.shape[0] for ph in phases), default=0)
+    if not k or k * pixels * c_out > MERGED_ELEMENTS or not REDUCE_ROWS_IN_ORDER:
+        return None
+    index_t = np.full((k, pixels), zero, np.intp)
+    skip_t = np.ones((k, pixels), bool)
+    w = np.zeros((c_out, k, pixels), np.float32)
+    for ph in phases:
+        n = ph.index_t.shape[0]
+        index_t[:n, ph.pixels] = ph.index_t
+        skip_t[:n, ph.pixels] = False if ph.skip_t is None else ph.skip_t
+        w[:, :n, ph.pixels] = ph.w[:, :, None]
+    finite = all(ph.skip_t is None for ph in phases) and bool(np.isfinite(w).all())
+    return Merged(index_t, None if finite else skip_t, w, np.empty((k, pixels), np.float32),
+                  np.empty((c_out, k, pixels), np.float32), np.empty((c_out, pixels), np.float32))
 
 
 KERNEL = TransposeConv()

@@ -175,3 +175,43 @@ def test_a_signalling_nan_bias_comes_out_quieted(op):
     model = single_op(op, [T(x_shape, "FLOAT32"), T(w.shape, "FLOAT32", data=w), T((4,), "FLOAT32", data=bias)],
                       T(y_shape, "FLOAT32"), **options)
     assert_bitwise_matches_tflm(model, [rng.normal(size=x_shape).astype(np.float32)])
+
+
+@settings(max_examples=40, deadline=None)
+@given(h=st.integers(1, 6), w=st.integers(1, 6), c_in=st.integers(1, 4), c_out=st.integers(1, 4),
+       k=st.integers(1, 4), stride=st.integers(1, 3), padding=st.sampled_from(["SAME", "VALID"]),
+       act=st.sampled_from(["NONE", "RELU", "RELU6"]), has_bias=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_float_transpose_conv_with_special_values_matches_the_wheel(h, w, c_in, c_out, k, stride, padding, act,
+                                                                     has_bias, seed):
+    """Float TRANSPOSE_CONV (each output's contributions in the scatter's order, skipped taps adding nothing, then
+    the bias and the clamp) with NaN, inf and -0 in the input, filter and bias."""
+    rng = np.random.default_rng(seed)
+    oh = h * stride if padding == "SAME" else (h - 1) * stride + k
+    ow = w * stride if padding == "SAME" else (w - 1) * stride + k
+    filt = rng.uniform(-2, 2, (c_out, k, k, c_in)).astype(np.float32)
+    if rng.random() < 0.3:
+        filt = with_specials(filt)
+    inputs = [T((4,), "INT32", data=np.array([1, oh, ow, c_out], np.int32)), T(filt.shape, "FLOAT32", data=filt),
+              T((1, h, w, c_in), "FLOAT32")]
+    if has_bias:
+        bias = rng.uniform(-1, 1, c_out).astype(np.float32)
+        inputs.append(T((c_out,), "FLOAT32", data=with_specials(bias) if rng.random() < 0.3 else bias))
+    model = single_op("TRANSPOSE_CONV", inputs, T((1, oh, ow, c_out), "FLOAT32"), padding=padding,
+                      stride_h=stride, stride_w=stride, fused_activation_function=act)
+    x = with_specials((rng.normal(size=(1, h, w, c_in)) * 1e3).astype(np.float32))
+    assert_bitwise_matches_tflm(model, [x])
+
+
+def test_transpose_conv_keeps_the_products_nan_in_its_sums_and_the_totals_against_the_bias():
+    """Where both operands are NaN the wheel's TRANSPOSE_CONV keeps the product's NaN in ``output += x * w`` (unlike
+    CONV_2D) and the total's in ``acc += bias``; both measured here bit for bit."""
+    filt = np.array([np.inf, -np.inf], np.float32).reshape(1, 1, 1, 2)
+    bias = np.array([0], np.float32)
+    bias.view(np.uint32)[:] = 0xFFC00123
+    model = single_op("TRANSPOSE_CONV", [T((4,), "INT32", data=np.array([1, 1, 1, 1], np.int32)),
+                                         T(filt.shape, "FLOAT32", data=filt), T((1, 1, 1, 2), "FLOAT32"),
+                                         T((1,), "FLOAT32", data=bias)], T((1, 1, 1, 1), "FLOAT32"),
+                      padding="VALID", stride_h=1, stride_w=1, fused_activation_function="NONE")
+    x = np.zeros((1, 1, 1, 2), np.float32)
+    x.view(np.uint32)[:] = [0x7FC00456, 0]     # NaN * inf, then 0 * -inf: the default NaN meets the running NaN
+    assert_bitwise_matches_tflm(model, [x])
