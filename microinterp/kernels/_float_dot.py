@@ -224,12 +224,17 @@ def sequential_taps(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray | Non
     """The depthwise form: ``out[n, c] = 0.f + xs_t[0, n, c] * taps[0, c] + xs_t[1, n, c] * taps[1, c] + ...`` in
     float32, left to right (TFLM's ``reference/depthwiseconv_float.h``), each channel with its own filter taps.
     ``xs_t``: ``[K, N, C]``, ``taps``: ``[K, C]``, ``skip_t``: ``[K, N]`` taps left out (see :func:`sequential_dot`)."""
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        return sequential_taps_core(xs_t, taps, skip_t)
+
+
+def sequential_taps_core(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray | None = None) -> np.ndarray:
+    """:func:`sequential_taps` for callers already under an errstate that ignores float errors (the runtime's)."""
     k, n, c = xs_t.shape
 
     def products(k0: int, k1: int, out: np.ndarray) -> None:
         np.multiply(xs_t[k0:k1], taps[k0:k1, None, :], out=out)
 
-    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        if n * c == 0 or k == 0:
-            return np.zeros((n, c), np.float32)
-        return _nans_as_x86(_fold(k, n, c, products, skip_t), lambda i, j: (xs_t[:, i, j], taps[:, j]), skip_t)
+    if n * c == 0 or k == 0:
+        return np.zeros((n, c), np.float32)
+    return _nans_as_x86(_fold(k, n, c, products, skip_t), lambda i, j: (xs_t[:, i, j], taps[:, j]), skip_t)

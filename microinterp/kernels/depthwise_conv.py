@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import Requantizer, activation_range_float
-from ._float_dot import add_bias_x86, sequential_taps
+from ._float_dot import add_bias_x86, sequential_taps, sequential_taps_core
 from .conv import (
     ConvRows,
     check_strides,
@@ -36,7 +36,14 @@ from .conv import (
     populate_quantization,
     requantize,
 )
-from .padding import compute_padding_height_width, outside_image, windows
+from .padding import (
+    compute_padding_height_width,
+    outside_image,
+    tap_extent,
+    window_copy,
+    window_view,
+    windows,
+)
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,7 @@ class DepthwiseData:
     int4_packed: np.ndarray | None = None
     filter_shape: tuple[int, ...] = ()
     requantizer: Requantizer | None = None      # int8: the int32 MBQM with (multipliers, shifts), prepared once
+    constant_operands: bool = False             # the filter and the bias (if any) are constants: bind may keep them
 
 
 def depthwise_rows(data: DepthwiseData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray,
@@ -156,11 +164,73 @@ class DepthwiseConv2D:
         stride_h, stride_w, dil_h, dil_w = eval_strides((stride_h, stride_w, dil_h, dil_w))
         return DepthwiseData(kind, stride_h, stride_w, dil_h, dil_w, pad.height, pad.width, x.shape[1], multiplier,
                              -zp_in, zp_out, act_min, act_max, mult, shift, bias_t is not None, int4_scratch,
-                             int4_packed, tuple(w.shape), Requantizer(mult, shift) if kind == "int8" else None)
+                             int4_packed, tuple(w.shape), Requantizer(mult, shift) if kind == "int8" else None,
+                             w.data is not None and (bias_t is None or bias_t.data is not None))
+
+    def bind(self, ctx, op, data: DepthwiseData):
+        """float32 in memory with a constant filter and bias: :class:`BoundFloatDepthwise` (None otherwise)."""
+        if data.kind != "float32" or not data.constant_operands:
+            return None
+        w, bias = filter_and_bias(ctx, op, data)
+        return BoundFloatDepthwise.build(data, ctx.input(op, 0), w, bias, ctx.output(op, 0))
 
     def invoke(self, ctx, op, data: DepthwiseData) -> None:
         w, bias = filter_and_bias(ctx, op, data)
         depthwise_rows(data, ctx.input(op, 0), w, bias, ctx.output(op, 0), 0)
+
+
+class BoundFloatDepthwise:
+    """A float DEPTHWISE_CONV_2D on fixed arena views: what :func:`depthwise_rows` computes, with what does not depend
+    on the input values done once -- the tap buffer and its window view, the copy of the image into it, the
+    taps-first buffer of every tap's inputs (each input channel repeated for its multiplier), the filter taps, the
+    taps outside the image -- so an invoke is: refresh the image, write the taps, the sequential sums, the bias, the
+    clamp into the output."""
+
+    def __init__(self, dst, src, win, xs_t, taps, bias, skip_t, lo, hi, out):
+        self.dst, self.src, self.win, self.xs_t, self.taps = dst, src, win, xs_t, taps
+        self.bias, self.skip_t, self.lo, self.hi, self.out = bias, skip_t, lo, hi, out
+        self.bias_nan = bias is not None and bool(np.isnan(bias).any())
+        n, oh, ow, kh, kw, c_in = win.shape
+        m = taps.shape[1] // c_in
+        # the taps-first buffer as the window's axes: [ky, kx, n, oy, ox, c_in, m]
+        self.xs_view = xs_t.reshape(kh, kw, n, oh, ow, c_in, m)
+        self.win_t = np.broadcast_to(win.transpose(3, 4, 0, 1, 2, 5)[..., None], self.xs_view.shape)
+
+    @classmethod
+    def build(cls, data: DepthwiseData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
+              out: np.ndarray) -> BoundFloatDepthwise | None:
+        n, oh, ow, c_out = out.shape
+        _, kh, kw, _ = w.shape
+        c_in = x.shape[3]
+        extent = tap_extent(n, oh, ow, kh, kw, c_in, data.stride_h, data.stride_w, data.dilation_h, data.dilation_w)
+        if out.size == 0 or extent is None or min(data.stride_h, data.stride_w, data.dilation_h, data.dilation_w) < 1 \
+                or not out.flags.c_contiguous:
+            return None         # the unusual geometries (windows() gathers their taps): depthwise_rows as it is
+        buf = np.zeros((n, *extent, c_in), np.float32)
+        copy = window_copy(x, buf, 0, data.stride_h, data.pad_h, data.pad_w, data.in_h)
+        win = window_view(buf, oh, ow, kh, kw, data.stride_h, data.stride_w, data.dilation_h, data.dilation_w)
+        taps = np.ascontiguousarray(np.asarray(w[0], np.float32).reshape(kh * kw, c_out))
+        skip_t = None
+        if not np.isfinite(taps).all():    # 0 * inf is NaN: taps outside the image must be left out, as TFLM does
+            mask = outside_image(x, data, 0, oh, ow, kh, kw)
+            skip_t = None if mask is None else np.ascontiguousarray(
+                mask.transpose(3, 4, 0, 1, 2, 5).reshape(kh * kw, n * oh * ow))
+        dst, src = copy if copy is not None else (None, None)
+        return cls(dst, src, win, np.empty((kh * kw, n * oh * ow, c_out), np.float32), taps,
+                   None if bias is None else np.array(bias, np.float32), skip_t, np.float32(data.act_min),
+                   np.float32(data.act_max), out.reshape(n * oh * ow, c_out))
+
+    def __call__(self) -> None:
+        if self.dst is not None:
+            self.dst[...] = self.src
+        np.copyto(self.xs_view, self.win_t)
+        # under the runtime's quiet errstate (runtime.memory.quiet_floats)
+        acc = sequential_taps_core(self.xs_t, self.taps, self.skip_t)
+        if self.bias_nan:
+            add_bias_x86(acc, self.bias, nan_from="bias")
+        elif self.bias is not None:
+            np.add(acc, self.bias, out=acc)
+        np.clip(acc, self.lo, self.hi, out=self.out)
 
 
 def _kind(ctx, op, x, bias_t) -> str:

@@ -15,7 +15,16 @@ import numpy as np
 
 from ..quant import QMIN
 from .binary_common import FLT_LOWEST, clamp_float_
-from .pooling_common import PoolData, PoolTiler, input_rows, padded_band, prepare_pooling, run_bands
+from .pooling_common import (
+    BAND_ELEMENTS,
+    PoolData,
+    PoolTiler,
+    band_geometry,
+    input_rows,
+    padded_band,
+    prepare_pooling,
+    run_bands,
+)
 
 __all__ = ["KERNEL", "MaxPool2D", "input_rows", "pool_rows"]
 
@@ -27,8 +36,45 @@ class MaxPool2D:
     def prepare(self, ctx, op) -> PoolData:
         return prepare_pooling(ctx, op)
 
+    def bind(self, ctx, op, data: PoolData):
+        """float32 on fixed views, when one band covers the output: the padded band kept (its margins written once
+        with the lowest value), the image copied in, the x taps then the y taps folded into kept running maxima (what
+        :func:`pool_rows` computes), the zero signs repaired when a -0.0 came in, the clamp into the output."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        if data.type_name != "FLOAT32" or not out.flags.c_contiguous or not out.size:
+            return None
+        band = padded_band(data, x, 0, 0, data.out_h, FLT_LOWEST, np.float32)
+        if band.size > BAND_ELEMENTS:
+            return None
+        _, inside, source = band_geometry(data, 0, data.out_h)
+        dst, src = band[:, inside[0], inside[1]], x[:, source[0], source[1]]
+        src_bits = src.view(np.int32)
+        sh, sw = data.stride_h, data.stride_w
+        ys, xs = (data.out_h - 1) * sh + 1, (data.out_w - 1) * sw + 1
+        across = np.empty(band[:, :, 0:xs:sw].shape, np.float32)
+        best = np.empty(across[:, 0:ys:sh].shape, np.float32)
+        x_taps = [band[:, :, kx:kx + xs:sw] for kx in range(data.filter_w)]
+        y_taps = [across[:, ky:ky + ys:sh] for ky in range(data.filter_h)]
+        lowest, lo, hi = np.float32(FLT_LOWEST), data.act_min, data.act_max
+
+        def call() -> None:
+            dst[...] = src
+            across.fill(lowest)
+            for tap in x_taps:
+                np.fmax(tap, across, out=across)
+            best.fill(lowest)
+            for tap in y_taps:
+                np.fmax(tap, best, out=best)
+            if (src_bits == _MINUS_ZERO_BITS).any():     # a -0.0 tap: make zero signs exact
+                _fix_zero_signs(best, band, data, ys, xs)
+            out[...] = clamp_float_(best, lo, hi)
+        return call
+
     def invoke(self, ctx, op, data: PoolData) -> None:
         run_bands(data, ctx.input(op, 0), ctx.output(op, 0), pool_rows)
+
+
+_MINUS_ZERO_BITS = np.int32(-(1 << 31))
 
 
 def _running_max(acc: np.ndarray, values: np.ndarray) -> None:
@@ -72,7 +118,7 @@ def pool_rows(data: PoolData, x: np.ndarray, x_row0: int, y0: int, y1: int) -> n
     for ky in range(data.filter_h):
         _running_max(best, across[:, ky:ky + ys:sh])
     if is_float:
-        if (band.view(np.int32) == np.int32(-(1 << 31))).any():  # a -0.0 tap: make zero signs exact
+        if (band.view(np.int32) == _MINUS_ZERO_BITS).any():  # a -0.0 tap: make zero signs exact
             _fix_zero_signs(best, band, data, ys, xs)
         return clamp_float_(best, data.act_min, data.act_max)
     return np.clip(best, data.act_min, data.act_max)

@@ -157,6 +157,22 @@ def test_float_average_pool_with_special_values_matches_the_wheel(h, w, c, k, st
     assert_bitwise_matches_tflm(model, [x])
 
 
+@settings(max_examples=40, deadline=None)
+@given(h=st.integers(1, 7), w=st.integers(1, 7), c=st.integers(1, 4), k=st.integers(1, 3), stride=st.integers(1, 2),
+       padding=st.sampled_from(["SAME", "VALID"]), act=st.sampled_from(["NONE", "RELU", "RELU6"]),
+       seed=st.integers(0, 2**32 - 1))
+def test_float_max_pool_with_special_values_matches_the_wheel(h, w, c, k, stride, padding, act, seed):
+    """The bound float MAX_POOL_2D (kept padded band, running maxima, zero signs, clamp) with NaN, inf and -0."""
+    if padding == "VALID" and (k > h or k > w):
+        return
+    oh, ow = _out_hw(h, w, k, stride, padding)
+    model = single_op("MAX_POOL_2D", [T((1, h, w, c), "FLOAT32")], T((1, oh, ow, c), "FLOAT32"),
+                      padding=padding, stride_h=stride, stride_w=stride, filter_height=k, filter_width=k,
+                      fused_activation_function=act)
+    x = with_specials((np.random.default_rng(seed).normal(size=(1, h, w, c)) * 1e3).astype(np.float32))
+    assert_bitwise_matches_tflm(model, [x])
+
+
 @pytest.mark.parametrize("op", ["FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D"])
 def test_a_signalling_nan_bias_comes_out_quieted(op):
     """x86 quiets a signalling NaN operand (0x7F800001 + x = 0x7FC00001): so does the bias add, as the wheel does."""

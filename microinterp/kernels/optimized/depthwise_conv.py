@@ -135,6 +135,10 @@ class OptimizedDepthwiseConv2D:
                                                       None if bias is None else bias.data))
         return _plan(ctx, op, data)
 
+    def bind(self, ctx, op, data: OptimizedDepthwiseData):
+        """The reference's bound float call where the reference runs (no plan): float32 with constant operands."""
+        return REFERENCE.bind(ctx, op, data) if data.plan is None else None
+
     def invoke(self, ctx, op, data: OptimizedDepthwiseData) -> None:
         plan = data.plan
         if plan is None:
