@@ -47,11 +47,9 @@ from .bands import Tiler
 from .base import is_batch1_nhwc
 from .padding import (
     compute_padding_height_width,
+    fixed_windows,
     input_rows_for,
     outside_image,
-    tap_extent,
-    window_copy,
-    window_view,
     windows,
 )
 
@@ -271,16 +269,12 @@ class BoundFloatConv:
               out: np.ndarray) -> BoundFloatConv | None:
         n, oh, ow, c_out = out.shape
         _, kh, kw, c_in = w.shape
-        extent = tap_extent(n, oh, ow, kh, kw, c_in, data.stride_h, data.stride_w, data.dilation_h, data.dilation_w)
-        if out.size == 0 or extent is None or min(data.stride_h, data.stride_w, data.dilation_h, data.dilation_w) < 1 \
-                or not out.flags.c_contiguous:
+        fixed = fixed_windows(x, data, out.shape, kh, kw) if out.flags.c_contiguous else None
+        if fixed is None:
             return None         # the unusual geometries (windows() gathers their taps): conv_rows as it is
-        buf = np.zeros((n, *extent, c_in), np.float32)
-        copy = window_copy(x, buf, 0, data.stride_h, data.pad_h, data.pad_w, data.in_h)
-        win = window_view(buf, oh, ow, kh, kw, data.stride_h, data.stride_w, data.dilation_h, data.dilation_w)
+        dst, src, win = fixed
         cols_t = np.empty((kh * kw * c_in, n * oh * ow), np.float32)
         skip_t = _outside_taps(data, x, 0, out.shape, w.shape, 0)
-        dst, src = copy if copy is not None else (None, None)
         return cls(data, dst, src, win, cols_t, w.reshape(c_out, -1), bias, skip_t, out.reshape(n * oh * ow, c_out))
 
     def __call__(self) -> None:

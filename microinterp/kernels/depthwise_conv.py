@@ -36,14 +36,7 @@ from .conv import (
     populate_quantization,
     requantize,
 )
-from .padding import (
-    compute_padding_height_width,
-    outside_image,
-    tap_extent,
-    window_copy,
-    window_view,
-    windows,
-)
+from .padding import compute_padding_height_width, fixed_windows, outside_image, windows
 
 
 @dataclass(frozen=True)
@@ -201,21 +194,16 @@ class BoundFloatDepthwise:
               out: np.ndarray) -> BoundFloatDepthwise | None:
         n, oh, ow, c_out = out.shape
         _, kh, kw, _ = w.shape
-        c_in = x.shape[3]
-        extent = tap_extent(n, oh, ow, kh, kw, c_in, data.stride_h, data.stride_w, data.dilation_h, data.dilation_w)
-        if out.size == 0 or extent is None or min(data.stride_h, data.stride_w, data.dilation_h, data.dilation_w) < 1 \
-                or not out.flags.c_contiguous:
+        fixed = fixed_windows(x, data, out.shape, kh, kw) if out.flags.c_contiguous else None
+        if fixed is None:
             return None         # the unusual geometries (windows() gathers their taps): depthwise_rows as it is
-        buf = np.zeros((n, *extent, c_in), np.float32)
-        copy = window_copy(x, buf, 0, data.stride_h, data.pad_h, data.pad_w, data.in_h)
-        win = window_view(buf, oh, ow, kh, kw, data.stride_h, data.stride_w, data.dilation_h, data.dilation_w)
+        dst, src, win = fixed
         taps = np.ascontiguousarray(np.asarray(w[0], np.float32).reshape(kh * kw, c_out))
         skip_t = None
         if not np.isfinite(taps).all():    # 0 * inf is NaN: taps outside the image must be left out, as TFLM does
             mask = outside_image(x, data, 0, oh, ow, kh, kw)
             skip_t = None if mask is None else np.ascontiguousarray(
                 mask.transpose(3, 4, 0, 1, 2, 5).reshape(kh * kw, n * oh * ow))
-        dst, src = copy if copy is not None else (None, None)
         return cls(dst, src, win, np.empty((kh * kw, n * oh * ow, c_out), np.float32), taps,
                    None if bias is None else np.array(bias, np.float32), skip_t, np.float32(data.act_min),
                    np.float32(data.act_max), out.reshape(n * oh * ow, c_out))

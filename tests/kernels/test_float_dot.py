@@ -142,31 +142,16 @@ def test_float_fully_connected_with_special_values_matches_the_wheel(batches, ac
 
 
 @settings(max_examples=40, deadline=None)
-@given(h=st.integers(1, 7), w=st.integers(1, 7), c=st.integers(1, 4), k=st.integers(1, 3), stride=st.integers(1, 2),
-       padding=st.sampled_from(["SAME", "VALID"]), act=st.sampled_from(["NONE", "RELU", "RELU6"]),
-       seed=st.integers(0, 2**32 - 1))
-def test_float_average_pool_with_special_values_matches_the_wheel(h, w, c, k, stride, padding, act, seed):
-    """The bound float AVERAGE_POOL_2D (kept padded band, one add per tap, divide, clamp) with NaN, inf and -0."""
+@given(op=st.sampled_from(["AVERAGE_POOL_2D", "MAX_POOL_2D"]), h=st.integers(1, 7), w=st.integers(1, 7),
+       c=st.integers(1, 4), k=st.integers(1, 3), stride=st.integers(1, 2), padding=st.sampled_from(["SAME", "VALID"]),
+       act=st.sampled_from(["NONE", "RELU", "RELU6"]), seed=st.integers(0, 2**32 - 1))
+def test_float_pools_with_special_values_match_the_wheel(op, h, w, c, k, stride, padding, act, seed):
+    """The bound float AVERAGE_POOL_2D (kept padded band, one add per tap, divide, clamp) and MAX_POOL_2D (kept
+    padded band, running maxima, zero signs, clamp) with NaN, inf and -0."""
     if padding == "VALID" and (k > h or k > w):
         return
     oh, ow = _out_hw(h, w, k, stride, padding)
-    model = single_op("AVERAGE_POOL_2D", [T((1, h, w, c), "FLOAT32")], T((1, oh, ow, c), "FLOAT32"),
-                      padding=padding, stride_h=stride, stride_w=stride, filter_height=k, filter_width=k,
-                      fused_activation_function=act)
-    x = with_specials((np.random.default_rng(seed).normal(size=(1, h, w, c)) * 1e3).astype(np.float32))
-    assert_bitwise_matches_tflm(model, [x])
-
-
-@settings(max_examples=40, deadline=None)
-@given(h=st.integers(1, 7), w=st.integers(1, 7), c=st.integers(1, 4), k=st.integers(1, 3), stride=st.integers(1, 2),
-       padding=st.sampled_from(["SAME", "VALID"]), act=st.sampled_from(["NONE", "RELU", "RELU6"]),
-       seed=st.integers(0, 2**32 - 1))
-def test_float_max_pool_with_special_values_matches_the_wheel(h, w, c, k, stride, padding, act, seed):
-    """The bound float MAX_POOL_2D (kept padded band, running maxima, zero signs, clamp) with NaN, inf and -0."""
-    if padding == "VALID" and (k > h or k > w):
-        return
-    oh, ow = _out_hw(h, w, k, stride, padding)
-    model = single_op("MAX_POOL_2D", [T((1, h, w, c), "FLOAT32")], T((1, oh, ow, c), "FLOAT32"),
+    model = single_op(op, [T((1, h, w, c), "FLOAT32")], T((1, oh, ow, c), "FLOAT32"),
                       padding=padding, stride_h=stride, stride_w=stride, filter_height=k, filter_width=k,
                       fused_activation_function=act)
     x = with_specials((np.random.default_rng(seed).normal(size=(1, h, w, c)) * 1e3).astype(np.float32))
