@@ -34,7 +34,7 @@ import ctypes.util
 
 import numpy as np
 
-__all__ = ["BACKEND", "NAMES", "ceilf", "cosf", "expf", "expm1f", "floorf", "logf", "roundf", "sinf", "sqrtf",
+__all__ = ["BACKEND", "NAMES", "ceilf", "cosf", "expf", "expm1f", "floorf", "into", "logf", "roundf", "sinf", "sqrtf",
            "tanhf"]
 
 _NPY_FLOAT = 11             # NPY_FLOAT type number (stable)
@@ -190,3 +190,16 @@ def floorf(x) -> np.ndarray:
 def ceilf(x) -> np.ndarray:
     """C ``ceilf`` of every element."""
     return _call("ceilf", x)
+
+
+def into(name: str):
+    """``f(x, out)``: the C function ``name`` of every element of the float32 array ``x`` written into the float32
+    array ``out`` (the real ufunc with ``out=`` where :data:`BACKEND` is ``libm-ufunc``, else a copy of the result),
+    for kernels bound to fixed views; the caller ignores float errors (the runtime's errstate)."""
+    fn = _FUNCS[name]
+    if isinstance(fn, np.ufunc):
+        return lambda x, out: fn(x, out=out)
+
+    def copy(x, out):
+        out[...] = fn(np.asarray(x, np.float32))
+    return copy

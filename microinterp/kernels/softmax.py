@@ -17,7 +17,8 @@ TFLM (``micro/kernels/softmax.cc``, ``softmax_common.cc``, ``kernels/internal/re
   ``e = LUT_exp(clamp16(MBQM(x - max, M, s) + 32767))``; ``sum = sum(e)`` (int32); ``h = clz32(sum)``;
   ``r = LUT_recip(clamp16((((sum << (h-1)) + 2^13) >> 14) - 98304))``;
   ``out = clamp((e * r + 2^(30-h)) >> (31 - h), 0, 32767)``.
-* float32: ``e = expf((x - max) * float(beta))``, ``sum`` accumulated left to right in float32, ``out = e / sum``.
+* float32: ``max`` from ``lowest()`` by ``std::max`` (a NaN never wins), ``e = expf((x - max) * float(beta))``,
+  ``sum`` accumulated left to right in float32, ``out = e / sum`` (NaN operands as x86 picks them).
   ``expf`` is the C library's (see :mod:`microinterp.libm`), not NumPy's.
 
 Speed: for int8 input ``d = x - max`` lies in [-255, 0], so Prepare tabulates ``e`` and its Q12 contribution for
@@ -49,6 +50,9 @@ from ..quant import (
     wrap_int32,
 )
 from ._float_dot import REDUCE_ROWS_IN_ORDER
+from .binary_common import FLT_LOWEST
+
+_QUIET_BIT = np.uint32(0x00400000)
 from ._qutil import qparams
 from .bands import ROW_NORMALISED
 
@@ -152,6 +156,38 @@ class Softmax:
             raise ctx.fail(op, f"unsupported type {x.type_name}")
         return SoftmaxData("float", beta, 0, 0, 0, 32, None, None)
 
+    def bind(self, ctx, op, data: SoftmaxData):
+        """float32 on fixed contiguous views: what :func:`_softmax_float` computes into kept buffers -- the row
+        maxima, ``(x - max) * beta``, ``expf`` into place, the sequential row sums, the division into the output
+        (None otherwise)."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        if data.mode != "float" or not x.size or not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return None
+        rows = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
+        dst = out.reshape(rows.shape)
+        top = np.empty((rows.shape[0], 1), np.float32)
+        e = np.empty(rows.shape, np.float32)
+        running = np.empty(rows.shape, np.float32)
+        beta, expf, lowest = np.float32(data.beta), libm.into("expf"), FLT_LOWEST
+        sums_by_row = len(rows) >= 2 and REDUCE_ROWS_IN_ORDER
+        e_t = np.empty(rows.shape[::-1], np.float32)
+        total = np.empty(rows.shape[0], np.float32)
+
+        def call() -> None:       # under the runtime's quiet errstate
+            np.fmax.reduce(rows, axis=1, keepdims=True, initial=lowest, out=top)     # std::max: NaN never wins
+            np.subtract(rows, top, out=e)
+            np.multiply(e, beta, out=e)
+            expf(e, e)
+            if sums_by_row:       # the C loop's sequential float32 sums, all rows at once
+                np.copyto(e_t, e.T)
+                np.add.reduce(e_t, axis=0, out=total)
+            else:
+                np.cumsum(e, axis=1, dtype=np.float32, out=running)
+                total[:] = running[:, -1]
+            np.divide(e, total[:, None], out=dst)
+            nan_rows_as_x86(e, total, dst)
+        return call
+
     def invoke(self, ctx, op, data: SoftmaxData) -> None:
         x = ctx.input(op, 0)
         out = ctx.output(op, 0)
@@ -167,13 +203,28 @@ class Softmax:
 
 def _softmax_float(rows: np.ndarray, beta: float) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
-        v = ((rows - rows.max(axis=1, keepdims=True)) * np.float32(beta)).astype(np.float32)
+        top = np.fmax.reduce(rows, axis=1, keepdims=True, initial=FLT_LOWEST)
+        v = ((rows - top) * np.float32(beta)).astype(np.float32)
         e = libm.expf(v)
         if len(rows) >= 2 and REDUCE_ROWS_IN_ORDER:     # the C loop's sequential float32 sums, all rows at once
-            total = np.add.reduce(np.ascontiguousarray(e.T), axis=0)[:, None]
+            total = np.add.reduce(np.ascontiguousarray(e.T), axis=0)
         else:
-            total = np.cumsum(e, axis=1, dtype=np.float32)[:, -1:]
-        return (e / total).astype(np.float32)
+            total = np.cumsum(e, axis=1, dtype=np.float32)[:, -1]
+        out = (e / total[:, None]).astype(np.float32)
+    nan_rows_as_x86(e, total, out)
+    return out
+
+
+def nan_rows_as_x86(e: np.ndarray, total: np.ndarray, out: np.ndarray) -> None:
+    """Rows whose sum is NaN, as x86 computes them (``sum += e`` keeps the running sum's NaN, so the sum is the first
+    NaN ``e`` quieted; ``e / sum`` keeps the dividend's NaN): every output is NaN, ``e``'s own where it is NaN, else
+    the sum's. NumPy's vector remainders would pick the other operand's (see :mod:`._float_dot`)."""
+    if not np.isnan(np.add.reduce(total)):
+        return
+    for r in np.flatnonzero(np.isnan(total)):
+        bits = e[r].view(np.uint32) | _QUIET_BIT
+        nan = np.isnan(e[r])
+        out[r].view(np.uint32)[...] = np.where(nan, bits, bits[np.argmax(nan)])
 
 
 def _softmax_int8(rows: np.ndarray, data: SoftmaxData) -> np.ndarray:

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from microinterp.testing.single_op import assert_matches_tflm
 
 from .activation_cases import assert_refused, float32_scales, run_case, shapes, unary_model, zero_points
+from .single_op_models import T, assert_bitwise_matches_tflm, single_op, with_specials
 
 OP = "SOFTMAX"
 OUT_Q = {"INT8": (1.0 / 256, -128), "INT16": (1.0 / 65536, -32768)}
@@ -78,3 +79,14 @@ def test_refusals():
     assert_refused(unary_model(OP, s, "UINT8", "UINT8", (0.1, 128), (1.0 / 256, 0)), "unsupported")
     # beta * s_in * 2^26 <= 1: TFLM aborts the process (TFLITE_CHECK); refused here, the wheel is not asked.
     assert_refused(unary_model(OP, s, "INT8", "INT8", (1e-9, 0), (1.0 / 256, -128)), "must exceed 1", wheel=False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(1, 3), depth=st.integers(1, 12), beta=st.sampled_from([1.0, 0.5, 2.0]),
+       scale=st.sampled_from([1.0, 10.0, 100.0]), specials=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_float_with_special_values_matches_the_wheel_bit_for_bit(rows, depth, beta, scale, specials, seed):
+    """Float SOFTMAX (bound call and reference) with NaN, +-inf and -0: the maximum ignores NaN (std::max), inf -
+    inf is the default NaN, the sum keeps its first NaN and the division the dividend's -- bit for bit."""
+    x = (np.random.default_rng(seed).normal(size=(rows, depth)) * scale).astype(np.float32)
+    model = single_op("SOFTMAX", [T((rows, depth), "FLOAT32")], T((rows, depth), "FLOAT32"), beta=beta)
+    assert_bitwise_matches_tflm(model, [with_specials(x) if specials else x])

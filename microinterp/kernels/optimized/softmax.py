@@ -82,7 +82,8 @@ class FastSoftmax:
 
     def bind(self, ctx, op, data: SoftmaxData):
         """The Python-int path as a call on the op's fixed views, for int8 input with at most :data:`BOUND_ROWS`
-        rows and :data:`BOUND_SIZE` values; None (run :meth:`invoke`) otherwise.
+        rows and :data:`BOUND_SIZE` values; float32: the reference's bound call; None (run :meth:`invoke`)
+        otherwise.
 
         Exactness conditions, checked here: the int32 sum of a row lies in ``[S_max, depth * S_max]`` (the maximum
         contributes ``S_max = sum_table[255]``, the largest entry), so it is positive and below 2^31 (no wrap,
@@ -90,6 +91,8 @@ class FastSoftmax:
         [0, 31], so TFLM's check cannot fail.
         """
         x, out = ctx.views[op.inputs[0]], ctx.views[op.outputs[0]]
+        if data.mode == "float":
+            return REFERENCE.bind(ctx, op, data)
         if data.mode != "int8" or not x.size or not (x.flags.c_contiguous and out.flags.c_contiguous):
             return None
         depth = x.shape[-1] if x.ndim else 1
