@@ -108,6 +108,28 @@ class Logistic:
             return LogisticData("float", 0, 0, 0, 0)
         raise ctx.fail(op, f"unsupported type {x.type_name}")
 
+    def bind(self, ctx, op, data: LogisticData):
+        """float32 on fixed views: :func:`logistic_float` into a kept buffer and the output (None otherwise)."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        if data.mode != "float" or not x.size:
+            return None
+        t = np.empty(x.shape, np.float32)
+        expf, one = libm.into("expf"), np.float32(1.0)
+        high, low = np.empty(x.shape, bool), np.empty(x.shape, bool)
+
+        def call() -> None:       # under the runtime's quiet errstate
+            np.negative(x, out=t)
+            expf(t, t)
+            np.add(one, t, out=t)
+            np.divide(one, t, out=out)
+            np.greater(x, _SATURATE_ABOVE, out=high)
+            np.copyto(out, one, where=high)
+            np.less(x, _EXP_BELOW, out=low)
+            if low.any():
+                expf(x, t)
+                np.copyto(out, t, where=low)
+        return call
+
     def invoke(self, ctx, op, data: LogisticData) -> None:
         x = ctx.input(op, 0)
         out = ctx.output(op, 0)
@@ -140,8 +162,11 @@ def logistic_float(x: np.ndarray) -> np.ndarray:
     one = np.float32(1.0)
     with np.errstate(over="ignore", invalid="ignore"):
         mid = (one / (one + libm.expf(-x))).astype(np.float32)
-        return np.where(x > np.float32(16.619047164916992188), one,
-                        np.where(x < np.float32(-9.0), libm.expf(x), mid)).astype(np.float32)
+        return np.where(x > _SATURATE_ABOVE, one, np.where(x < _EXP_BELOW, libm.expf(x), mid)).astype(np.float32)
+
+
+_SATURATE_ABOVE = np.float32(16.619047164916992188)     # above: 1
+_EXP_BELOW = np.float32(-9.0)                           # below: expf(x)
 
 
 KERNEL = Logistic()

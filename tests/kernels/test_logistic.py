@@ -8,6 +8,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from .activation_cases import assert_refused, float32_scales, run_case, shapes, unary_model, zero_points
+from .single_op_models import T, assert_bitwise_matches_tflm, single_op
+from .test_elementwise import float_values
 
 OP = "LOGISTIC"
 
@@ -51,3 +53,10 @@ def test_refusals():
     assert_refused(unary_model(OP, s, "INT16", "INT16", (2.0**-12, 0), (2.0**-15, 2)), "zero points")
     assert_refused(unary_model(OP, s, "INT16", "INT16", (2.0**-12, 0), (2.0**-14, 0)), "2\\^-15")
     assert_refused(unary_model(OP, s, "INT16", "INT16", (2.0**-12, 0), (1.0 / 30000, 0)), "2\\^-15")
+
+
+@given(shape=shapes(1, 4, 6), seed=st.integers(0, 2**32 - 1))
+def test_float_matches_tflm_bitwise(shape, seed):
+    """Float LOGISTIC (the bound call) on random bit patterns, NaN payloads, infinities and denormals included."""
+    x = float_values(np.random.default_rng(seed), shape)
+    assert_bitwise_matches_tflm(single_op(OP, [T(shape, "FLOAT32")], T(shape, "FLOAT32")), [x])
