@@ -84,6 +84,21 @@ class Prelu:
         # int16: tabulate the identity branch only (the entries of negative inputs are never used)
         return replace(data, lut=prelu_quantized(all_codes("INT16"), zp_a, data).astype(np.int16))
 
+    def bind(self, ctx, op, data: PreluData):
+        """float32 on fixed views: ``x * alpha`` into the output, then ``x`` where ``x >= 0`` (None otherwise)."""
+        x, alpha, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
+        if x.dtype != np.float32 or not out.size or not out.flags.c_contiguous:
+            return None
+        view = out.reshape(np.broadcast_shapes(x.shape, alpha.shape))
+        keep = np.empty(x.shape, bool)
+        zero = np.float32(0.0)
+
+        def call() -> None:       # under the runtime's quiet errstate (inf * 0 -> NaN, as in C)
+            np.multiply(x, alpha, out=view)
+            np.greater_equal(x, zero, out=keep)
+            np.copyto(view, x, where=keep)
+        return call
+
     def invoke(self, ctx, op, data: PreluData) -> None:
         x, alpha = ctx.input(op, 0), ctx.input(op, 1)
         out = ctx.output(op, 0)
