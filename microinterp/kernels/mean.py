@@ -18,11 +18,13 @@ Types other than these fail TFLM's Eval; we refuse them at prepare.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import reduce_common as rc
+from ._float_dot import REDUCE_ROWS_IN_ORDER
 from .reduce_common import fold_mean_multiplier
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16")
@@ -48,6 +50,33 @@ class Mean:
         if io.input_type != "FLOAT32" and io.axes is not None:
             folded = fold_mean_multiplier(multiplier, shift, max(rc.reduced_count(io.input_shape, io.axes), 1))
         return MeanData(io, multiplier, shift, folded, in_zp, out_zp)
+
+    def bind(self, ctx, op, data: MeanData):
+        """float32 over constant axes into two or more outputs, on fixed views: the input copied reduced-axes-first
+        into a kept ``[N, outputs]`` buffer, its rows added in order from ``+0.f`` (outputs that end NaN folded again
+        one by one, as x86 picks NaN operands), the division by ``N`` into the output (None otherwise)."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        axes = data.io.axes
+        if data.io.input_type != "FLOAT32" or axes is None or not x.size or not out.flags.c_contiguous \
+                or out.size < 2 or not REDUCE_ROWS_IN_ORDER:
+            return None
+        kept = [d for d in range(x.ndim) if d not in axes]
+        reduced = sorted(axes)
+        n = rc.reduced_count(x.shape, axes)
+        t = np.empty((n, out.size), np.float32)
+        t_view = t.reshape([x.shape[d] for d in reduced] + [x.shape[d] for d in kept])
+        src = x.transpose(reduced + kept)
+        total, flat = np.empty(out.size, np.float32), out.reshape(-1)
+        zero, count = np.float32(0.0), np.float32(n)
+
+        def call() -> None:       # under the runtime's quiet errstate
+            np.copyto(t_view, src)
+            np.add.reduce(t, axis=0, out=total, initial=zero)
+            if math.isnan(np.add.reduce(total)):
+                bad = np.flatnonzero(np.isnan(total))
+                total[bad] = rc.float_sum(np.ascontiguousarray(t[:, bad].T))
+            np.divide(total, count, out=flat)
+        return call
 
     def invoke(self, ctx, op, data: MeanData) -> None:
         axes = rc.runtime_axes(ctx, op, data.io)

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from microinterp import Interpreter
 from microinterp.kernels.mean import fold_mean_multiplier
 from microinterp.testing.tflm import tflm_arena_head
 
 from .shape_op_models import T, assert_refused, check, const, model, quant, reduce_cases
+from .single_op_models import T as SingleT
+from .single_op_models import assert_bitwise_matches_tflm, single_op, with_specials
 
 
 @given(reduce_cases("MEAN", ["INT8", "INT16", "FLOAT32"]))
@@ -85,3 +88,18 @@ def test_int32_sum_wraps_like_tflm():
     x[1] = -32768
     out = check(data, np.random.default_rng(15), overrides={0: x})[0]
     assert out.tolist() == [-14295, 14294]      # not [16384, -16384]: the sums wrapped around 2^32
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=st.lists(st.integers(1, 5), min_size=4, max_size=4), axes=st.sets(st.integers(0, 3), min_size=1,
+       max_size=3), keep=st.booleans(), specials=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_float_with_special_values_matches_the_wheel_bit_for_bit(shape, axes, keep, specials, seed):
+    """Float MEAN (the bound call where it applies) with NaN, +-inf and -0: sums in TFLM's order from +0.f, NaN
+    operands as x86 picks them, then / N -- bit for bit."""
+    shape, axes = tuple(shape), sorted(axes)
+    out = tuple(1 if d in axes else n for d, n in enumerate(shape)) if keep else \
+        tuple(n for d, n in enumerate(shape) if d not in axes)
+    x = (np.random.default_rng(seed).normal(size=shape) * 100).astype(np.float32)
+    m = single_op("MEAN", [SingleT(shape, "FLOAT32"), SingleT((len(axes),), "INT32", data=np.array(axes, np.int32))],
+                  SingleT(out, "FLOAT32"), keep_dims=keep)
+    assert_bitwise_matches_tflm(m, [with_specials(x) if specials else x])

@@ -56,6 +56,10 @@ class FastMean:
                             QMIN[io.input_type], QMAX[io.input_type], max_shifted > INT32_MAX,
                             max_scaled + abs(ref.output_zp) >= INT32_MAX)
 
+    def bind(self, ctx, op, data: FastMeanData):
+        """The reference's bound float call (float32 runs the reference)."""
+        return REFERENCE.bind(ctx, op, data.ref) if data.axes is None else None
+
     def invoke(self, ctx, op, data: FastMeanData) -> None:
         if data.axes is None:
             REFERENCE.invoke(ctx, op, data.ref)
