@@ -113,6 +113,25 @@ class MicroGraph:
             call()
 
 
+def copier(sources: list[np.ndarray], targets: list[np.ndarray]) -> Callable[[], None]:
+    """:func:`copy_tensors` of fixed views as a call without arguments: the byte views taken once (for ops bound to
+    the arena, such as a WHILE's loop variables). Pairs that are one array, or empty, copy nothing."""
+    pairs = []
+    for src, dst in zip(sources, targets):
+        if src is dst or not dst.size:
+            continue
+        d = dst.reshape(-1).view(np.uint8)
+        s = src.reshape(-1).view(np.uint8) if src.flags.c_contiguous else None
+        if s is None or not np.shares_memory(d, dst):       # a view that would not write through: copy each time
+            return lambda: copy_tensors(sources, targets)
+        pairs.append((d, s))
+
+    def copy() -> None:
+        for d, s in pairs:
+            d[...] = s
+    return copy
+
+
 def copy_tensors(sources: list[np.ndarray], targets: list[np.ndarray]) -> None:
     """TFLM's ``Copy*To*`` helpers: a memcpy per pair (sizes were checked at prepare)."""
     for src, dst in zip(sources, targets):

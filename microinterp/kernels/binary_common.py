@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -124,6 +125,24 @@ def bind_float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.n
         ufunc(x1, x2, out=y)
         clamp_float_(y, lo, hi)
     return clamped
+
+
+def bind_int32_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.ndarray, shape: tuple[int, ...],
+                      lo: int, hi: int) -> Callable[[], None] | None:
+    """:func:`int32_binary` as a call without arguments on fixed views (NumPy's int32 array arithmetic wraps as C's
+    does), or None when the output is not a contiguous view of the broadcast shape; without an activation there is
+    no clamp."""
+    y = out.reshape(shape)
+    if not np.shares_memory(y, out) or not out.flags.c_contiguous:
+        return None
+    if lo <= INT32_MIN and hi >= INT32_MAX:
+        return functools.partial(ufunc, x1, x2, out=y)
+    clip = np_umath.clip
+
+    def call() -> None:
+        ufunc(x1, x2, out=y)
+        clip(y, lo, hi, out=y)
+    return call
 
 
 def int32_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.ndarray, lo: int, hi: int) -> None:

@@ -21,6 +21,7 @@ formula) and compares the int32 results.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -79,6 +80,16 @@ class Comparison:
                                        f"QuantizeMultiplierSmallerThanOneExp), {t.name!r} has {s}")
             tables = (rescaled_codes(s1, z1, "INT8"), rescaled_codes(s2, z2, "INT8"))
         return ComparisonData(broadcast, tables)
+
+    def bind(self, ctx, op, data: ComparisonData):
+        """Without tables (every type but int8): the comparison into the output view (None otherwise)."""
+        a, b, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
+        if data.tables is not None or not out.flags.c_contiguous:
+            return None
+        if not data.broadcast:
+            a, b = a.reshape(out.shape), b.reshape(out.shape)
+        y = out.reshape(np.broadcast_shapes(a.shape, b.shape))
+        return functools.partial(self.fn, a, b, out=y)
 
     def invoke(self, ctx, op, data: ComparisonData) -> None:
         a, b, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)

@@ -26,6 +26,7 @@ from .bands import ROW_LOCAL
 from .binary_common import (
     apply_int8_table,
     bind_float_binary,
+    bind_int32_binary,
     check_broadcast,
     check_quantized,
     float_activation_range,
@@ -91,11 +92,13 @@ class Mul:
         return data
 
     def bind(self, ctx, op, data: MulData):
-        """float32: one call on the fixed views (:func:`.binary_common.bind_float_binary`); None otherwise."""
-        if data.type_name != "FLOAT32":
+        """float32 and int32: one call on the fixed views (:func:`.binary_common.bind_float_binary`,
+        :func:`.binary_common.bind_int32_binary`); None otherwise."""
+        binder = {"FLOAT32": bind_float_binary, "INT32": bind_int32_binary}.get(data.type_name)
+        if binder is None:
             return None
-        return bind_float_binary(np.multiply, ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0), data.out_shape,
-                                 data.act_min, data.act_max)
+        return binder(np.multiply, ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0), data.out_shape,
+                      data.act_min, data.act_max)
 
     def invoke(self, ctx, op, data: MulData) -> None:
         x1, x2, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)

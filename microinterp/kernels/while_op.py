@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..graph import copier
 from ._subgraph_io import check_copy, copy_tensors, graph_of, subgraph_tensors
 
 
@@ -43,6 +44,31 @@ class While:
         check_copy(ctx, op, ins, subgraph_tensors(ctx, body_i, "inputs"), "body input")
         check_copy(ctx, op, subgraph_tensors(ctx, body_i, "outputs"), outs, "body output")
         return WhileData(cond_i, body_i, graph)
+
+    def bind(self, ctx, op, data: WhileData):
+        """:meth:`invoke` on fixed views: the copies' byte views taken once (the subgraphs' calls are read at each
+        invoke: they are bound after this op)."""
+        g = data.graph
+        ins = [ctx.views[t] for t in op.inputs]
+        outs = [ctx.views[t] for t in op.outputs]
+        cond_in, body_in = g.subgraph_inputs(data.cond_index), g.subgraph_inputs(data.body_index)
+        flag = g.subgraph_outputs(data.cond_index)[0].reshape(-1)
+        start = copier(ins + ins, cond_in + outs)
+        to_body = copier(outs, body_in)
+        from_body = copier(g.subgraph_outputs(data.body_index), outs)
+        to_cond = copier(outs, cond_in)
+        cond_i, body_i, run = data.cond_index, data.body_index, g.invoke_subgraph
+
+        def call() -> None:
+            start()
+            run(cond_i)
+            while flag[0]:
+                to_body()
+                run(body_i)
+                from_body()
+                to_cond()
+                run(cond_i)
+        return call
 
     def invoke(self, ctx, op, data: WhileData) -> None:
         g = data.graph

@@ -227,11 +227,12 @@ class InMemoryRuntime:
     def _bind_all(self, all_views: list, scratch_views: list, op_data: list[list[Any]]) -> None:
         graph = self.graph
         self.all_steps = []
+        for sg, views in zip(self.model.subgraphs, all_views):      # every view first: control flow binds to others'
+            graph.views[sg.index] = views
         for sg, views, kernels, data in zip(self.model.subgraphs, all_views, self.prep.kernels, op_data):
             ctx = InvokeContext(views, scratch_views)
             steps = list(zip(kernels, sg.operators, data))
             self.all_steps.append((ctx, steps))
-            graph.views[sg.index] = views
             graph.calls[sg.index] = [bind(ctx, *step) for step in steps]
         if self.phased is not None:     # a segment runs at its last op's turn; its other ops do nothing then
             from ..bands.phases import SegmentRun
