@@ -107,6 +107,68 @@ def sequential_dot_core(cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | 
     return _nans_as_x86(_fold(k, n, c, products, skip_t), inputs_of, skip_t, nan_from)
 
 
+class BoundDot:
+    """:func:`sequential_dot_core` of fixed operands, as a call without arguments for kernels bound to the arena:
+    ``cols_t`` (``[K, N]``, refreshed by the caller before each call), ``w`` (``[C, K]``), ``skip_t`` and ``nan_from``
+    as there. Where one block of products holds every tap the layout is chosen once and the block and the totals
+    are kept buffers -- one multiply, one reduction from ``0.f`` and the NaN check per call, the same operations in
+    the same order as :func:`_pixels_inner` / :func:`_fold` (``[C, K, N]`` when the pixels are many, ``[K, N, C]``
+    otherwise); anything else calls :func:`sequential_dot_core` (:meth:`taps`: :func:`sequential_taps_core`).
+    Returns the ``[N, C]`` totals (a kept buffer or a view of one: use it before the next call)."""
+
+    def __init__(self, cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | None = None,
+                 w_t: np.ndarray | None = None, nan_from: str = "total"):
+        k, n = cols_t.shape
+        c = w.shape[0]
+        self.fallback = lambda: sequential_dot_core(cols_t, w, skip_t, w_t, nan_from)
+        self.inputs_of = lambda i, j: (cols_t[:, i], w[j])
+        self.skip_t, self.nan_from = skip_t, nan_from
+        self.block = None
+        if not _one_block(k, n, c):
+            return
+        if n >= 4 * c:
+            self._keep(w[:, :, None], cols_t[None], (c, k, n), 1, None if skip_t is None else skip_t[None])
+            self.result = self.totals.T
+        else:
+            self._keep(cols_t[:, :, None], np.ascontiguousarray(w.T)[:, None, :], (k, n, c), 0,
+                       None if skip_t is None else skip_t[:, :, None])
+
+    @classmethod
+    def taps(cls, xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray | None = None) -> BoundDot:
+        """:func:`sequential_taps_core` of fixed operands (``xs_t`` ``[K, N, C]`` refreshed by the caller, ``taps``
+        ``[K, C]``): every channel with its own filter taps."""
+        self = cls.__new__(cls)
+        k, n, c = xs_t.shape
+        self.fallback = lambda: sequential_taps_core(xs_t, taps, skip_t)
+        self.inputs_of = lambda i, j: (xs_t[:, i, j], taps[:, j])
+        self.skip_t, self.nan_from, self.block = skip_t, "total", None
+        if _one_block(k, n, c):
+            self._keep(xs_t, taps[:, None, :], (k, n, c), 0, None if skip_t is None else skip_t[:, :, None])
+        return self
+
+    def _keep(self, a: np.ndarray, b: np.ndarray, shape: tuple[int, int, int], axis: int,
+              skip: np.ndarray | None) -> None:
+        self.a, self.b, self.axis, self.skip = a, b, axis, skip
+        self.block = np.empty(shape, np.float32)
+        self.totals = np.empty(shape[:axis] + shape[axis + 1:], np.float32)
+        self.result = self.totals
+
+    def __call__(self) -> np.ndarray:
+        """Under an errstate that ignores float errors (the runtime's)."""
+        if self.block is None:
+            return self.fallback()
+        np.multiply(self.a, self.b, out=self.block)
+        if self.skip is not None:
+            np.copyto(self.block, _MINUS_ZERO, where=self.skip)
+        np.add.reduce(self.block, axis=self.axis, out=self.totals, initial=_ZERO)
+        return _nans_as_x86(self.result, self.inputs_of, self.skip_t, self.nan_from)
+
+
+def _one_block(k: int, n: int, c: int) -> bool:
+    """Whether one block of products holds every tap and the rows reduce in order (:func:`_fold`'s one-block case)."""
+    return REDUCE_ROWS_IN_ORDER and k > 0 and 2 <= n * c <= WIDE and k * n * c <= BLOCK_ELEMENTS
+
+
 def _fold(k: int, n: int, c: int, products, skip_t: np.ndarray | None) -> np.ndarray:
     """``0.f + p[0] + p[1] + ... + p[k-1]`` in float32, left to right, for ``[N, C]`` outputs; ``products(k0, k1,
     out)`` writes the products of taps ``[k0, k1)`` into ``out`` (``[k1 - k0, N, C]``); skipped taps' products

@@ -41,7 +41,7 @@ from numpy._core import umath as np_umath
 
 from ..quant import Requantizer, activation_range, activation_range_float, mbqm_int64, quantize_multiplier
 from ._blas import matmul
-from ._float_dot import add_bias_x86, sequential_dot_core, sequential_dot_t
+from ._float_dot import BoundDot, add_bias_x86, sequential_dot_t
 from ._qutil import unpack_int4
 from .bands import Tiler
 from .base import is_batch1_nhwc
@@ -258,9 +258,11 @@ class BoundFloatConv:
 
     def __init__(self, data: ConvData, dst: np.ndarray, src: np.ndarray | None, win: np.ndarray, cols_t: np.ndarray,
                  w: np.ndarray, bias: np.ndarray | None, skip_t: np.ndarray | None, out: np.ndarray):
-        self.data, self.dst, self.src, self.win, self.cols_t = data, dst, src, win, cols_t
+        self.data, self.dst, self.src, self.cols_t = data, dst, src, cols_t
         self.cols_view = cols_t.reshape(*win.shape[3:], *win.shape[:3])
-        self.w, self.bias, self.skip_t, self.out = w, bias, skip_t, out
+        self.win_t = win.transpose(3, 4, 5, 0, 1, 2)
+        self.dot = BoundDot(cols_t, w, skip_t, data.float_filter_t)
+        self.bias, self.out = bias, out
         self.bias_nan = bias is not None and bool(np.isnan(bias).any())      # a constant bias: known once
         self.lo, self.hi = np.float32(data.act_min), np.float32(data.act_max)
 
@@ -280,9 +282,8 @@ class BoundFloatConv:
     def __call__(self) -> None:
         if self.dst is not None:
             self.dst[...] = self.src
-        np.copyto(self.cols_view, self.win.transpose(3, 4, 5, 0, 1, 2))
-        # under the runtime's quiet errstate (runtime.memory.quiet_floats)
-        acc = sequential_dot_core(self.cols_t, self.w, self.skip_t, self.data.float_filter_t)
+        np.copyto(self.cols_view, self.win_t)
+        acc = self.dot()        # under the runtime's quiet errstate (runtime.memory.quiet_floats)
         if self.bias_nan:
             add_bias_x86(acc, self.bias)
         elif self.bias is not None:

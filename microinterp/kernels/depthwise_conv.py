@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import Requantizer, activation_range_float
-from ._float_dot import add_bias_x86, sequential_taps, sequential_taps_core
+from ._float_dot import BoundDot, add_bias_x86, sequential_taps
 from .conv import (
     ConvRows,
     check_strides,
@@ -187,6 +187,7 @@ class BoundFloatDepthwise:
         m = taps.shape[1] // c_in
         # the taps-first buffer as the window's axes: [ky, kx, n, oy, ox, c_in, m]
         self.xs_view = xs_t.reshape(kh, kw, n, oh, ow, c_in, m)
+        self.dot = BoundDot.taps(xs_t, taps, skip_t)
         self.win_t = np.broadcast_to(win.transpose(3, 4, 0, 1, 2, 5)[..., None], self.xs_view.shape)
 
     @classmethod
@@ -213,7 +214,7 @@ class BoundFloatDepthwise:
             self.dst[...] = self.src
         np.copyto(self.xs_view, self.win_t)
         # under the runtime's quiet errstate (runtime.memory.quiet_floats)
-        acc = sequential_taps_core(self.xs_t, self.taps, self.skip_t)
+        acc = self.dot()
         if self.bias_nan:
             add_bias_x86(acc, self.bias, nan_from="bias")
         elif self.bias is not None:

@@ -54,6 +54,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from numpy._core import umath as np_umath
 
 from ..quant import (
     INT32_MAX,
@@ -67,7 +68,7 @@ from ..quant import (
     wrap_int32,
 )
 from ._blas import matmul
-from ._float_dot import add_bias_x86, sequential_dot_core
+from ._float_dot import BoundDot, add_bias_x86
 from ._qutil import unpack_int4
 from ._step_requant import StepRequantizer, requantization_steps
 from ._weight_stats import ChannelStats, fill_transposed
@@ -374,15 +375,19 @@ def _bind_float(x: np.ndarray, out: np.ndarray, data: FullyConnectedData):
     target = out.reshape(data.batches, data.depth)
     bias, lo, hi = data.bias, np.float32(data.act_min), np.float32(data.act_max)
     bias_nan = bias is not None and bool(np.isnan(bias).any())
+    cols_t = np.empty((data.accum, data.batches), np.float32)
+    dot = BoundDot(cols_t, w, None, data.weights)
+    clip = np_umath.clip
 
     def call() -> None:
-        acc = sequential_dot_core(np.ascontiguousarray(rows.T), w, None, data.weights)
+        np.copyto(cols_t, rows.T)
+        acc = dot()
         if bias_nan:
             add_bias_x86(acc, bias, nan_from="bias")
         elif bias is not None:
             np.add(acc, bias, out=acc)
-        clamp_float_(acc, lo, hi)
-        target[...] = acc
+        # a total from +0.f is never -0.f (nor is it plus a bias), so NumPy's clip is std::min(std::max()) here
+        clip(acc, lo, hi, out=target)
     return call
 
 
