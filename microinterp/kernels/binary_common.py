@@ -90,15 +90,42 @@ def apply_int8_table(table: np.ndarray, x1: np.ndarray, x2: np.ndarray, out: np.
         out[...] = table[idx].reshape(out.shape)
 
 
+def nan_operand(ufunc: np.ufunc, shape1: tuple[int, ...], shape2: tuple[int, ...]) -> int | None:
+    """Where both operands of a float ADD or MUL are NaN, the one (0 or 1) whose NaN TFLM keeps: its compiled loops
+    put the operands in different orders (measured against the wheel on 164 shape pairs). Same shapes (the
+    elementwise loop): ADD the first, MUL the second. Broadcast: the first when the second operand is constant along
+    the output's innermost axis and that axis is longer than 1, else the second. None for SUB and DIV, whose NumPy
+    loops keep the first NaN as x86 does."""
+    if ufunc is not np.add and ufunc is not np.multiply:
+        return None
+    if tuple(shape1) == tuple(shape2):
+        return 0 if ufunc is np.add else 1
+    inner1, inner2 = (shape1[-1] if shape1 else 1), (shape2[-1] if shape2 else 1)
+    return 0 if inner2 == 1 and max(inner1, inner2) > 1 else 1
+
+
+def both_nan_as_x86(k: int | None, x1: np.ndarray, x2: np.ndarray, y: np.ndarray) -> None:
+    """Where ``x1`` and ``x2`` (broadcast to ``y``) are both NaN, ``y`` gets operand ``k``'s NaN quieted
+    (:func:`nan_operand`; NumPy's choice differs, in its vector remainders at least); only when ``y`` holds a NaN."""
+    if k is None or not math.isnan(np.add.reduce(y, axis=None)):
+        return
+    a, b = np.broadcast_arrays(x1, x2)
+    both = np.isnan(a) & np.isnan(b)
+    if both.any():
+        y.view(np.uint32)[both] = (a, b)[k].view(np.uint32)[both] | np.uint32(0x00400000)
+
+
 def float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.ndarray, shape: tuple[int, ...],
                  lo: np.float32, hi: np.float32) -> None:
-    """``out = clamp(ufunc(x1, x2))`` in float32 (overflow to inf is expected and then clamped to FLT_MAX).
-    ``shape`` is the prepared broadcast shape; a band of rows (out of core) computes in its own."""
+    """``out = clamp(ufunc(x1, x2))`` in float32 (overflow to inf is expected and then clamped to FLT_MAX; two NaN
+    operands as :func:`both_nan_as_x86`). ``shape`` is the prepared broadcast shape; a band of rows (out of core)
+    computes in its own."""
     if out.size != math.prod(shape):
         shape = np.broadcast_shapes(x1.shape, x2.shape)
     y = out.reshape(shape)
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         ufunc(x1, x2, out=y)
+        both_nan_as_x86(nan_operand(ufunc, x1.shape, x2.shape), x1, x2, y)
     clamp_float_(y, lo, hi)
     if not np.shares_memory(y, out):  # non-contiguous output view: reshape copied
         out[...] = y.reshape(out.shape)
@@ -113,16 +140,20 @@ def bind_float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.n
     y = out.reshape(shape)
     if not np.shares_memory(y, out) or not out.flags.c_contiguous:
         return None
+    k = nan_operand(ufunc, x1.shape, x2.shape)
+    fix = (lambda: both_nan_as_x86(k, x1, x2, y)) if k is not None else (lambda: None)
     if lo != 0 and hi != 0:
         clip = np_umath.clip
 
         def call() -> None:         # under the runtime's errstate (it ignores float errors once per invoke)
             ufunc(x1, x2, out=y)
+            fix()
             clip(y, lo, hi, out=y)
         return call
 
     def clamped() -> None:
         ufunc(x1, x2, out=y)
+        fix()
         clamp_float_(y, lo, hi)
     return clamped
 

@@ -27,3 +27,22 @@ def test_bound_float_binary_matches_the_wheel(op, act, n, broadcast, seed):
     it = mi.Interpreter(model)
     assert all(type(call).__name__ == "function" for call, _ in it.runtime.calls)     # the bound call runs
     assert_bitwise_matches_tflm(model, [x1, x2])
+
+
+@settings(max_examples=40, deadline=None)
+@given(op=st.sampled_from(["ADD", "SUB", "MUL"]), rows=st.integers(1, 5), cols=st.integers(1, 35),
+       broadcast=st.sampled_from(["none", "row", "col"]), seed=st.integers(0, 2**32 - 1))
+def test_two_nans_keep_the_wheels_operand(op, rows, cols, broadcast, seed):
+    """Where both operands are NaN (of different payloads and signs) TFLM's ADD and SUB keep the first one's NaN and
+    its MUL the second one's; NumPy's vector remainders would differ -- bit for bit, broadcasting too."""
+    rng = np.random.default_rng(seed)
+    b_shape = {"none": (rows, cols), "row": (1, cols), "col": (rows, 1)}[broadcast]
+
+    def nans(shape, sign):
+        return ((0x7FC00000 | rng.integers(1, 1 << 20, shape) | sign << 31).astype(np.uint32)).view(np.float32)
+
+    a, b = nans((rows, cols), 0), nans(b_shape, 1)
+    a.reshape(-1)[::3] = 1.5                    # some single NaNs and plain values too
+    model = single_op(op, [T((rows, cols), "FLOAT32"), T(b_shape, "FLOAT32")], T((rows, cols), "FLOAT32"),
+                      fused_activation_function="NONE")
+    assert_bitwise_matches_tflm(model, [a, b])
