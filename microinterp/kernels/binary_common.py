@@ -137,6 +137,8 @@ def bind_float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.n
     output is not a contiguous view of the broadcast shape. Without an activation (``lo, hi = -+FLT_MAX``) the clamp is
     NumPy's clip ufunc in place, exact there: it only maps +-inf to +-FLT_MAX and keeps every NaN's bits; with a zero
     bound (RELU, RELU6) it stays :func:`clamp_float_`, which keeps ``-0.f`` as ``std::max`` does."""
+    if not out.size:
+        return _nothing             # an empty output: nothing to compute
     y = out.reshape(shape)
     if not np.shares_memory(y, out) or not out.flags.c_contiguous:
         return None
@@ -158,11 +160,17 @@ def bind_float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.n
     return clamped
 
 
+def _nothing() -> None:
+    """The bound call of an op with an empty output."""
+
+
 def bind_int32_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.ndarray, shape: tuple[int, ...],
                       lo: int, hi: int) -> Callable[[], None] | None:
     """:func:`int32_binary` as a call without arguments on fixed views (NumPy's int32 array arithmetic wraps as C's
     does), or None when the output is not a contiguous view of the broadcast shape; without an activation there is
     no clamp."""
+    if not out.size:
+        return _nothing
     y = out.reshape(shape)
     if not np.shares_memory(y, out) or not out.flags.c_contiguous:
         return None
