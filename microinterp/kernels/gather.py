@@ -12,6 +12,7 @@ here). No requantization.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,6 +99,36 @@ class Gather:
                 positions = flat
         return GatherData((batch, _prod(x.shape[batch_dims:axis]), x.shape[axis], _prod(x.shape[axis + 1:])),
                           (batch, _prod(pos.shape[batch_dims:])), axis, positions)
+
+    def bind(self, ctx, op, data: GatherData):
+        """On contiguous views: constant positions (checked in range at prepare) as every output element's position
+        in the flattened input, computed once, one ``take`` per invoke; positions given at invoke without batch
+        dims: :meth:`_bind_runtime` (None otherwise)."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        if not (x.flags.c_contiguous and out.flags.c_contiguous) or not out.size:
+            return None
+        batch, outer, axis_size, inner = data.in_view
+        if data.positions is None:
+            return self._bind_runtime(op, data, x, ctx.input(op, 1), out) if batch == 1 else None
+        pos = data.positions.reshape(data.pos_view)
+        index = (((np.arange(batch)[:, None, None, None] * outer + np.arange(outer)[None, :, None, None]) * axis_size
+                  + pos[:, None, :, None]) * inner + np.arange(inner)[None, None, None, :]).reshape(-1)
+        return functools.partial(np.take, x.reshape(-1), index, out=out.reshape(-1))
+
+    @staticmethod
+    def _bind_runtime(op, data: GatherData, x: np.ndarray, positions: np.ndarray, out: np.ndarray):
+        """Positions known only at invoke (no batch dims): checked in range as :meth:`invoke` does, then one
+        ``take`` along the axis into the output view."""
+        _, outer, axis_size, inner = data.in_view
+        src, pos = x.reshape(outer, axis_size, inner), positions.reshape(-1)
+        dst = out.reshape(outer, pos.size, inner)
+
+        def call() -> None:
+            if pos.size and (pos.min() < 0 or pos.max() >= axis_size):
+                raise InputError(f"op {op.index} (GATHER): a position is outside [0, {axis_size}) "
+                                 "(TFLM fails the invoke)")
+            np.take(src, pos, axis=1, out=dst)
+        return call
 
     def invoke(self, ctx, op, data: GatherData) -> None:
         batch, outer, axis_size, _ = data.in_view

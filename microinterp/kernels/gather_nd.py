@@ -10,7 +10,8 @@ is out of range in its own dimension but lands inside the buffer is accepted and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -24,6 +25,7 @@ class GatherNdData:
     nd: int
     strides: tuple[int, ...]
     slice_size: int
+    starts: np.ndarray | None = None    # constant indices inside the params: every slice's first element
 
 
 class GatherNd:
@@ -46,16 +48,35 @@ class GatherNd:
         for k in range(nd):
             remain = remain // params.shape[k] if params.shape[k] else 0
             strides.append(remain)
-        return GatherNdData(nd, tuple(strides), int(np.prod(params.shape[nd:], dtype=np.int64)))
+        data = GatherNdData(nd, tuple(strides), int(np.prod(params.shape[nd:], dtype=np.int64)))
+        if indices.data is not None:
+            start = _starts(np.asarray(indices.data), data)
+            if not ((start < 0) | (start + data.slice_size > params.num_elements)).any():
+                data = replace(data, starts=start)
+        return data
+
+    def bind(self, ctx, op, data: GatherNdData):
+        """Constant indices (checked inside the params at prepare) on contiguous views: every output element's
+        position in the flattened params computed once, one ``take`` per invoke (None otherwise)."""
+        params, out = ctx.input(op, 0), ctx.output(op, 0)
+        if data.starts is None or not (params.flags.c_contiguous and out.flags.c_contiguous) or not out.size:
+            return None
+        index = (data.starts[:, None] + np.arange(data.slice_size)).reshape(-1)
+        return functools.partial(np.take, params.reshape(-1), index, out=out.reshape(-1))
 
     def invoke(self, ctx, op, data: GatherNdData) -> None:
         params, indices, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
-        idx = indices.reshape(-1, data.nd).astype(np.int64)
-        start = idx @ np.array(data.strides, dtype=np.int64) if data.nd else np.zeros(len(idx), np.int64)
+        start = _starts(indices, data)
         if ((start < 0) | (start + data.slice_size > params.size)).any():
             raise InvokeError(op.index, op.key, "gather_nd index out of bounds")
         flat = params.reshape(-1)
         out[...] = flat[start[:, None] + np.arange(data.slice_size)].reshape(out.shape)
+
+
+def _starts(indices: np.ndarray, data: GatherNdData) -> np.ndarray:
+    """Every index tuple's first element in the flattened params."""
+    idx = indices.reshape(-1, data.nd).astype(np.int64)
+    return idx @ np.array(data.strides, dtype=np.int64) if data.nd else np.zeros(len(idx), np.int64)
 
 
 KERNEL = GatherNd()

@@ -41,12 +41,13 @@ def test_gather_matches_tflm(case):
     check(data, np.random.default_rng(seed), overrides=overrides)
 
 
-def test_position_out_of_range_fails_invoke():
+@pytest.mark.parametrize("positions", [[1, 4], [-1, 0]])
+def test_position_out_of_range_fails_invoke(positions):
     q = quant("INT8")
     data = model("GATHER", [T((4, 3), "INT8", **q), T((2,), "INT32")], T((2, 3), "INT8", **q), axis=0)
     interp = Interpreter(data)
     interp.set_input(np.zeros((4, 3), np.int8), 0)
-    interp.set_input(np.array([1, 4], np.int32), 1)
+    interp.set_input(np.array(positions, np.int32), 1)
     with pytest.raises(InputError, match="outside"):
         interp.invoke()
 
