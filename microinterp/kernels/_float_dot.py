@@ -130,7 +130,8 @@ class BoundDot:
             self._keep(w[:, :, None], cols_t[None], (c, k, n), 1, None if skip_t is None else skip_t[None])
             self.result = self.totals.T
         else:
-            self._keep(cols_t[:, :, None], np.ascontiguousarray(w.T)[:, None, :], (k, n, c), 0,
+            # the filter transposed: the caller's copy of a constant one, else a view (a filter given at invoke)
+            self._keep(cols_t[:, :, None], (w.T if w_t is None else w_t)[:, None, :], (k, n, c), 0,
                        None if skip_t is None else skip_t[:, :, None])
 
     @classmethod

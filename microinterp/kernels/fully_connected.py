@@ -350,7 +350,7 @@ class FullyConnected:
         if data.scratch is not None or not (x.flags.c_contiguous and out.flags.c_contiguous) or not out.size:
             return None
         if data.type_name == "FLOAT32":
-            return _bind_float(x, out, data)
+            return _bind_float(x, out, data, ctx.views[op.inputs[1]])
         if data.table is not None:
             return bind_table(x, out, data)
         if data.gemm is not None:
@@ -365,13 +365,17 @@ class FullyConnected:
         return sequential_dot_float32(x, weights, data.bias, data.act_min, data.act_max)
 
 
-def _bind_float(x: np.ndarray, out: np.ndarray, data: FullyConnectedData):
-    """float32 with constant weights: TFLM's sequential sums (:func:`._float_dot.sequential_dot_core`, under the
-    runtime's quiet errstate) on the fixed views, the bias, the activation clamp into the output."""
-    if data.weights is None:
-        return None
+def _bind_float(x: np.ndarray, out: np.ndarray, data: FullyConnectedData, filt: np.ndarray):
+    """float32: TFLM's sequential sums (:class:`._float_dot.BoundDot`, under the runtime's quiet errstate) on the
+    fixed views -- the prepared weights, or the filter's own view when it is given at invoke --, the bias, the
+    activation clamp into the output."""
     rows = x.reshape(-1)[:data.batches * data.accum].reshape(data.batches, data.accum)
-    w = data.weights.T                          # [depth, accum] view of the prepared [accum, depth] weights
+    if data.weights is not None:
+        w = data.weights.T                      # [depth, accum] view of the prepared [accum, depth] weights
+    elif filt.flags.c_contiguous:
+        w = filt.reshape(-1, data.accum)[:data.depth]
+    else:
+        return None
     target = out.reshape(data.batches, data.depth)
     bias, lo, hi = data.bias, np.float32(data.act_min), np.float32(data.act_max)
     bias_nan = bias is not None and bool(np.isnan(bias).any())

@@ -124,9 +124,10 @@ def test_float_depthwise_with_special_values_matches_the_wheel(h, w, c, mult, k,
 
 @settings(max_examples=40, deadline=None)
 @given(batches=st.integers(1, 3), accum=st.integers(1, 40), depth=st.integers(1, 37),
-       act=st.sampled_from(["NONE", "RELU", "RELU6"]), seed=st.integers(0, 2**32 - 1))
-def test_float_fully_connected_with_special_values_matches_the_wheel(batches, accum, depth, act, seed):
-    """The bound float FC (sequential sums, bias, clamp) with NaN, inf and -0 in the input, weights and bias."""
+       act=st.sampled_from(["NONE", "RELU", "RELU6"]), const_w=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_float_fully_connected_with_special_values_matches_the_wheel(batches, accum, depth, act, const_w, seed):
+    """The bound float FC (sequential sums, bias, clamp) with NaN, inf and -0 in the input, weights and bias; the
+    weights a constant or a second input (read through the bound call's view at every invoke)."""
     rng = np.random.default_rng(seed)
     w = rng.uniform(-2, 2, (depth, accum)).astype(np.float32)
     if rng.random() < 0.3:
@@ -134,11 +135,12 @@ def test_float_fully_connected_with_special_values_matches_the_wheel(batches, ac
     bias = rng.uniform(-1, 1, depth).astype(np.float32)
     if rng.random() < 0.3:
         bias = with_specials(bias)
-    model = single_op("FULLY_CONNECTED", [T((batches, accum), "FLOAT32"), T(w.shape, "FLOAT32", data=w),
+    model = single_op("FULLY_CONNECTED", [T((batches, accum), "FLOAT32"),
+                                          T(w.shape, "FLOAT32", data=w if const_w else None),
                                           T((depth,), "FLOAT32", data=bias)], T((batches, depth), "FLOAT32"),
                       fused_activation_function=act)
     x = with_specials((rng.normal(size=(batches, accum)) * 1e3).astype(np.float32))
-    assert_bitwise_matches_tflm(model, [x])
+    assert_bitwise_matches_tflm(model, [x] if const_w else [x, w])
 
 
 @settings(max_examples=40, deadline=None)
