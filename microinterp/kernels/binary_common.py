@@ -143,19 +143,22 @@ def bind_float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.n
     if not np.shares_memory(y, out) or not out.flags.c_contiguous:
         return None
     k = nan_operand(ufunc, x1.shape, x2.shape)
-    fix = (lambda: both_nan_as_x86(k, x1, x2, y)) if k is not None else (lambda: None)
+    if any(not v.flags.writeable and not np.isnan(v).any() for v in (x1, x2)):
+        k = None        # a constant operand without NaN (read-only model data): two NaNs never meet
     if lo != 0 and hi != 0:
         clip = np_umath.clip
 
         def call() -> None:         # under the runtime's errstate (it ignores float errors once per invoke)
             ufunc(x1, x2, out=y)
-            fix()
+            if k is not None:
+                both_nan_as_x86(k, x1, x2, y)
             clip(y, lo, hi, out=y)
         return call
 
     def clamped() -> None:
         ufunc(x1, x2, out=y)
-        fix()
+        if k is not None:
+            both_nan_as_x86(k, x1, x2, y)
         clamp_float_(y, lo, hi)
     return clamped
 
