@@ -115,6 +115,30 @@ def both_nan_as_x86(k: int | None, x1: np.ndarray, x2: np.ndarray, y: np.ndarray
         y.view(np.uint32)[both] = (a, b)[k].view(np.uint32)[both] | np.uint32(0x00400000)
 
 
+def numpy_keeps(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, y: np.ndarray, k: int) -> bool:
+    """Whether NumPy's loop for this very call keeps operand ``k``'s NaN wherever both operands are NaN: the ufunc
+    run once on probes laid out like ``x1``, ``x2`` and ``y`` (same shapes, C order, same addresses modulo 64, which
+    is all its choice of vector and remainder code depends on) holding NaNs of distinct payloads."""
+    views = (x1, x2, y)
+    if not all(v.flags.c_contiguous and v.dtype == np.float32 for v in views):
+        return False
+    probes = [_probe_like(v) for v in views]
+    for sign, probe in zip((0, 1), probes[:2]):
+        bits = probe.reshape(-1).view(np.uint32)
+        bits[...] = np.uint32(0x7FC00000) | np.uint32(sign << 31) | (np.arange(1, bits.size + 1) % (1 << 20))
+    with np.errstate(all="ignore"):
+        ufunc(probes[0], probes[1], out=probes[2])
+    want = np.broadcast_to(probes[k], y.shape)
+    return bool(np.array_equal(probes[2].view(np.uint32), want.view(np.uint32)))
+
+
+def _probe_like(v: np.ndarray) -> np.ndarray:
+    """A fresh C-ordered float32 array of ``v``'s shape at ``v``'s address modulo 64."""
+    raw = np.empty(v.nbytes + 64, np.uint8)
+    offset = (v.ctypes.data - raw.ctypes.data) % 64
+    return raw[offset:offset + v.nbytes].view(np.float32).reshape(v.shape)
+
+
 def float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.ndarray, shape: tuple[int, ...],
                  lo: np.float32, hi: np.float32) -> None:
     """``out = clamp(ufunc(x1, x2))`` in float32 (overflow to inf is expected and then clamped to FLT_MAX; two NaN
@@ -143,8 +167,11 @@ def bind_float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.n
     if not np.shares_memory(y, out) or not out.flags.c_contiguous:
         return None
     k = nan_operand(ufunc, x1.shape, x2.shape)
-    if any(not v.flags.writeable and not np.isnan(v).any() for v in (x1, x2)):
-        k = None        # a constant operand without NaN (read-only model data): two NaNs never meet
+    if k == 1:          # ADD and MUL commute: NumPy's loops mostly keep the first operand's NaN, so put TFLM's first
+        x1, x2, k = x2, x1, 0
+    if any(not v.flags.writeable and not np.isnan(v).any() for v in (x1, x2)) or \
+            (k is not None and numpy_keeps(ufunc, x1, x2, y, k)):
+        k = None        # two NaNs never meet (a constant operand without any), or NumPy keeps the right one
     if lo != 0 and hi != 0:
         clip = np_umath.clip
 
