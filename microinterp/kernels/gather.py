@@ -44,15 +44,21 @@ def _band(data: GatherData, inputs: dict, row0: dict, out: np.ndarray, y0: int) 
     x = inputs[0]
     if data.axis == 1:
         out[...] = x[:, data.positions[y0:y0 + out.shape[1]] - row0[0]]
-    else:
-        out[...] = np.take(x, data.positions, axis=data.axis)
+        return
+    pos = data.positions
+    if pos is None:             # given at invoke (read whole with the band): checked as invoke checks them
+        pos = np.asarray(inputs[1]).reshape(-1)
+        if pos.size and (pos.min() < 0 or pos.max() >= data.in_view[2]):
+            raise InputError(f"GATHER: a position is outside [0, {data.in_view[2]}) (TFLM fails the invoke)")
+    out[...] = np.take(x, pos, axis=data.axis)
 
 
 def _bandable(op, data: GatherData, inputs, output) -> bool:
-    """Batch-1 4-D params and output, no batch dims, constant in-range 1-D positions, along rows, columns or
-    channels."""
-    return data.positions is not None and data.in_view[0] == 1 and data.axis in (1, 2, 3) and \
-        inputs[1] is not None and len(inputs[1].shape) == 1 and is_batch1_nhwc(inputs[0], output)
+    """Batch-1 4-D params and output, no batch dims, 1-D positions: constant and in range along rows, columns or
+    channels; given at invoke along columns or channels (a band of rows reads the same rows whatever they are)."""
+    return (data.positions is not None or data.axis in (2, 3)) and data.in_view[0] == 1 and \
+        data.axis in (1, 2, 3) and inputs[1] is not None and len(inputs[1].shape) == 1 and \
+        is_batch1_nhwc(inputs[0], output)
 
 
 def _prod(dims) -> int:
@@ -60,8 +66,8 @@ def _prod(dims) -> int:
 
 
 class Gather:
-    #: out of core: row bands of batch-1 4-D params with constant positions (the gathered input rows, or the same
-    #: rows when gathering columns or channels)
+    #: out of core: row bands of batch-1 4-D params, the gathered input rows (constant positions) or the same rows
+    #: when gathering columns or channels (positions constant or given at invoke)
     bands = RowBands({0: 1}, _band_rows, _band, _bandable)
 
     def prepare(self, ctx, op) -> GatherData:

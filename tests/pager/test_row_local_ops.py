@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import microinterp as mi
-from microinterp.errors import ArenaOverflowError
+from microinterp.errors import ArenaOverflowError, InputError
 from microinterp.kernels import REFERENCE_KERNELS
 from microinterp.kernels.bands import ROW_LOCAL
 from microinterp.resolver import OpResolver
@@ -373,3 +373,37 @@ def test_reductions_keeping_the_rows_run_in_row_bands(tmp_path, op, type_name, a
     record = _paged_record(tmp_path, model, inp, op)
     small = np.prod(out_shape) <= np.prod(SHAPE[2:])        # no larger than one input row: the output stays resident
     assert record.mode in (("reduce",) if small else ("rows", "chain")) and len(record.tiles) > 1
+
+
+@pytest.mark.parametrize("axis,positions", [(3, [15, 0, 3, 3, 8]), (2, list(range(47, -1, -3)))])
+def test_gather_with_positions_given_at_invoke_runs_in_bands(tmp_path, axis, positions):
+    """GATHER along columns or channels with positions given at invoke: a band of output rows is the same input
+    rows whatever the positions, which are read whole with every band; out of core below the in-memory plan, the
+    in-memory output bit for bit, and a position out of range fails the invoke as in memory."""
+    out_shape = list(SHAPE)
+    out_shape[axis] = len(positions)
+    b = ModelBuilder()
+    x = b.add_tensor("x", SHAPE, "FLOAT32")
+    a = b.add_tensor("a", SHAPE, "FLOAT32")
+    b.add_op("ABS", [x], [a])
+    pos = b.add_tensor("pos", (len(positions),), "INT32")
+    y = b.add_tensor("y", tuple(out_shape), "FLOAT32")
+    b.add_op("GATHER", [a, pos], [y], axis=axis, batch_dims=0)
+    b.inputs, b.outputs = [x, pos], [y]
+    model = b.build()
+    inp, where = _input(29), np.array(positions, np.int32)
+    ref = mi.Interpreter(model)
+    ref.set_input(inp, 0)
+    ref.set_input(where, 1)
+    ref.invoke()
+    arena = smallest_out_of_core_arena(model, tmp_path / "g.img", flash=0)
+    assert arena < ref.arena_used_bytes * 0.9
+    with mi.Interpreter(model, arena=arena, backing=tmp_path / "g.img", flash=0) as it:
+        it.set_input(inp, 0)
+        it.set_input(where, 1)
+        it.invoke()
+        np.testing.assert_array_equal(it.get_output().view(np.uint32), ref.get_output().view(np.uint32))
+        assert {r.op: r for r in it.profile}["GATHER"].mode in ("rows", "chain")
+        it.set_input(np.array([SHAPE[axis]] + positions[1:], np.int32), 1)
+        with pytest.raises(InputError, match="outside"):
+            it.invoke()
