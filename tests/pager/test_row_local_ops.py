@@ -257,17 +257,22 @@ def test_reductions_over_rows_run_in_bands_of_input_rows(tmp_path, op, type_name
 def test_gather_with_constant_positions_runs_in_bands(tmp_path, axis, positions):
     """GATHER of batch-1 4-D params with constant positions: a band of output rows reads the input rows it gathers
     (axis 1: reversed, repeated, scattered), or the same rows (columns, channels)."""
+    _runs_in_bands(tmp_path, _gather_model(axis, positions, constant=True), _input(19), "GATHER", below=0.9)
+
+
+def _gather_model(axis: int, positions: list[int], constant: bool) -> bytes:
+    """x -> ABS -> GATHER along ``axis`` at ``positions`` (a constant, or a second model input)."""
     out_shape = list(SHAPE)
     out_shape[axis] = len(positions)
     b = ModelBuilder()
     x = b.add_tensor("x", SHAPE, "FLOAT32")
     a = b.add_tensor("a", SHAPE, "FLOAT32")
     b.add_op("ABS", [x], [a])
-    pos = b.add_tensor("pos", (len(positions),), "INT32", data=np.array(positions, np.int32))
+    pos = b.add_tensor("pos", (len(positions),), "INT32", data=np.array(positions, np.int32) if constant else None)
     y = b.add_tensor("y", tuple(out_shape), "FLOAT32")
     b.add_op("GATHER", [a, pos], [y], axis=axis, batch_dims=0)
-    b.inputs, b.outputs = [x], [y]
-    _runs_in_bands(tmp_path, b.build(), _input(19), "GATHER", below=0.9)
+    b.inputs, b.outputs = [x] if constant else [x, pos], [y]
+    return b.build()
 
 
 @pytest.mark.parametrize("op,axis,sizes", [("SPLIT", 3, (8, 8)), ("SPLIT_V", 3, (3, 9, 4)), ("SPLIT_V", 2, (40, 8))])
@@ -380,17 +385,7 @@ def test_gather_with_positions_given_at_invoke_runs_in_bands(tmp_path, axis, pos
     """GATHER along columns or channels with positions given at invoke: a band of output rows is the same input
     rows whatever the positions, which are read whole with every band; out of core below the in-memory plan, the
     in-memory output bit for bit, and a position out of range fails the invoke as in memory."""
-    out_shape = list(SHAPE)
-    out_shape[axis] = len(positions)
-    b = ModelBuilder()
-    x = b.add_tensor("x", SHAPE, "FLOAT32")
-    a = b.add_tensor("a", SHAPE, "FLOAT32")
-    b.add_op("ABS", [x], [a])
-    pos = b.add_tensor("pos", (len(positions),), "INT32")
-    y = b.add_tensor("y", tuple(out_shape), "FLOAT32")
-    b.add_op("GATHER", [a, pos], [y], axis=axis, batch_dims=0)
-    b.inputs, b.outputs = [x, pos], [y]
-    model = b.build()
+    model = _gather_model(axis, positions, constant=False)
     inp, where = _input(29), np.array(positions, np.int32)
     ref = mi.Interpreter(model)
     ref.set_input(inp, 0)
