@@ -101,7 +101,7 @@ def breakdown(ooc, rounds: int) -> dict[str, float]:
                 spent[part] += time.perf_counter() - t0
         return call
 
-    targets = ((pager.engine, "_compute", "kernels"), (pager.sd, "read_run", "SD read"),
+    targets = ((pager.engine.execution, "compute", "kernels"), (pager.sd, "read_run", "SD read"),
                (pager.sd, "write_run", "SD write"))
     for obj, attr, part in targets:
         setattr(obj, attr, timed(getattr(obj, attr), part))

@@ -20,37 +20,62 @@ from ._kiss_fft import KissFFT
 
 
 class _VFixed:
-    """:class:`._kiss_fft._Fixed` on int64 arrays."""
+    """:class:`._kiss_fft._Fixed` on NumPy's own integer types: values in ``int16`` (``int32``), products and the C
+    ``int`` sums around them in ``int32`` (``int64``). NumPy's integer arithmetic wraps as two's complement, so a
+    sum or difference stored into the value type is the scalar ``wrap``, a product of a value and a twiddle (held in
+    the product type) is exact, and ``sround`` is an add and an arithmetic shift in the product type and a cast."""
 
     def __init__(self, bits: int):
         self.bits, self.frac = bits, bits - 1
         self.max = (1 << (bits - 1)) - 1
-        self.half_range, self.mask = 1 << (bits - 1), (1 << bits) - 1
-        self.prod32 = bits == 16            # the int16 build's products are int32; the int32 build's int64 (native)
-        self.round = 1 << (self.frac - 1)
+        self.dtype = np.dtype(np.int16 if bits == 16 else np.int32)
+        self.prod = np.dtype(np.int32 if bits == 16 else np.int64)
+        self.round = self.prod.type(1 << (self.frac - 1))
+
+    def values(self, v):
+        return np.asarray(v).astype(self.dtype)
+
+    def factors(self, v):
+        """Twiddles and other multipliers, in the product type (a value times one is exact there)."""
+        return np.asarray(v).astype(self.prod)
 
     def wrap(self, v):
-        return ((v + self.half_range) & self.mask) - self.half_range
-
-    def wrap_prod(self, v):
-        return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31) if self.prod32 else v
+        return v.astype(self.dtype)
 
     def sround(self, x):
-        return self.wrap(self.wrap_prod(x + self.round) >> self.frac)
+        x += self.round
+        x >>= self.frac
+        return x.astype(self.dtype)
 
     def s_mul(self, a, b):
-        return self.sround(self.wrap_prod(a * b))
+        return self.sround(a * b)
 
     def c_mul(self, ar, ai, br, bi):
-        wp = self.wrap_prod
-        return (self.sround(wp(wp(ar * br) - wp(ai * bi))), self.sround(wp(wp(ar * bi) + wp(ai * br))))
+        r = ar * br
+        r -= ai * bi
+        i = ar * bi
+        i += ai * br
+        return self.sround(r), self.sround(i)
 
     def fixdiv(self, r, i, k):
-        d = self.max // k
-        return self.sround(self.wrap_prod(r * d)), self.sround(self.wrap_prod(i * d))
+        d = self.prod.type(self.max // k)
+        return self.sround(r * d), self.sround(i * d)
 
     def add(self, a, b):
-        return self.wrap(a + b)
+        return a + b
+
+    def sub(self, a, b):
+        return a - b
+
+    def neg(self, a):
+        return -a
+
+    def half_sum(self, a, b, sign: int = 1):
+        """``wrap((a +- b) >> 1)``: the sum in the product type (C's ``int``) before the shift."""
+        w = a.astype(self.prod)
+        w = w + b if sign > 0 else w - b
+        w >>= 1
+        return w.astype(self.dtype)
 
     @staticmethod
     def half(x):
@@ -59,6 +84,13 @@ class _VFixed:
 
 class _VFloat:
     """:class:`._kiss_fft._Float` on float32 arrays (every operation rounded to float32)."""
+
+    dtype = prod = np.dtype(np.float32)
+
+    def values(self, v):
+        return np.asarray(v).astype(np.float32)
+
+    factors = values
 
     def wrap(self, v):
         return v
@@ -78,6 +110,15 @@ class _VFloat:
     def add(self, a, b):
         return a + b
 
+    def sub(self, a, b):
+        return a - b
+
+    def neg(self, a):
+        return -a
+
+    def half_sum(self, a, b, sign: int = 1):
+        return (a + b if sign > 0 else a - b) * np.float32(0.5)
+
     @staticmethod
     def half(x):
         return x * np.float32(0.5)
@@ -86,19 +127,16 @@ class _VFloat:
 VARITH = {"INT16": _VFixed(16), "INT32": _VFixed(32), "FLOAT32": _VFloat()}
 
 
-def _values(type_name: str, v):
-    return np.asarray(v, np.float32 if type_name == "FLOAT32" else np.int64)
-
-
 class VectorKissFFT:
-    """``kiss_fft`` of ``nfft`` points on a batch of frames ``[F, nfft]`` (real and imaginary parts)."""
+    """``kiss_fft`` of ``nfft`` points on a batch of frames ``[F, nfft]`` (real and imaginary parts, in the build's
+    value type)."""
 
     def __init__(self, nfft: int, type_name: str, inverse: bool = False):
         scalar = KissFFT(nfft, type_name, inverse)
         self.n, self.inverse, self.type_name = nfft, inverse, type_name
-        self.a = VARITH[type_name]
-        self.tw_r = _values(type_name, [t[0] for t in scalar.tw])
-        self.tw_i = _values(type_name, [t[1] for t in scalar.tw])
+        a = self.a = VARITH[type_name]
+        self.tw_r = a.factors([t[0] for t in scalar.tw])
+        self.tw_i = a.factors([t[1] for t in scalar.tw])
         factors = scalar.factors
         self.perm = np.empty(nfft, np.intp)
         self._leaves(factors, 0, 0, 1, 0)
@@ -107,10 +145,11 @@ class VectorKissFFT:
         for pos in range(0, len(factors), 2):
             p, m = factors[pos], factors[pos + 1]
             k = np.arange(m)
-            tws = [(self.tw_r[(j * k * fstride) % nfft], self.tw_i[(j * k * fstride) % nfft]) for j in range(p)]
-            self.stages.append((p, m, fstride, tws))
+            index = (np.arange(p)[:, None] * k[None, :] * fstride) % nfft          # tw[j k fstride], [p, m]
+            self.stages.append((p, m, fstride, (self.tw_r[index], self.tw_i[index])))
             fstride *= p
         self.stages.reverse()           # deepest first, as the recursion finishes them
+        self.bfly = {2: self._bfly2, 3: self._bfly3, 4: self._bfly4, 5: self._bfly5}
 
     def _leaves(self, factors, fo: int, f: int, fstride: int, pos: int) -> None:
         p, m = factors[pos], factors[pos + 1]
@@ -125,75 +164,81 @@ class VectorKissFFT:
         fr, fi = zr[:, self.perm], zi[:, self.perm]
         for p, m, groups, tws in self.stages:
             shape = (frames, groups, p, m)
-            xr, xi = fr.reshape(shape), fi.reshape(shape)
-            outs = {2: self._bfly2, 3: self._bfly3, 4: self._bfly4, 5: self._bfly5}[p](xr, xi, tws, m, groups)
-            fr = np.stack([o[0] for o in outs], axis=2).reshape(frames, self.n)
-            fi = np.stack([o[1] for o in outs], axis=2).reshape(frames, self.n)
+            out_r, out_i = np.empty(shape, fr.dtype), np.empty(shape, fr.dtype)
+            self.bfly[p](fr.reshape(shape), fi.reshape(shape), tws, m, groups, out_r, out_i)
+            fr, fi = out_r.reshape(frames, self.n), out_i.reshape(frames, self.n)
         return fr, fi
 
-    def _bfly2(self, xr, xi, tws, m, fstride):
+    def _twiddled(self, xr, xi, tws, p):
+        """Every component divided by ``p`` (``C_FIXDIV``), and components ``1 ..`` times their twiddles."""
         a = self.a
-        r0, q0 = a.fixdiv(xr[:, :, 0], xi[:, :, 0], 2)
-        r1, q1 = a.fixdiv(xr[:, :, 1], xi[:, :, 1], 2)
-        tr, ti = a.c_mul(r1, q1, *tws[1])
-        return [(a.add(r0, tr), a.add(q0, ti)), (a.add(r0, -tr), a.add(q0, -ti))]
+        vr, vi = a.fixdiv(xr, xi, p)
+        sr, si = a.c_mul(vr[:, :, 1:], vi[:, :, 1:], tws[0][1:], tws[1][1:])
+        return vr, vi, sr, si
 
-    def _bfly4(self, xr, xi, tws, m, fstride):
+    def _bfly2(self, xr, xi, tws, m, fstride, out_r, out_i):
         a = self.a
-        v = [a.fixdiv(xr[:, :, j], xi[:, :, j], 4) for j in range(4)]
-        s0 = a.c_mul(*v[1], *tws[1])
-        s1 = a.c_mul(*v[2], *tws[2])
-        s2 = a.c_mul(*v[3], *tws[3])
-        s5 = (a.add(v[0][0], -s1[0]), a.add(v[0][1], -s1[1]))
-        f0 = (a.add(v[0][0], s1[0]), a.add(v[0][1], s1[1]))
-        s3 = (a.add(s0[0], s2[0]), a.add(s0[1], s2[1]))
-        s4 = (a.add(s0[0], -s2[0]), a.add(s0[1], -s2[1]))
-        out2 = (a.add(f0[0], -s3[0]), a.add(f0[1], -s3[1]))
-        out0 = (a.add(f0[0], s3[0]), a.add(f0[1], s3[1]))
+        vr, vi, tr, ti = self._twiddled(xr, xi, tws, 2)
+        r0, q0, tr, ti = vr[:, :, 0], vi[:, :, 0], tr[:, :, 0], ti[:, :, 0]
+        out_r[:, :, 0], out_i[:, :, 0] = a.add(r0, tr), a.add(q0, ti)
+        out_r[:, :, 1], out_i[:, :, 1] = a.sub(r0, tr), a.sub(q0, ti)
+
+    def _bfly4(self, xr, xi, tws, m, fstride, out_r, out_i):
+        a = self.a
+        vr, vi, sr, si = self._twiddled(xr, xi, tws, 4)
+        v0r, v0i = vr[:, :, 0], vi[:, :, 0]
+        s0r, s1r, s2r = sr[:, :, 0], sr[:, :, 1], sr[:, :, 2]
+        s0i, s1i, s2i = si[:, :, 0], si[:, :, 1], si[:, :, 2]
+        s5r, s5i = a.sub(v0r, s1r), a.sub(v0i, s1i)
+        f0r, f0i = a.add(v0r, s1r), a.add(v0i, s1i)
+        s3r, s3i = a.add(s0r, s2r), a.add(s0i, s2i)
+        s4r, s4i = a.sub(s0r, s2r), a.sub(s0i, s2i)
+        out_r[:, :, 2], out_i[:, :, 2] = a.sub(f0r, s3r), a.sub(f0i, s3i)
+        out_r[:, :, 0], out_i[:, :, 0] = a.add(f0r, s3r), a.add(f0i, s3i)
         if self.inverse:
-            out1 = (a.add(s5[0], -s4[1]), a.add(s5[1], s4[0]))
-            out3 = (a.add(s5[0], s4[1]), a.add(s5[1], -s4[0]))
+            out_r[:, :, 1], out_i[:, :, 1] = a.sub(s5r, s4i), a.add(s5i, s4r)
+            out_r[:, :, 3], out_i[:, :, 3] = a.add(s5r, s4i), a.sub(s5i, s4r)
         else:
-            out1 = (a.add(s5[0], s4[1]), a.add(s5[1], -s4[0]))
-            out3 = (a.add(s5[0], -s4[1]), a.add(s5[1], s4[0]))
-        return [out0, out1, out2, out3]
+            out_r[:, :, 1], out_i[:, :, 1] = a.add(s5r, s4i), a.sub(s5i, s4r)
+            out_r[:, :, 3], out_i[:, :, 3] = a.sub(s5r, s4i), a.add(s5i, s4r)
 
-    def _bfly3(self, xr, xi, tws, m, fstride):
+    def _bfly3(self, xr, xi, tws, m, fstride, out_r, out_i):
         a = self.a
-        epi3 = (self.tw_r[fstride * m], self.tw_i[fstride * m])
-        v0 = a.fixdiv(xr[:, :, 0], xi[:, :, 0], 3)
-        v1 = a.fixdiv(xr[:, :, 1], xi[:, :, 1], 3)
-        v2 = a.fixdiv(xr[:, :, 2], xi[:, :, 2], 3)
-        s1 = a.c_mul(*v1, *tws[1])
-        s2 = a.c_mul(*v2, *tws[2])
-        s3 = (a.add(s1[0], s2[0]), a.add(s1[1], s2[1]))
-        s0 = (a.add(s1[0], -s2[0]), a.add(s1[1], -s2[1]))
-        m_r, m_i = a.add(v0[0], -a.half(s3[0])), a.add(v0[1], -a.half(s3[1]))
-        s0 = (a.s_mul(s0[0], epi3[1]), a.s_mul(s0[1], epi3[1]))
-        return [(a.add(v0[0], s3[0]), a.add(v0[1], s3[1])), (a.add(m_r, -s0[1]), a.add(m_i, s0[0])),
-                (a.add(m_r, s0[1]), a.add(m_i, -s0[0]))]
+        epi3 = self.tw_i[fstride * m]
+        vr, vi, sr, si = self._twiddled(xr, xi, tws, 3)
+        v0r, v0i = vr[:, :, 0], vi[:, :, 0]
+        s3r, s3i = a.add(sr[:, :, 0], sr[:, :, 1]), a.add(si[:, :, 0], si[:, :, 1])
+        s0r, s0i = a.sub(sr[:, :, 0], sr[:, :, 1]), a.sub(si[:, :, 0], si[:, :, 1])
+        m_r, m_i = a.sub(v0r, a.half(s3r)), a.sub(v0i, a.half(s3i))
+        s0r, s0i = a.s_mul(s0r, epi3), a.s_mul(s0i, epi3)
+        out_r[:, :, 0], out_i[:, :, 0] = a.add(v0r, s3r), a.add(v0i, s3i)
+        out_r[:, :, 1], out_i[:, :, 1] = a.sub(m_r, s0i), a.add(m_i, s0r)
+        out_r[:, :, 2], out_i[:, :, 2] = a.add(m_r, s0i), a.sub(m_i, s0r)
 
-    def _bfly5(self, xr, xi, tws, m, fstride):
+    def _bfly5(self, xr, xi, tws, m, fstride, out_r, out_i):
         a = self.a
         sm = a.s_mul
         ya = (self.tw_r[fstride * m], self.tw_i[fstride * m])
         yb = (self.tw_r[fstride * 2 * m], self.tw_i[fstride * 2 * m])
-        v = [a.fixdiv(xr[:, :, j], xi[:, :, j], 5) for j in range(5)]
-        s0 = v[0]
-        s1, s2, s3, s4 = (a.c_mul(*v[j], *tws[j]) for j in range(1, 5))
+        vr, vi, sr, si = self._twiddled(xr, xi, tws, 5)
+        s0 = (vr[:, :, 0], vi[:, :, 0])
+        s1, s2, s3, s4 = ((sr[:, :, j], si[:, :, j]) for j in range(4))
         s7 = (a.add(s1[0], s4[0]), a.add(s1[1], s4[1]))
-        s10 = (a.add(s1[0], -s4[0]), a.add(s1[1], -s4[1]))
+        s10 = (a.sub(s1[0], s4[0]), a.sub(s1[1], s4[1]))
         s8 = (a.add(s2[0], s3[0]), a.add(s2[1], s3[1]))
-        s9 = (a.add(s2[0], -s3[0]), a.add(s2[1], -s3[1]))
-        out0 = (a.add(s0[0], a.add(s7[0], s8[0])), a.add(s0[1], a.add(s7[1], s8[1])))
+        s9 = (a.sub(s2[0], s3[0]), a.sub(s2[1], s3[1]))
+        out_r[:, :, 0] = a.add(s0[0], a.add(s7[0], s8[0]))
+        out_i[:, :, 0] = a.add(s0[1], a.add(s7[1], s8[1]))
         s5 = (a.add(a.add(s0[0], sm(s7[0], ya[0])), sm(s8[0], yb[0])),
               a.add(a.add(s0[1], sm(s7[1], ya[0])), sm(s8[1], yb[0])))
-        s6 = (a.wrap(sm(s10[1], ya[1]) + sm(s9[1], yb[1])), a.wrap(-sm(s10[0], ya[1]) - sm(s9[0], yb[1])))
+        s6 = (a.add(sm(s10[1], ya[1]), sm(s9[1], yb[1])), a.sub(a.neg(sm(s10[0], ya[1])), sm(s9[0], yb[1])))
         s11 = (a.add(a.add(s0[0], sm(s7[0], yb[0])), sm(s8[0], ya[0])),
                a.add(a.add(s0[1], sm(s7[1], yb[0])), sm(s8[1], ya[0])))
-        s12 = (a.wrap(-sm(s10[1], yb[1]) + sm(s9[1], ya[1])), a.wrap(sm(s10[0], yb[1]) - sm(s9[0], ya[1])))
-        return [out0, (a.add(s5[0], -s6[0]), a.add(s5[1], -s6[1])), (a.add(s11[0], s12[0]), a.add(s11[1], s12[1])),
-                (a.add(s11[0], -s12[0]), a.add(s11[1], -s12[1])), (a.add(s5[0], s6[0]), a.add(s5[1], s6[1]))]
+        s12 = (a.add(a.neg(sm(s10[1], yb[1])), sm(s9[1], ya[1])), a.sub(sm(s10[0], yb[1]), sm(s9[0], ya[1])))
+        out_r[:, :, 1], out_i[:, :, 1] = a.sub(s5[0], s6[0]), a.sub(s5[1], s6[1])
+        out_r[:, :, 2], out_i[:, :, 2] = a.add(s11[0], s12[0]), a.add(s11[1], s12[1])
+        out_r[:, :, 3], out_i[:, :, 3] = a.sub(s11[0], s12[0]), a.sub(s11[1], s12[1])
+        out_r[:, :, 4], out_i[:, :, 4] = a.add(s5[0], s6[0]), a.add(s5[1], s6[1])
 
 
 @lru_cache(maxsize=16)
@@ -202,30 +247,30 @@ def vector_plan(nfft: int, type_name: str, inverse: bool = False) -> tuple[Vecto
     from ._kiss_fft import real_fft_plan
 
     _, super_tw = real_fft_plan(nfft, type_name, inverse)
-    return (VectorKissFFT(nfft // 2, type_name, inverse), _values(type_name, [t[0] for t in super_tw]),
-            _values(type_name, [t[1] for t in super_tw]))
+    sub = VectorKissFFT(nfft // 2, type_name, inverse)
+    return sub, sub.a.factors([t[0] for t in super_tw]), sub.a.factors([t[1] for t in super_tw])
 
 
 def rfft_frames(frames: np.ndarray, nfft: int, type_name: str) -> np.ndarray:
     """:func:`._kiss_fft.rfft` of every row of ``frames`` (``[F, nfft]``): ``[F, nfft + 2]`` interleaved bins."""
     sub, sw_r, sw_i = vector_plan(nfft, type_name)
     a = sub.a
-    x = frames.astype(np.float32 if type_name == "FLOAT32" else np.int64)
+    x = a.values(frames)
     tr, ti = sub(x[:, 0::2], x[:, 1::2])
     n = sub.n
     out_r = np.zeros((len(x), n + 1), tr.dtype)
     out_i = np.zeros((len(x), n + 1), tr.dtype)
     dc_r, dc_i = a.fixdiv(tr[:, 0], ti[:, 0], 2)
-    out_r[:, 0], out_r[:, n] = a.add(dc_r, dc_i), a.add(dc_r, -dc_i)
+    out_r[:, 0], out_r[:, n] = a.add(dc_r, dc_i), a.sub(dc_r, dc_i)
     k = np.arange(1, n // 2 + 1)
     fpk = a.fixdiv(tr[:, k], ti[:, k], 2)
-    fpnk = a.fixdiv(tr[:, n - k], a.wrap(-ti[:, n - k]), 2)
+    fpnk = a.fixdiv(tr[:, n - k], a.neg(ti[:, n - k]), 2)
     f1k = (a.add(fpk[0], fpnk[0]), a.add(fpk[1], fpnk[1]))
-    f2k = (a.add(fpk[0], -fpnk[0]), a.add(fpk[1], -fpnk[1]))
+    f2k = (a.sub(fpk[0], fpnk[0]), a.sub(fpk[1], fpnk[1]))
     tw = a.c_mul(*f2k, sw_r[k - 1], sw_i[k - 1])
-    out_r[:, k], out_i[:, k] = a.wrap(a.half(f1k[0] + tw[0])), a.wrap(a.half(f1k[1] + tw[1]))
+    out_r[:, k], out_i[:, k] = a.half_sum(f1k[0], tw[0]), a.half_sum(f1k[1], tw[1])
     # n - k after k: at k = n/2 both name one bin, and the scalar loop's second store wins
-    out_r[:, n - k], out_i[:, n - k] = a.wrap(a.half(f1k[0] - tw[0])), a.wrap(a.half(tw[1] - f1k[1]))
+    out_r[:, n - k], out_i[:, n - k] = a.half_sum(f1k[0], tw[0], -1), a.half_sum(tw[1], f1k[1], -1)
     inter = np.empty((len(x), 2 * (n + 1)), frames.dtype)
     inter[:, 0::2], inter[:, 1::2] = out_r, out_i
     return inter
@@ -235,20 +280,20 @@ def irfft_frames(bins: np.ndarray, nfft: int, type_name: str) -> np.ndarray:
     """:func:`._kiss_fft.irfft` of every row of ``bins`` (``[F, nfft + 2]``): ``[F, nfft]`` samples."""
     sub, sw_r, sw_i = vector_plan(nfft, type_name, True)
     a = sub.a
-    v = bins.astype(np.float32 if type_name == "FLOAT32" else np.int64)
+    v = a.values(bins)
     fr, fi = v[:, 0::2], v[:, 1::2]
     n = sub.n
     tr = np.zeros((len(v), n), v.dtype)
     ti = np.zeros((len(v), n), v.dtype)
-    tr[:, 0], ti[:, 0] = a.fixdiv(a.add(fr[:, 0], fr[:, n]), a.add(fr[:, 0], -fr[:, n]), 2)
+    tr[:, 0], ti[:, 0] = a.fixdiv(a.add(fr[:, 0], fr[:, n]), a.sub(fr[:, 0], fr[:, n]), 2)
     k = np.arange(1, n // 2 + 1)
     fk = a.fixdiv(fr[:, k], fi[:, k], 2)
-    fnkc = a.fixdiv(fr[:, n - k], a.wrap(-fi[:, n - k]), 2)
+    fnkc = a.fixdiv(fr[:, n - k], a.neg(fi[:, n - k]), 2)
     fek = (a.add(fk[0], fnkc[0]), a.add(fk[1], fnkc[1]))
-    tmp = (a.add(fk[0], -fnkc[0]), a.add(fk[1], -fnkc[1]))
+    tmp = (a.sub(fk[0], fnkc[0]), a.sub(fk[1], fnkc[1]))
     fok = a.c_mul(*tmp, sw_r[k - 1], sw_i[k - 1])
     tr[:, k], ti[:, k] = a.add(fek[0], fok[0]), a.add(fek[1], fok[1])
-    tr[:, n - k], ti[:, n - k] = a.add(fek[0], -fok[0]), a.wrap(-a.add(fek[1], -fok[1]))
+    tr[:, n - k], ti[:, n - k] = a.sub(fek[0], fok[0]), a.neg(a.sub(fek[1], fok[1]))
     out_r, out_i = sub(tr, ti)
     samples = np.empty((len(v), 2 * n), bins.dtype)
     samples[:, 0::2], samples[:, 1::2] = out_r, out_i
