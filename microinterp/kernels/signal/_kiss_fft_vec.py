@@ -19,7 +19,24 @@ import numpy as np
 from ._kiss_fft import KissFFT
 
 
-class _VFixed:
+class _Ring:
+    """Sums, differences and negations of values: NumPy's own operators, in the value type (wrapping as the
+    scalar code's ``wrap`` for the integer builds, rounded to float32 for the float one)."""
+
+    @staticmethod
+    def add(a, b):
+        return a + b
+
+    @staticmethod
+    def sub(a, b):
+        return a - b
+
+    @staticmethod
+    def neg(a):
+        return -a
+
+
+class _VFixed(_Ring):
     """:class:`._kiss_fft._Fixed` on NumPy's own integer types: values in ``int16`` (``int32``), products and the C
     ``int`` sums around them in ``int32`` (``int64``). NumPy's integer arithmetic wraps as two's complement, so a
     sum or difference stored into the value type is the scalar ``wrap``, a product of a value and a twiddle (held in
@@ -61,15 +78,6 @@ class _VFixed:
         d = self.prod.type(self.max // k)
         return self.sround(r * d), self.sround(i * d)
 
-    def add(self, a, b):
-        return a + b
-
-    def sub(self, a, b):
-        return a - b
-
-    def neg(self, a):
-        return -a
-
     def half_sum(self, a, b, sign: int = 1):
         """``wrap((a +- b) >> 1)``: the sum in the product type (C's ``int``) before the shift."""
         w = a.astype(self.prod)
@@ -82,7 +90,7 @@ class _VFixed:
         return x >> 1
 
 
-class _VFloat:
+class _VFloat(_Ring):
     """:class:`._kiss_fft._Float` on float32 arrays (every operation rounded to float32)."""
 
     dtype = prod = np.dtype(np.float32)
@@ -106,15 +114,6 @@ class _VFloat:
 
     def fixdiv(self, r, i, k):
         return r, i
-
-    def add(self, a, b):
-        return a + b
-
-    def sub(self, a, b):
-        return a - b
-
-    def neg(self, a):
-        return -a
 
     def half_sum(self, a, b, sign: int = 1):
         return (a + b if sign > 0 else a - b) * np.float32(0.5)
