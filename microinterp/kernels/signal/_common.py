@@ -63,21 +63,14 @@ def msb32(x: int) -> int:
 
 
 def _isqrt(num: int, bits: int) -> int:
-    """TFLM's bit-by-bit square root of a ``bits``-bit unsigned ``num`` (``Sqrt32`` / ``Sqrt64``): the root,
-    plus one when the remainder exceeds it (unless the root is already the half-width maximum)."""
-    res = 0
-    max_bit = (bits - num.bit_length()) | 1
-    bit = 1 << (bits - 1 - max_bit)
-    for _ in range((bits - 1 - max_bit) // 2 + 1):
-        if num >= res + bit:
-            num -= res + bit
-            res = (res >> 1) + bit
-        else:
-            res >>= 1
-        bit >>= 2
-    if num > res and res != (1 << (bits // 2)) - 1:
-        res += 1
-    return res
+    """TFLM's bit-by-bit square root of a ``bits``-bit unsigned ``num`` (``Sqrt32`` / ``Sqrt64``): the digit-by-digit
+    method, whose result is the floor of the square root and whose remainder is ``num - root^2``; then the root plus
+    one when the remainder exceeds it, unless the root is already the half-width maximum. The floor is
+    ``math.isqrt``'s (exact for every integer), so only the rounding step is TFLM's code."""
+    root = math.isqrt(num)
+    if num - root * root > root and root != (1 << (bits // 2)) - 1:
+        root += 1
+    return root
 
 
 def sqrt32(num: int) -> int:

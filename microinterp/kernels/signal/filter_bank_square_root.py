@@ -25,9 +25,8 @@ class FilterBankSquareRoot:
 
     def invoke(self, ctx, op, data: None) -> None:
         x, out = ctx.input(op, 0), ctx.output(op, 0)
-        shift = int(ctx.input(op, 1).reshape(()))
-        for i, v in enumerate(x.tolist()):
-            out[i] = (sqrt64(int(v)) >> (shift & 31)) & U32
+        shift = int(ctx.input(op, 1).reshape(())) & 31
+        out[:x.shape[0]] = [(sqrt64(v) >> shift) & U32 for v in x.tolist()]
 
 
 KERNEL = FilterBankSquareRoot()

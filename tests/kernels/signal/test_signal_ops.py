@@ -260,3 +260,16 @@ def test_overlap_add(type_name, outer, n_frames, size, data, seed):
     model = custom_model("SignalOverlapAdd", [(shape, type_name, None)], [((outer, n_frames * step), type_name)],
                          {"T": 7 if type_name == "INT16" else 0, "frame_step": step})
     run_sequence(model, frames, reset_at=4)
+
+
+def test_filter_bank_square_root_rounding_edges():
+    """Around the rounding rule (root + 1 when the remainder exceeds the root, not past the half-width maximum):
+    squares, square + root, square + root + 1, at small roots and at the 16- and 32-bit maxima."""
+    values = [0, 1, 2, 3]
+    for r in (1, 2, 255, 4095, (1 << 16) - 1, 1 << 16, 123456789, (1 << 32) - 2, (1 << 32) - 1):
+        values += [v for v in (r * r - 1, r * r, r * r + r, r * r + r + 1) if 0 <= v < 1 << 64]
+    values.append((1 << 64) - 1)
+    x = np.array(values, np.uint64)
+    model = custom_model("SignalFilterBankSquareRoot", [((len(x),), "UINT64", None), ((), "INT32", None)],
+                         [((len(x),), "UINT32")], {})
+    assert_matches_tflm(model, [x, np.array(0, np.int32)])
