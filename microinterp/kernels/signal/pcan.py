@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ...errors import InvokeError
 from ._common import U32, msb32, options
 
@@ -23,34 +25,32 @@ class PcanData:
     snr_shift: int
 
 
-def _i16(v: int) -> int:
-    v &= 0xFFFF
-    return v - 0x10000 if v & 0x8000 else v
+def _wrap(v: np.ndarray, bits: int) -> np.ndarray:
+    """C's conversion of an int64 value to a signed ``bits``-bit integer (two's complement)."""
+    half = 1 << (bits - 1)
+    return ((v + half) & ((1 << bits) - 1)) - half
 
 
-def _i32(v: int) -> int:
-    v &= U32
-    return v - (1 << 32) if v & 0x80000000 else v
+def wide_dynamic_function(x: np.ndarray, lut: np.ndarray) -> np.ndarray:
+    """``WideDynamicFunction`` of every noise estimate ``x`` (int64, below 2^32) with the int16 table ``lut`` (int64):
+    ``lut[x]`` for x <= 2, else the quadratic in the 10-bit fraction of x from the entries at ``4 * msb(x) - 6``,
+    each step wrapped to int32 as the C code's ``int32_t`` results are, the result to int16."""
+    small = x <= 2
+    interval = np.frexp(np.maximum(x, 1).astype(np.float64))[1].astype(np.int64)       # msb32: the bit length
+    base = np.where(small, 0, 4 * interval - 6)
+    frac = np.where(interval < 11, x << np.maximum(11 - interval, 0), x >> np.maximum(interval - 11, 0)) & 0x3FF
+    result = _wrap(lut[base + 2] * frac, 32) >> 5
+    result = _wrap(result + _wrap((lut[base + 1] & U32) << 5, 32), 32)
+    result = _wrap(result * frac, 32)
+    result = _wrap(result + (1 << 14), 32) >> 15
+    result = _wrap(result + lut[base], 32)
+    return np.where(small, lut[np.minimum(x, 2)], _wrap(result, 16))
 
 
-def wide_dynamic_function(x: int, lut: list[int]) -> int:
-    if x <= 2:
-        return lut[x]
-    interval = msb32(x)
-    base = 4 * interval - 6
-    frac = ((x << (11 - interval)) if interval < 11 else (x >> (interval - 11))) & 0x3FF
-    result = _i32(lut[base + 2] * frac) >> 5
-    result = _i32(result + _i32((lut[base + 1] & U32) << 5))
-    result = _i32(result * frac)
-    result = _i32(result + (1 << 14)) >> 15
-    result = _i32(result + lut[base])
-    return _i16(result)
-
-
-def pcan_shrink(x: int) -> int:
-    if x < (2 << SNR_BITS):
-        return ((x * x) & U32) >> (2 + 2 * SNR_BITS - OUTPUT_BITS)
-    return ((x >> (SNR_BITS - OUTPUT_BITS)) - (1 << OUTPUT_BITS)) & U32
+def pcan_shrink(x: np.ndarray) -> np.ndarray:
+    """``PcanShrink`` of every uint32 SNR (held in int64)."""
+    low = ((x * x) & U32) >> (2 + 2 * SNR_BITS - OUTPUT_BITS)
+    return np.where(x < (2 << SNR_BITS), low, ((x >> (SNR_BITS - OUTPUT_BITS)) - (1 << OUTPUT_BITS)) & U32)
 
 
 class Pcan:
@@ -71,17 +71,16 @@ class Pcan:
 
     def invoke(self, ctx, op, data: PcanData) -> None:
         x, noise, lut, out = (ctx.input(op, 0), ctx.input(op, 1), ctx.input(op, 2), ctx.output(op, 0))
-        table = [int(v) for v in lut]
-        noise_values = noise.tolist()
-        for i, v in enumerate(x.tolist()):
-            n = int(noise_values[i])
-            needed = 2 if n <= 2 else 4 * msb32(n) - 6 + 2
-            if needed >= len(table):
-                raise InvokeError(op.index, op.key, f"noise estimate {n} reads gain table entry {needed} of "
-                                                    f"{len(table)}")
-            gain = wide_dynamic_function(n, table) & U32
-            snr = ((int(v) * gain) >> data.snr_shift) & U32
-            out[i] = pcan_shrink(snr)
+        n = noise[:x.shape[0]].astype(np.int64)
+        if n.size:
+            top = int(n.max())
+            needed = 2 if top <= 2 else 4 * msb32(top) - 6 + 2      # the entries a channel reads grow with x
+            if needed >= lut.shape[0]:
+                raise InvokeError(op.index, op.key, f"noise estimate {top} reads gain table entry {needed} of "
+                                                    f"{lut.shape[0]}")
+        gain = wide_dynamic_function(n, lut.astype(np.int64)) & U32
+        snr = ((x.astype(np.uint64) * gain.astype(np.uint64)) >> np.uint64(data.snr_shift)) & np.uint64(U32)
+        out[...] = pcan_shrink(snr.astype(np.int64))
 
 
 KERNEL = Pcan()

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from microinterp import Interpreter, PrepareError
+from microinterp.errors import InvokeError
 from microinterp.testing.builder import ModelBuilder
 from microinterp.testing.single_op import assert_matches_tflm
 from microinterp.testing.tflm import TflmRunner, compare_with_tflm
@@ -155,10 +156,11 @@ def test_spectral_subtraction_state_across_invokes_and_reset(clamping):
             np.testing.assert_array_equal(mine.get_output(i), wheel.output(i))
 
 
-@given(channels=st.integers(1, 40), shift=st.integers(0, 12), seed=st.integers(0, 2**32 - 1))
-def test_pcan(channels, shift, seed):
+@given(channels=st.integers(1, 40), shift=st.integers(0, 12), signed=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_pcan(channels, shift, signed, seed):
+    """Gain tables of the usual range, and of the whole int16 range (the int32 and int16 wrap-arounds)."""
     rng = np.random.default_rng(seed)
-    lut = i16(rng, 125, 0, 4096)
+    lut = i16(rng, 125) if signed else i16(rng, 125, 0, 4096)
     x = rng.integers(0, 1 << 20, size=channels).astype(np.uint32)
     noise = (rng.integers(0, 1 << 30, size=channels, dtype=np.uint64) >> rng.integers(0, 30, size=channels)
              .astype(np.uint64)).astype(np.uint32)
@@ -273,3 +275,19 @@ def test_filter_bank_square_root_rounding_edges():
     model = custom_model("SignalFilterBankSquareRoot", [((len(x),), "UINT64", None), ((), "INT32", None)],
                          [((len(x),), "UINT32")], {})
     assert_matches_tflm(model, [x, np.array(0, np.int32)])
+
+
+def test_pcan_refuses_a_noise_estimate_past_its_gain_table():
+    """A noise estimate of 2^20 reads entry 4 * 21 - 4 = 80 of the table: with 60 entries the invoke fails (TFLM
+    would read past the table); smaller estimates run."""
+    rng = np.random.default_rng(0)
+    model = custom_model("SignalPCAN", [((3,), "UINT32", None), ((3,), "UINT32", None),
+                                        ((60,), "INT16", i16(rng, 60, 0, 4096))], [((3,), "UINT32")],
+                         {"snr_shift": 6})
+    it = Interpreter(model)
+    it.set_input(np.array([5, 6, 7], np.uint32), 0)
+    it.set_input(np.array([1, 1000, 1 << 20], np.uint32), 1)
+    with pytest.raises(InvokeError, match="gain table entry 80 of 60"):
+        it.invoke()
+    it.set_input(np.array([1, 1000, 1 << 12], np.uint32), 1)
+    it.invoke()
