@@ -50,28 +50,33 @@ class FilterBankSpectralSubtraction:
         data.noise[...] = 0
 
     def invoke(self, ctx, op, data: SpectralSubtractionData) -> None:
+        """Every channel at once (they are independent), in uint64 as the C code computes: products of uint32 values
+        and their uint64 sum wrap modulo 2^64, each result is cut to uint32."""
         c = data.config
+        n = c["num_channels"]
         x, out, ne = ctx.input(op, 0), ctx.output(op, 0), ctx.output(op, 1)
-        sb, ssb = c["smoothing_bits"], c["spectral_subtraction_bits"]
-        noise = data.noise
-        values = x.tolist()
-        for i in range(c["num_channels"]):
-            if i & 1 == 0:
-                sm, om = c["smoothing"] & U32, c["one_minus_smoothing"] & U32
-            else:
-                sm, om = c["alternate_smoothing"] & U32, c["alternate_one_minus_smoothing"] & U32
-            v = int(values[i])
-            s = (v << sb) & U32
-            est = ((s * sm + int(noise[i]) * om) >> ssb) & U32
-            noise[i] = est
-            if est > s:
-                est = s
-                if c["clamping"]:
-                    noise[i] = est
-            floor = ((v * (c["min_signal_remaining"] & U32)) >> ssb) & U32
-            sub = ((s - est) & U32) >> sb
-            out[i] = max(floor, sub)
-        ne[:c["num_channels"]] = noise
+        sb, ssb = np.uint64(c["smoothing_bits"]), np.uint64(c["spectral_subtraction_bits"])
+        smoothing, one_minus = _alternating(c, n)
+        v = x[:n].astype(np.uint64)
+        s = (v << sb) & _U32
+        est = ((s * smoothing + data.noise.astype(np.uint64) * one_minus) >> ssb) & _U32
+        over = est > s
+        data.noise[...] = np.where(over, s, est) if c["clamping"] else est
+        est = np.where(over, s, est)
+        floor = ((v * np.uint64(c["min_signal_remaining"] & U32)) >> ssb) & _U32
+        out[:n] = np.maximum(floor, ((s - est) & _U32) >> sb)
+        ne[:n] = data.noise
+
+
+_U32 = np.uint64(U32)
+
+
+def _alternating(c: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per channel: ``smoothing`` and ``one_minus_smoothing`` (even channels) or their ``alternate_`` pair (odd)."""
+    even = (np.arange(n) & 1) == 0
+    pick = (lambda a, b: np.where(even, np.uint64(c[a] & U32), np.uint64(c[b] & U32)))
+    return (pick("smoothing", "alternate_smoothing"),
+            pick("one_minus_smoothing", "alternate_one_minus_smoothing"))
 
 
 KERNEL = FilterBankSpectralSubtraction()
