@@ -3,9 +3,9 @@
 * :func:`options` -- a kernel's custom options: a FlexBuffers map. TFLM reads it *by position* in the map's
   key-sorted value vector (``FlexbufferWrapper::ElementAs...(index)``), so the map must hold exactly the keys the
   kernel expects (an extra or missing key would shift every position): checked at prepare.
-* :func:`msb32`, :func:`sqrt32`, :func:`sqrt64`, :func:`log32` -- ``MostSignificantBit32``, ``Sqrt32``,
-  ``Sqrt64`` (bit-by-bit integer square roots, rounded up when the remainder exceeds the root) and ``Log32`` (a
-  segment-corrected log2 scaled to ln and to ``out_scale``), on Python ints, one value at a time as the C loops.
+* :func:`msb32` -- ``MostSignificantBit32`` of a Python int; :func:`bit_length`, :func:`sqrt64`, :func:`log32` --
+  the bit lengths, ``Sqrt64`` / ``Sqrt32`` (bit-by-bit integer square roots, rounded up when the remainder exceeds
+  the root) and ``Log32`` (a segment-corrected log2 scaled to ln and to ``out_scale``) of whole arrays, exact.
 
 The log2 correction table of ``Log32`` is ``round((log2(1 + k/128) - k/128) * 2^16)`` for k = 0..128 and a
 trailing 0; computing it gives TFLM's constants (checked against the wheel by the FilterBankLog tests).
@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 from flatbuffers import flexbuffers
 
 U32 = 0xFFFFFFFF
@@ -62,49 +63,51 @@ def msb32(x: int) -> int:
     return x.bit_length() if x else 32
 
 
-def _isqrt(num: int, bits: int) -> int:
-    """TFLM's bit-by-bit square root of a ``bits``-bit unsigned ``num`` (``Sqrt32`` / ``Sqrt64``): the digit-by-digit
-    method, whose result is the floor of the square root and whose remainder is ``num - root^2``; then the root plus
-    one when the remainder exceeds it, unless the root is already the half-width maximum. The floor is
-    ``math.isqrt``'s (exact for every integer), so only the rounding step is TFLM's code."""
-    root = math.isqrt(num)
-    if num - root * root > root and root != (1 << (bits // 2)) - 1:
-        root += 1
+def bit_length(x: np.ndarray) -> np.ndarray:
+    """The bit length of every non-negative integer of ``x`` below 2^53 (int64; 0 for 0): float64's exponent."""
+    return np.frexp(np.asarray(x).astype(np.float64))[1].astype(np.int64)
+
+
+def sqrt64(num: np.ndarray) -> np.ndarray:
+    """TFLM's ``Sqrt64`` (``Sqrt32`` below 2^32) of every uint64: the bit-by-bit method, whose result is the floor of
+    the square root and whose remainder is ``num - root^2``, then the root plus one when the remainder exceeds it,
+    unless the root is already the half-width maximum (2^16 - 1 for ``Sqrt32``, 2^32 - 1 for ``Sqrt64``). The floor
+    comes from float64's square root (within one of it) corrected in uint64 arithmetic, exact for every input."""
+    num = np.asarray(num, np.uint64)
+    top = np.uint64(U32)
+    root = np.minimum(np.floor(np.sqrt(num.astype(np.float64))), float(U32)).astype(np.uint64)
+    for _ in range(2):
+        root -= (root * root > num).astype(np.uint64)
+        up = root < top
+        nxt = root + np.uint64(1)
+        root += (up & (nxt * nxt <= num)).astype(np.uint64)
+    limit = np.where(num >> np.uint64(32) == 0, np.uint64(0xFFFF), top)
+    root += ((num - root * root > root) & (root != limit)).astype(np.uint64)
     return root
-
-
-def sqrt32(num: int) -> int:
-    return _isqrt(num, 32) if num else 0
-
-
-def sqrt64(num: int) -> int:
-    return sqrt32(num) if (num >> 32) == 0 else _isqrt(num, 64) & U32
 
 
 LOG_SEGMENTS_LOG2 = 7
 LOG_SCALE_LOG2 = 16
 LOG_SCALE = 1 << LOG_SCALE_LOG2
 LOG_COEFF = 45426                     # round(2^16 * ln 2)
-LOG_LUT = [round((math.log2(1 + k / 128) - k / 128) * LOG_SCALE) for k in range(129)] + [0]
+LOG_LUT = np.array([round((math.log2(1 + k / 128) - k / 128) * LOG_SCALE) for k in range(129)] + [0], np.int64)
 
 
-def _log2_fraction(x: int, log2x: int) -> int:
-    frac = x - (1 << log2x)
-    if log2x < LOG_SCALE_LOG2:
-        frac <<= LOG_SCALE_LOG2 - log2x
-    else:
-        frac >>= log2x - LOG_SCALE_LOG2
+def log32(x: np.ndarray, out_scale: int) -> np.ndarray:
+    """TFLM's ``Log32(x, out_scale)`` of every ``x > 1`` (int64, below 2^32): ``round(out_scale * ln(x))`` in its
+    fixed point -- the integer part of log2 from the bit length, the fraction's 16 bits corrected by the 129-entry
+    segment table, then the change to ln and the scale, each step cut to uint32 as the C code's are."""
+    x = np.asarray(x, np.int64)
+    integer = bit_length(x) - 1
+    frac = x - (np.int64(1) << integer)
+    frac = np.where(integer < LOG_SCALE_LOG2, frac << np.maximum(LOG_SCALE_LOG2 - integer, 0),
+                    frac >> np.maximum(integer - LOG_SCALE_LOG2, 0))
     base_seg = frac >> (LOG_SCALE_LOG2 - LOG_SEGMENTS_LOG2)
     seg_unit = LOG_SCALE >> LOG_SEGMENTS_LOG2
     c0, c1 = LOG_LUT[base_seg], LOG_LUT[base_seg + 1]
     rel_pos = ((c1 - c0) * (frac - seg_unit * base_seg)) >> LOG_SCALE_LOG2
-    return (frac + c0 + rel_pos) & U32
-
-
-def log32(x: int, out_scale: int) -> int:
-    """Log32(x, out_scale) for ``x > 1``: ``round(out_scale * ln(x))`` in TFLM's fixed point (uint32 result)."""
-    integer = msb32(x) - 1
-    log2 = ((integer << LOG_SCALE_LOG2) + _log2_fraction(x, integer)) & U32
+    fraction = (frac + c0 + rel_pos) & U32
+    log2 = ((integer << LOG_SCALE_LOG2) + fraction) & U32
     half = LOG_SCALE // 2
     loge = ((LOG_COEFF * log2 + half) >> LOG_SCALE_LOG2) & U32
     return ((out_scale * loge + half) & U32) >> LOG_SCALE_LOG2

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ._common import U32, log32, options
 
 
@@ -31,9 +33,9 @@ class FilterBankLog:
 
     def invoke(self, ctx, op, data: FilterBankLogData) -> None:
         x, out = ctx.input(op, 0), ctx.output(op, 0)
-        for i, v in enumerate(x.tolist()):
-            scaled = (int(v) << data.correction_bits) & U32
-            out[i] = min(log32(scaled, data.output_scale), 32767) if scaled > 1 else 0
+        scaled = (x.astype(np.int64) << data.correction_bits) & U32
+        big = scaled > 1
+        out[:x.shape[0]] = np.where(big, np.minimum(log32(np.where(big, scaled, 2), data.output_scale), 32767), 0)
 
 
 KERNEL = FilterBankLog()

@@ -7,6 +7,8 @@ is arithmetic on the uint32 result.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ._common import U32, options, sqrt64
 
 
@@ -25,8 +27,8 @@ class FilterBankSquareRoot:
 
     def invoke(self, ctx, op, data: None) -> None:
         x, out = ctx.input(op, 0), ctx.output(op, 0)
-        shift = int(ctx.input(op, 1).reshape(())) & 31
-        out[:x.shape[0]] = [(sqrt64(v) >> shift) & U32 for v in x.tolist()]
+        shift = np.uint64(int(ctx.input(op, 1).reshape(())) & 31)
+        out[:x.shape[0]] = (sqrt64(x) >> shift) & np.uint64(U32)
 
 
 KERNEL = FilterBankSquareRoot()
