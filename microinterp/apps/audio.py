@@ -4,6 +4,7 @@ A 16 kHz, 16-bit mono clip is cut into 30 ms windows (480 samples) with a 20 ms 
 goes through the audio preprocessor model (TFLM's signal library: window, FFT, energy, mel filter bank, noise
 reduction, PCAN, log) **in order on one interpreter**, whose noise estimate carries over between windows; the
 49 x 40 int8 features of a 1 s clip go through the micro_speech classifier, whose 4 scores name the label.
+:func:`features_batch` computes the features of many clips at once, each clip a stream of its own.
 
 :func:`listen` returns the features, the scores, the label and the MCU cycle estimate of each stage; ``microinterp
 listen FILE.wav`` prints them.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import os
 import wave
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +69,20 @@ def features(preprocessor: Interpreter, samples: np.ndarray) -> np.ndarray:
         preprocessor.invoke()
         rows.append(preprocessor.get_output(0).reshape(-1))
     return np.stack(rows)
+
+
+def features_batch(preprocessor: str | os.PathLike | bytes, clips: Sequence[np.ndarray], streams: int = 64) -> np.ndarray:
+    """The 49 x 40 feature maps of many clips (``[clips, 49, 40]``): each clip's windows in order through the
+    preprocessor with a noise estimate of its own, ``streams`` clips at a time as streams of one model
+    (:class:`~microinterp.streams.Streams`) -- what :func:`features` gives clip by clip on a fresh interpreter, bit
+    for bit, at a fraction of the time per window."""
+    from ..streams import run_streams
+
+    if not len(clips):
+        return np.zeros((0, FRAMES, 0), np.int8)
+    frames = np.stack([windows(np.asarray(c, np.int16)) for c in clips])        # [clips, 49, 480]
+    out = run_streams(preprocessor, frames, streams=streams)
+    return out.reshape(len(clips), FRAMES, -1)
 
 
 def listen(path_or_samples: Any, preprocessor: str | os.PathLike | bytes, classifier: str | os.PathLike | bytes,

@@ -142,9 +142,9 @@ def _probe_like(v: np.ndarray) -> np.ndarray:
 def float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.ndarray, shape: tuple[int, ...],
                  lo: np.float32, hi: np.float32) -> None:
     """``out = clamp(ufunc(x1, x2))`` in float32 (overflow to inf is expected and then clamped to FLT_MAX; two NaN
-    operands as :func:`both_nan_as_x86`). ``shape`` is the prepared broadcast shape; a band of rows (out of core)
-    computes in its own."""
-    if out.size != math.prod(shape):
+    operands as :func:`both_nan_as_x86`). ``shape`` is the prepared broadcast shape; a band of rows (out of core) or
+    views with a stream axis (:mod:`microinterp.streams`) compute in their own."""
+    if out.size != math.prod(shape) or max(x1.ndim, x2.ndim) > len(shape):     # a band, or streams
         shape = np.broadcast_shapes(x1.shape, x2.shape)
     y = out.reshape(shape)
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):

@@ -95,5 +95,13 @@ class Concatenation:
         parts = [ctx.input(op, k) for k in range(len(op.inputs))]
         np.concatenate(parts, axis=data.axis, out=ctx.output(op, 0))
 
+    def invoke_streams(self, ctx, op, data: ConcatenationData, state: None) -> None:
+        """Streams (:mod:`.streams`): along the axis after the stream axis, constants repeated for every stream."""
+        out = ctx.output(op, 0)
+        rank = out.ndim - 1
+        parts = [ctx.input(op, k) for k in range(len(op.inputs))]
+        parts = [p if p.ndim > rank else np.broadcast_to(p, (out.shape[0], *p.shape)) for p in parts]
+        np.concatenate(parts, axis=data.axis + 1, out=out)
+
 
 KERNEL = Concatenation()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .squeeze import copy_bytes
+from .streams import INVOKE
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16")
 
@@ -22,6 +23,9 @@ class ExpandDimsData:
 
 
 class ExpandDims:
+    #: streams: a byte copy, whatever the leading axes (:mod:`.streams`)
+    streams = INVOKE
+
     def prepare(self, ctx, op) -> ExpandDimsData:
         ctx.check_io_count(op, 2, 1)
         x, axis_t, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

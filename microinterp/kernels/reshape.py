@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .streams import INVOKE
+
 
 @dataclass(frozen=True)
 class ReshapeData:
@@ -17,6 +19,9 @@ class ReshapeData:
 
 
 class Reshape:
+    #: streams: a byte copy, whatever the leading axes (:mod:`.streams`)
+    streams = INVOKE
+
     def prepare(self, ctx, op) -> ReshapeData:
         if len(op.outputs) != 1 or not 1 <= len(op.inputs) <= 2:
             raise ctx.fail(op, f"expected 1 or 2 inputs and 1 output, got {len(op.inputs)} and {len(op.outputs)}")

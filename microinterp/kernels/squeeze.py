@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .streams import INVOKE
+
 MAX_DIMS = 8
 
 
@@ -27,6 +29,9 @@ def copy_bytes(out: np.ndarray, x: np.ndarray) -> None:
 
 
 class Squeeze:
+    #: streams: a byte copy, whatever the leading axes (:mod:`.streams`)
+    streams = INVOKE
+
     def prepare(self, ctx, op) -> SqueezeData:
         ctx.check_io_count(op, 1, 1)
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

@@ -174,5 +174,13 @@ class StridedSlice:
         picked = x.reshape((1,) * (5 - x.ndim) + x.shape)[data.index].reshape(-1)
         ctx.output(op, 0).reshape(-1)[:data.count] = picked[:data.count]
 
+    def invoke_streams(self, ctx, op, data: StridedSliceData, state: None) -> None:
+        """Streams (:mod:`.streams`): the same ``np.ix_`` index behind the stream axis (its arrays stay adjacent, so
+        the stream axis stays first)."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        s = x.shape[0]
+        padded = x.reshape((s,) + (1,) * (6 - x.ndim) + x.shape[1:])
+        out.reshape(s, -1)[:, :data.count] = padded[(slice(None), *data.index)].reshape(s, -1)[:, :data.count]
+
 
 KERNEL = StridedSlice()

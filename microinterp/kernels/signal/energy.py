@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..streams import INVOKE
 from ._common import options
 
 
@@ -21,6 +22,9 @@ class EnergyData:
 
 
 class Energy:
+    #: streams: its invoke works along the last axis (:mod:`..streams`)
+    streams = INVOKE
+
     def prepare(self, ctx, op) -> EnergyData:
         o = options(ctx, op, ("end_index", "start_index"))
         ctx.check_io_count(op, 1, 1)
@@ -35,9 +39,10 @@ class Energy:
     def invoke(self, ctx, op, data: EnergyData) -> None:
         if data.end <= data.start:
             return
-        c = ctx.input(op, 0)[:2 * data.end].reshape(-1, 2)[data.start:data.end].astype(np.int32)
-        e = c[:, 0] * c[:, 0] + c[:, 1] * c[:, 1]
-        ctx.output(op, 0)[data.start:data.end] = e.astype(np.int64) & 0xFFFFFFFF
+        x = ctx.input(op, 0)
+        c = x[..., :2 * data.end].reshape(*x.shape[:-1], -1, 2)[..., data.start:data.end, :].astype(np.int32)
+        e = c[..., 0] * c[..., 0] + c[..., 1] * c[..., 1]
+        ctx.output(op, 0)[..., data.start:data.end] = e.astype(np.int64) & 0xFFFFFFFF
 
 
 KERNEL = Energy()

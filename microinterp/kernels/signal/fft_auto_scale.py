@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import msb32, options
+from ._common import bit_length, options
 
 
 class FftAutoScale:
@@ -29,18 +29,32 @@ class FftAutoScale:
             raise ctx.fail(op, f"output {y.shape} longer than input {x.shape}")
 
     def invoke(self, ctx, op, data: None) -> None:
+        self.invoke_streams(ctx, op, data, None)
+
+    def invoke_streams(self, ctx, op, data: None, state: None) -> None:
+        """One stream, or many (:mod:`..streams`: every tensor with a leading stream axis): the peak of each."""
         x, y, s = ctx.input(op, 0), ctx.output(op, 0), ctx.output(op, 1)
-        n = y.shape[0]
-        v = x[:n].astype(np.int32)
-        peak = 0
-        for value in v.tolist():
-            if value > peak:
-                peak = value
-            elif -value > peak:
-                peak = -value if value != -32768 else -32768     # int16(32768)
-        bits = max(16 - msb32(peak & 0xFFFFFFFF) - 1, 0)
-        y[...] = (v << bits).astype(np.int16)
+        v = x[..., :y.shape[-1]].astype(np.int32)
+        rows = v.reshape(-1, v.shape[-1])
+        peak = np.abs(rows).max(axis=1, initial=0).astype(np.int64)
+        for r in np.flatnonzero((rows == -32768).any(axis=1)):      # the C loop's int16 wrap: it alone decides
+            peak[r] = _peak(rows[r].tolist())
+        msb = np.where(peak == 0, 32, bit_length(peak & 0xFFFFFFFF))
+        bits = np.maximum(16 - msb - 1, 0).reshape(s.shape)
+        y[...] = (v << bits[..., None]).astype(np.int16)
         s[...] = bits
+
+
+def _peak(values: list[int]) -> int:
+    """The C loop's running peak: ``max(|v|)``, except that ``-(-32768)`` stores ``-32768`` (an int16), after which
+    every later value compares against that."""
+    peak = 0
+    for value in values:
+        if value > peak:
+            peak = value
+        elif -value > peak:
+            peak = -value if value != -32768 else -32768     # int16(32768)
+    return peak
 
 
 KERNEL = FftAutoScale()

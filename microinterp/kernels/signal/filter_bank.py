@@ -8,10 +8,8 @@ unweights, channel frequency starts, channel weight starts, channel widths (``nu
 negative one wraps), then ``work[i] = w``, ``w = u``, ``u = 0``; the output is ``work[1:]`` (a persistent work area
 of ``num_channels + 1`` uint64 in the tail). Index ranges are checked here (TFLM would read out of bounds).
 
-With constant tables (the usual case) the walk is vectorized: every (channel, tap) pair's spectrum and weight
-positions are laid out once, and an invoke forms all products in uint64 (NumPy wraps them modulo 2^64 as C does),
-running sums of them, and each channel's sum as a difference of two running sums -- modular sums do not depend on
-the order. ``work[i]`` is then channel ``i``'s weighted sum plus channel ``i - 1``'s unweighted one.
+With constant tables (the usual case) the walk is two exact float64 matrix products (:class:`Taps`); ``work[i]``
+is then channel ``i``'s weighted sum plus channel ``i - 1``'s unweighted one.
 """
 
 from __future__ import annotations
@@ -32,35 +30,38 @@ class FilterBankData:
 
 @dataclass(frozen=True)
 class Taps:
-    """Every (channel, tap) pair of constant tables, channel by channel: its spectrum position, its weight and
-    unweight (int16 converted to uint64, as C converts them), and where each channel's pairs start and end."""
+    """Constant tables as two dense ``[spectrum bins, channels + 1]`` matrices (weights and unweights, as signed
+    int16 values) side by side in float64.
 
-    spectrum: np.ndarray
-    weights: np.ndarray
-    unweights: np.ndarray
-    bounds: np.ndarray          # [channels + 2]: channel i's pairs are [bounds[i], bounds[i + 1])
+    The C loop adds ``uint64(weight) * spectrum`` modulo 2^64: with a weight of ``-w`` that is ``-w * spectrum``
+    modulo 2^64, so signed int64 sums give the same bits. Every spectrum value is split into its 16-bit halves; a
+    channel's sum of ``weight * half`` is an integer below ``2^15 * 2^16 * 257 < 2^40`` in magnitude, which float64
+    holds exactly whatever order a BLAS product adds it in -- two products give every channel of every spectrum (and
+    every stream) at once, recombined in int64."""
+
+    matrix: np.ndarray          # [bins, 2 * (channels + 1)] float64: weights | unweights
+    channels: int
 
     @classmethod
-    def build(cls, weights, unweights, starts, wstarts, widths, channels: int) -> Taps:
-        spec, wpos, bounds = [], [], [0]
+    def build(cls, weights, unweights, starts, wstarts, widths, channels: int, bins: int) -> Taps:
+        matrix = np.zeros((bins, 2 * (channels + 1)), np.float64)
         for i in range(channels + 1):
             width = max(int(widths[i]), 0)
-            spec.append(np.arange(width) + int(starts[i]))
-            wpos.append(np.arange(width) + int(wstarts[i]))
-            bounds.append(bounds[-1] + width)
-        spec, wpos = np.concatenate(spec).astype(np.intp), np.concatenate(wpos).astype(np.intp)
-        u64 = (lambda t: np.asarray(t, np.int64)[wpos].astype(np.uint64))
-        return cls(spec, u64(weights), u64(unweights), np.array(bounds, np.intp))
+            f, w = int(starts[i]), int(wstarts[i])
+            matrix[f:f + width, i] = np.asarray(weights[w:w + width], np.float64)
+            matrix[f:f + width, channels + 1 + i] = np.asarray(unweights[w:w + width], np.float64)
+        return cls(matrix, channels)
 
     def sums(self, spectrum: np.ndarray, work: np.ndarray) -> None:
-        """``work[i]`` = channel i's weighted sum + channel i - 1's unweighted sum, modulo 2^64."""
-        s = spectrum.astype(np.uint64)[self.spectrum]
-        running = np.zeros((2, s.size + 1), np.uint64)
-        np.cumsum(self.weights * s, out=running[0, 1:])
-        np.cumsum(self.unweights * s, out=running[1, 1:])
-        per_channel = running[:, self.bounds[1:]] - running[:, self.bounds[:-1]]
-        work[...] = per_channel[0]
-        work[1:] += per_channel[1, :-1]
+        """``work[..., i]`` = channel i's weighted sum + channel i - 1's unweighted sum, modulo 2^64 (every leading
+        axis a spectrum of its own: streams)."""
+        s = spectrum.astype(np.int64)
+        hi, lo = (s >> 16).astype(np.float64), (s & 0xFFFF).astype(np.float64)
+        both = (np.matmul(hi, self.matrix).astype(np.int64) << 16) + np.matmul(lo, self.matrix).astype(np.int64)
+        n = self.channels + 1
+        total = both[..., :n].copy()
+        total[..., 1:] += both[..., n:2 * n - 1]
+        work[...] = total.view(np.uint64)
 
 
 class FilterBank:
@@ -84,8 +85,20 @@ class FilterBank:
                 if widths[i] > 0 and (starts[i] < 0 or wstarts[i] < 0 or starts[i] + widths[i] > ts[0].num_elements
                                       or wstarts[i] + widths[i] > min(ts[1].num_elements, ts[2].num_elements)):
                     raise ctx.fail(op, f"channel {i} reads outside the spectrum or the weights")
-            return FilterBankData(n, work, Taps.build(*(t.data for t in ts[1:]), n))
+            return FilterBankData(n, work, Taps.build(*(t.data for t in ts[1:]), n, ts[0].num_elements))
         return FilterBankData(n, work)
+
+    def invoke_streams(self, ctx, op, data: FilterBankData, state: None) -> None:
+        """Streams (:mod:`..streams`): every stream's spectrum at once with constant tables, else one by one."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        work = np.empty((x.shape[0], data.channels + 1), np.uint64)
+        if data.taps is not None:
+            data.taps.sums(x, work)
+        else:
+            tables = [ctx.input(op, k) for k in range(1, 6)]
+            for s in range(x.shape[0]):
+                _walk(x[s], tables, data.channels, work[s])
+        out[...] = work[:, 1:1 + out.shape[1]]
 
     def invoke(self, ctx, op, data: FilterBankData) -> None:
         if data.taps is not None:
@@ -93,20 +106,24 @@ class FilterBank:
             out = ctx.output(op, 0)
             out[...] = data.work[1:1 + out.shape[0]]
             return
-        spectrum = [int(v) for v in ctx.input(op, 0)]
-        weights, unweights, starts, wstarts, widths = ([int(v) for v in ctx.input(op, k)] for k in range(1, 6))
-        w = u = 0
-        work = data.work
-        for i in range(data.channels + 1):
-            f0, w0 = starts[i], wstarts[i]
-            for j in range(widths[i]):
-                s = spectrum[f0 + j]
-                w = (w + (weights[w0 + j] & U64) * s) & U64
-                u = (u + (unweights[w0 + j] & U64) * s) & U64
-            work[i] = w
-            w, u = u, 0
+        _walk(ctx.input(op, 0), [ctx.input(op, k) for k in range(1, 6)], data.channels, data.work)
         out = ctx.output(op, 0)
-        out[...] = work[1:1 + out.shape[0]]
+        out[...] = data.work[1:1 + out.shape[0]]
+
+
+def _walk(spectrum: np.ndarray, tables: list[np.ndarray], channels: int, work: np.ndarray) -> None:
+    """The C loop on one spectrum, for tables given at invoke (their ranges are checked as they are read)."""
+    spectrum = [int(v) for v in spectrum]
+    weights, unweights, starts, wstarts, widths = ([int(v) for v in t] for t in tables)
+    w = u = 0
+    for i in range(channels + 1):
+        f0, w0 = starts[i], wstarts[i]
+        for j in range(widths[i]):
+            s = spectrum[f0 + j]
+            w = (w + (weights[w0 + j] & U64) * s) & U64
+            u = (u + (unweights[w0 + j] & U64) * s) & U64
+        work[i] = w
+        w, u = u, 0
 
 
 KERNEL = FilterBank()

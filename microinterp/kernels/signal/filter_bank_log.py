@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..streams import INVOKE
 from ._common import U32, log32, options
 
 
@@ -21,6 +22,9 @@ class FilterBankLogData:
 
 
 class FilterBankLog:
+    #: streams: its invoke works element by element (:mod:`..streams`)
+    streams = INVOKE
+
     def prepare(self, ctx, op) -> FilterBankLogData:
         o = options(ctx, op, ("input_correction_bits", "output_scale"))
         ctx.check_io_count(op, 1, 1)
@@ -35,7 +39,7 @@ class FilterBankLog:
         x, out = ctx.input(op, 0), ctx.output(op, 0)
         scaled = (x.astype(np.int64) << data.correction_bits) & U32
         big = scaled > 1
-        out[:x.shape[0]] = np.where(big, np.minimum(log32(np.where(big, scaled, 2), data.output_scale), 32767), 0)
+        out[..., :x.shape[-1]] = np.where(big, np.minimum(log32(np.where(big, scaled, 2), data.output_scale), 32767), 0)
 
 
 KERNEL = FilterBankLog()

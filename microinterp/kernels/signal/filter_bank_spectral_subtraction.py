@@ -50,22 +50,33 @@ class FilterBankSpectralSubtraction:
         data.noise[...] = 0
 
     def invoke(self, ctx, op, data: SpectralSubtractionData) -> None:
-        """Every channel at once (they are independent), in uint64 as the C code computes: products of uint32 values
-        and their uint64 sum wrap modulo 2^64, each result is cut to uint32."""
+        self.invoke_streams(ctx, op, data, data.noise)
+
+    def stream_state(self, data: SpectralSubtractionData, streams: int) -> np.ndarray:
+        """Streams (:mod:`..streams`): a noise estimate per stream, zeroed as prepare zeroes the one."""
+        return np.zeros((streams, data.config["num_channels"]), np.uint32)
+
+    def reset_streams(self, data: SpectralSubtractionData, state: np.ndarray) -> None:
+        state[...] = 0
+
+    def invoke_streams(self, ctx, op, data: SpectralSubtractionData, noise: np.ndarray) -> None:
+        """Every channel (and stream) at once -- they are independent --, in uint64 as the C code computes: products
+        of uint32 values and their uint64 sum wrap modulo 2^64, each result is cut to uint32. ``noise`` is the
+        state: the tail buffer of one stream, or one row per stream."""
         c = data.config
         n = c["num_channels"]
         x, out, ne = ctx.input(op, 0), ctx.output(op, 0), ctx.output(op, 1)
         sb, ssb = np.uint64(c["smoothing_bits"]), np.uint64(c["spectral_subtraction_bits"])
         smoothing, one_minus = _alternating(c, n)
-        v = x[:n].astype(np.uint64)
+        v = x[..., :n].astype(np.uint64)
         s = (v << sb) & _U32
-        est = ((s * smoothing + data.noise.astype(np.uint64) * one_minus) >> ssb) & _U32
+        est = ((s * smoothing + noise.astype(np.uint64) * one_minus) >> ssb) & _U32
         over = est > s
-        data.noise[...] = np.where(over, s, est) if c["clamping"] else est
+        noise[...] = np.where(over, s, est) if c["clamping"] else est
         est = np.where(over, s, est)
         floor = ((v * np.uint64(c["min_signal_remaining"] & U32)) >> ssb) & _U32
-        out[:n] = np.maximum(floor, ((s - est) & _U32) >> sb)
-        ne[:n] = data.noise
+        out[..., :n] = np.maximum(floor, ((s - est) & _U32) >> sb)
+        ne[..., :n] = noise
 
 
 _U32 = np.uint64(U32)

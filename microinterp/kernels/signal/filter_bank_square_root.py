@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..streams import INVOKE
 from ._common import U32, options, sqrt64
 
 
 class FilterBankSquareRoot:
+    #: streams: its invoke works along the last axis, a shift per stream (:mod:`..streams`)
+    streams = INVOKE
+
     def prepare(self, ctx, op) -> None:
         if op.custom_options is not None:
             options(ctx, op, ())
@@ -27,8 +31,8 @@ class FilterBankSquareRoot:
 
     def invoke(self, ctx, op, data: None) -> None:
         x, out = ctx.input(op, 0), ctx.output(op, 0)
-        shift = np.uint64(int(ctx.input(op, 1).reshape(())) & 31)
-        out[:x.shape[0]] = (sqrt64(x) >> shift) & np.uint64(U32)
+        shift = (np.asarray(ctx.input(op, 1)).astype(np.int64) & 31).astype(np.uint64)
+        out[..., :x.shape[-1]] = (sqrt64(x) >> shift[..., None]) & np.uint64(U32)
 
 
 KERNEL = FilterBankSquareRoot()

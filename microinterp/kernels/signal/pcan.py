@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import InvokeError
+from ..streams import INVOKE
 from ._common import U32, msb32, options
 
 SNR_BITS = 12
@@ -54,6 +55,9 @@ def pcan_shrink(x: np.ndarray) -> np.ndarray:
 
 
 class Pcan:
+    #: streams: its invoke works element by element (:mod:`..streams`)
+    streams = INVOKE
+
     def prepare(self, ctx, op) -> PcanData:
         shift = int(options(ctx, op, ("snr_shift",))["snr_shift"])
         ctx.check_io_count(op, 3, 1)
@@ -71,7 +75,7 @@ class Pcan:
 
     def invoke(self, ctx, op, data: PcanData) -> None:
         x, noise, lut, out = (ctx.input(op, 0), ctx.input(op, 1), ctx.input(op, 2), ctx.output(op, 0))
-        n = noise[:x.shape[0]].astype(np.int64)
+        n = noise[..., :x.shape[-1]].astype(np.int64)
         if n.size:
             top = int(n.max())
             needed = 2 if top <= 2 else 4 * msb32(top) - 6 + 2      # the entries a channel reads grow with x

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..streams import INVOKE
 from ._common import options
 from ._kiss_fft import factor, real_fft_plan
 from ._kiss_fft_vec import rfft_frames
@@ -32,6 +33,9 @@ class RfftData:
 
 
 class Rfft:
+    #: streams: its invoke transforms every frame of the last axis (:mod:`..streams`)
+    streams = INVOKE
+
     def prepare(self, ctx, op) -> RfftData:
         o = options(ctx, op, ("T", "fft_length"))
         type_name = TENSOR_TYPES.get(int(o["T"]))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..streams import INVOKE
 from ._common import options
 
 
@@ -22,6 +23,9 @@ class WindowData:
 
 
 class Window:
+    #: streams: its invoke windows every row of the last axis (:mod:`..streams`)
+    streams = INVOKE
+
     def prepare(self, ctx, op) -> WindowData:
         shift = options(ctx, op, ("shift",))["shift"]
         ctx.check_io_count(op, 2, 1)

@@ -9,7 +9,7 @@ import pytest
 from flatbuffers import flexbuffers
 
 from microinterp import Interpreter
-from microinterp.apps.audio import FRAMES, LABELS, listen, read_wav, windows
+from microinterp.apps.audio import FRAMES, LABELS, features_batch, listen, read_wav, windows
 from microinterp.apps.cli import main
 from microinterp.testing.tflm import TflmRunner
 
@@ -147,3 +147,16 @@ def test_preprocessor_arena_head_is_the_wheels(model):
 
     path = zoo_model(model)
     assert Interpreter(path).head_bytes == tflm_arena_head(path)     # the RFFT work area is a planned scratch
+
+
+@pytest.mark.parametrize("model", ["audio_preprocessor_int8.tflite", "audio_preprocessor_float.tflite"])
+def test_features_of_many_clips_as_streams_equal_the_wheel_clip_by_clip(model):
+    """``features_batch``: seven clips (the two recordings, a tone, a chirp, noise, full-scale noise, silence),
+    three streams at a time, each with its own noise estimate: every clip's features are the wheel's."""
+    pre = zoo_model(model)
+    clips = [read_wav(DATA_DIR / "yes_1000ms.wav"), read_wav(DATA_DIR / "no_1000ms.wav")]
+    clips += [synthesized(kind) for kind in ("tone", "chirp", "noise", "loud", "silence")]
+    got = features_batch(pre, clips, streams=3)
+    assert got.shape[:2] == (len(clips), FRAMES)
+    for k, clip in enumerate(clips):
+        np.testing.assert_array_equal(got[k], wheel_features(pre, clip))

@@ -89,16 +89,21 @@ def test_energy(size, data, seed):
     np.testing.assert_array_equal(result.outputs[0][start:end], result.tflm_outputs[0][start:end])
 
 
-@given(channels=st.integers(1, 12), seed=st.integers(0, 2**32 - 1))
-def test_filter_bank(channels, seed):
+@given(channels=st.integers(1, 12), extreme=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_filter_bank(channels, extreme, seed):
+    """Random tables; ``extreme``: wide channels, weights of the whole int16 range and spectrum values near 2^32
+    (the products' modulo-2^64 sums, which the kernel computes as exact float64 products of 16-bit halves)."""
     rng = np.random.default_rng(seed)
-    widths = rng.integers(0, 6, size=channels + 1).astype(np.int16)
+    widths = rng.integers(0, 60 if extreme else 6, size=channels + 1).astype(np.int16)
     spectrum = int(widths.sum()) + 8
     starts = np.concatenate([[0], np.cumsum(widths[:-1])]).astype(np.int16) + rng.integers(0, 3)
     wstarts = np.concatenate([[0], np.cumsum(widths[:-1])]).astype(np.int16)
     nweights = max(int(widths.sum()), 1)
-    weights, unweights = i16(rng, nweights, -4096, 4096), i16(rng, nweights, -4096, 4096)
+    lim = 32767 if extreme else 4096
+    weights, unweights = i16(rng, nweights, -lim - extreme, lim), i16(rng, nweights, -lim - extreme, lim)
     x = rng.integers(0, 1 << 32, size=spectrum, dtype=np.uint64).astype(np.uint32)
+    if extreme:
+        x[::2] = np.uint32(0xFFFFFFFF) - x[::2] % 7
     model = custom_model("SignalFilterBank",
                          [((spectrum,), "UINT32", None), ((nweights,), "INT16", weights),
                           ((nweights,), "INT16", unweights), ((channels + 1,), "INT16", starts.astype(np.int16)),

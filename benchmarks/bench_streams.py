@@ -1,0 +1,100 @@
+"""The audio front end per window: the TFLM wheel, one microinterp interpreter, and many clips as streams.
+
+    python benchmarks/bench_streams.py [--rounds 7] [--streams 16,64,256]
+
+For each zoo audio preprocessor (``../shared/models/audio_preprocessor_*.tflite``): whole calls -- set the window,
+invoke, read the features -- on the wheel and on ``Interpreter(model)``, interleaved, medians of ``--rounds`` batches;
+then :class:`microinterp.streams.Streams` with S streams, one step (a window of every stream) per call, reported per
+window and stream; and ``features_batch`` over 64 one-second clips (49 windows each), per window. Every streams
+output is checked bit for bit against the single interpreter first. One BLAS thread.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import microinterp as mi
+from microinterp.apps.audio import features, features_batch
+from microinterp.streams import Streams
+
+MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
+
+
+def _per_call(fn, calls: int, rounds: int) -> float:
+    """Median seconds per call over ``rounds`` batches of ``calls``."""
+    samples = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter() - t0) / calls)
+    return statistics.median(samples)
+
+
+def bench(name: str, rounds: int, counts: list[int]) -> None:
+    from microinterp.testing.tflm import TflmRunner
+
+    path = MODELS / f"{name}.tflite"
+    model = path.read_bytes()
+    rng = np.random.default_rng(0)
+    window = (rng.normal(size=(1, 480)) * 3000).astype(np.int16)
+    wheel, it = TflmRunner(model, preserve_all=False), mi.Interpreter(model)
+
+    def wheel_call():
+        wheel.run([window])
+        wheel.output(0)
+
+    def ours_call():
+        it.set_input(window, 0)
+        it.invoke()
+        it.get_output(0)
+
+    w, o = [], []
+    for _ in range(rounds):         # interleaved
+        w.append(_per_call(wheel_call, 50, 1))
+        o.append(_per_call(ours_call, 20, 1))
+    w_s, o_s = statistics.median(w), statistics.median(o)
+    print(f"{name}: wheel {w_s * 1e6:.1f} us per window; Interpreter {o_s * 1e6:.1f} us (x{w_s / o_s:.3f})")
+    for s in counts:
+        runner = Streams(model, s)
+        xs = (rng.normal(size=(s, 1, 480)) * 3000).astype(np.int16)
+        single = mi.Interpreter(model)
+        got = runner.run(xs)[0]
+        single.set_input(xs[-1], 0)
+        single.invoke()
+        assert np.array_equal(got[-1], single.get_output(0)), "streams differ from one interpreter"
+        t = _per_call(lambda r=runner, x=xs: r.run(x), max(2, 200 // s), rounds) / s
+        print(f"  streams S={s}: {t * 1e6:.1f} us per window and stream (x{w_s / t:.3f} the wheel)")
+    clips = [(rng.normal(size=16000) * 10.0 ** rng.uniform(2, 4)).astype(np.int16) for _ in range(64)]
+    expected = features(mi.Interpreter(model), clips[5])
+    t0 = time.perf_counter()
+    feats = features_batch(model, clips, streams=64)
+    t = (time.perf_counter() - t0) / (64 * feats.shape[1])
+    assert np.array_equal(feats[5], expected), "features_batch differs from features"
+    print(f"  features_batch, 64 clips: {t * 1e6:.1f} us per window (x{w_s / t:.3f} the wheel)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--streams", default="16,64,256")
+    args = ap.parse_args(argv)
+    counts = [int(v) for v in args.streams.split(",") if v]
+    for name in ("audio_preprocessor_int8", "audio_preprocessor_float"):
+        bench(name, args.rounds, counts)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
