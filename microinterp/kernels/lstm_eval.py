@@ -15,6 +15,7 @@ import numpy as np
 from ..libm import tanhf
 from ..quant import INT32_MAX, INT32_MIN, Requantizer, mbqm_int64, wrap_int32
 from . import lstm_common as lc
+from ._float_dot import BoundDot, sequential_dot_core
 from ._step_requant import requantization_steps
 from .logistic import logistic_float
 
@@ -269,37 +270,42 @@ def _accumulator_range(w: np.ndarray, x_lo: int, x_hi: int) -> tuple[int, int]:
 
 
 class FloatStep:
-    """Float LSTM step: every FC sum is a sequential float32 accumulation (TFLM's loop order)."""
+    """Float LSTM step: every FC sum is a sequential float32 accumulation (TFLM's loop order), computed as
+    :func:`._float_dot.sequential_dot_core` computes it -- the input FCs of all steps in one call, the recurrent FC
+    of each step by a :class:`._float_dot.BoundDot` on kept buffers --, then the bias (``+ 0.f`` without one) and the
+    ±FLT_MAX clamp of ``ActivationFunctionWithMinMax``; the gates with libm's ``expf``/``tanhf``."""
 
     def __init__(self, data, w_in: np.ndarray, w_rec: np.ndarray, bias: np.ndarray, rows: int = 1):
         self.d = data
-        self.w_in, self.bias = w_in.astype(np.float32), bias.astype(np.float32)
-        self.w_rec = w_rec.astype(np.float32)
-
-    @staticmethod
-    def _fc(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
-        total = np.zeros((x.shape[0], w.shape[0]), np.float32)
-        for k in range(w.shape[1]):
-            total += x[:, k:k + 1] * w[:, k]
-        return lc.clamp_float(total + (bias if bias is not None else np.float32(0)))
+        self.w_in, self.bias = np.ascontiguousarray(w_in, np.float32), bias.astype(np.float32)
+        self.w_rec = np.ascontiguousarray(w_rec, np.float32)
+        self.w_in_t, self.w_rec_t = np.ascontiguousarray(self.w_in.T), np.ascontiguousarray(self.w_rec.T)
 
     def input_fc(self, x: np.ndarray) -> np.ndarray:
-        return self._fc(x.astype(np.float32), self.w_in, self.bias)
+        with np.errstate(all="ignore"):
+            total = sequential_dot_core(np.ascontiguousarray(x.astype(np.float32).T), self.w_in, None, self.w_in_t)
+            return lc.clamp_float(total + self.bias)
 
     def sequence(self, gates_in: np.ndarray, h: np.ndarray, c: np.ndarray):
-        hs = np.empty((*gates_in.shape[:2], self.d.state), np.float32)
-        for t in range(gates_in.shape[0]):
-            h, c = self.run(gates_in[t], h, c)
-            hs[t] = h
+        s = self.d.state
+        steps, rows = gates_in.shape[:2]
+        hs = np.empty((steps, rows, s), np.float32)
+        h_t = np.empty((s, rows), np.float32)            # the recurrent FC's input, refreshed every step
+        dot = BoundDot(h_t, self.w_rec, None, self.w_rec_t)
+        zero = np.float32(0.0)
+        with np.errstate(all="ignore"):
+            for t in range(steps):
+                np.copyto(h_t, h.T)
+                pre = gates_in[t] + lc.clamp_float(dot() + zero)
+                h, c = self._gates(pre, c)
+                hs[t] = h
         return hs, h, c
 
-    def run(self, gates_in: np.ndarray, h: np.ndarray, c: np.ndarray):
+    def _gates(self, pre: np.ndarray, c: np.ndarray):
         s = self.d.state
-        pre = gates_in + self._fc(h, self.w_rec, None)
-        f = logistic_float(pre[:, :s])
-        i = logistic_float(pre[:, s:2 * s])
+        sig = logistic_float(pre)           # elementwise: the forget, input and output gates in one call
+        f, i, o = sig[:, :s], sig[:, s:2 * s], sig[:, 3 * s:]
         g = tanhf(pre[:, 2 * s:3 * s]) if self.d.cell_gate_tanh else pre[:, 2 * s:3 * s]
-        o = logistic_float(pre[:, 3 * s:])
         c = lc.clamp_float(f * c)
         c = c + lc.clamp_float(i * g)
         if self.d.cell_clip > 0:
