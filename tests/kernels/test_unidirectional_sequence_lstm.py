@@ -256,3 +256,27 @@ def test_per_channel_weights_are_refused():
     model, _ = build(np.random.default_rng(4), per_channel=True)
     with pytest.raises(PrepareError, match="per-channel"):
         Interpreter(model)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_float_nan_payloads_and_infinities_match_the_wheel_bit_for_bit(seed):
+    """Float LSTM over three invokes (the state carries over) with NaNs of many payloads and signs and infinities in
+    the input, or weights large enough to overflow: the input FC keeps the bias's NaN (reference FullyConnected),
+    AddElementWise the first operand's, Mul the second's -- every output bit as the wheel's."""
+    rng = np.random.default_rng(seed)
+    model, xshape = build(rng, kind="FLOAT32", steps=int(rng.integers(1, 6)), n_in=int(rng.integers(1, 6)),
+                          n_state=int(rng.integers(1, 6)), batch=int(rng.integers(1, 3)), time_major=bool(seed % 2),
+                          w_factor=1e20 if seed % 4 == 3 else 1.0)
+    x = (rng.normal(size=xshape) * 10).astype(np.float32)
+    bits = x.view(np.uint32).reshape(-1)
+    pick = rng.random(bits.size)
+    nan = (0x7FC00000 | rng.integers(1, 1 << 20, bits.size) | (rng.integers(0, 2, bits.size) << 31)).astype(np.uint32)
+    inf = (0x7F800000 | (rng.integers(0, 2, bits.size) << 31)).astype(np.uint32)
+    if seed % 3:
+        bits[...] = np.where(pick < 0.15, nan, np.where(pick < 0.25, inf, bits))
+    mine, wheel = Interpreter(model), TflmRunner(model, preserve_all=False)
+    for _ in range(3):
+        mine.set_input(x, 0)
+        mine.invoke()
+        wheel.run([x])
+        assert np.array_equal(mine.get_output(0).view(np.uint32), wheel.output(0).view(np.uint32))
