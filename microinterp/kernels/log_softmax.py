@@ -85,6 +85,27 @@ class LogSoftmax:
                                               ACCUMULATION_INTEGER_BITS), 0)
         return LogSoftmaxData(m, ls, rev_m, rev_s, diff_min, scaled.astype(np.int64), contribution.astype(np.int64))
 
+    def bind(self, ctx, op, data: LogSoftmaxData):
+        """float32 on fixed contiguous views: what :meth:`invoke` computes, into kept buffers (None otherwise)."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        if data.scaled is not None or not x.size or not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return None
+        rows = x.reshape(-1, x.shape[-1])
+        dst = out.reshape(rows.shape)
+        top = np.empty((rows.shape[0], 1), np.float32)
+        diff, running = np.empty(rows.shape, np.float32), np.empty(rows.shape, np.float32)
+        log_total = np.empty((rows.shape[0], 1), np.float32)
+        lowest, expf, logf = np.float32(np.finfo(np.float32).min), libm.into("expf"), libm.into("logf")
+
+        def call() -> None:       # under the runtime's quiet errstate
+            np.fmax.reduce(rows, axis=1, keepdims=True, initial=lowest, out=top)
+            np.subtract(rows, top, out=diff)
+            expf(diff, running)
+            np.cumsum(running, axis=1, dtype=np.float32, out=running)      # left to right, as the C loop
+            logf(running[:, -1:], log_total)
+            np.subtract(diff, log_total, out=dst)
+        return call
+
     def invoke(self, ctx, op, data: LogSoftmaxData) -> None:
         x, out = ctx.input(op, 0), ctx.output(op, 0)
         depth = x.shape[-1]

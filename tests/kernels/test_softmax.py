@@ -82,11 +82,13 @@ def test_refusals():
 
 
 @settings(max_examples=40, deadline=None)
-@given(rows=st.integers(1, 3), depth=st.integers(1, 12), beta=st.sampled_from([1.0, 0.5, 2.0]),
-       scale=st.sampled_from([1.0, 10.0, 100.0]), specials=st.booleans(), seed=st.integers(0, 2**32 - 1))
-def test_float_with_special_values_matches_the_wheel_bit_for_bit(rows, depth, beta, scale, specials, seed):
-    """Float SOFTMAX (bound call and reference) with NaN, +-inf and -0: the maximum ignores NaN (std::max), inf -
+@given(op=st.sampled_from(["SOFTMAX", "LOG_SOFTMAX"]), rows=st.integers(1, 3), depth=st.integers(1, 12),
+       beta=st.sampled_from([1.0, 0.5, 2.0]), scale=st.sampled_from([1.0, 10.0, 100.0]), specials=st.booleans(),
+       seed=st.integers(0, 2**32 - 1))
+def test_float_with_special_values_matches_the_wheel_bit_for_bit(op, rows, depth, beta, scale, specials, seed):
+    """Float SOFTMAX and LOG_SOFTMAX (bound calls) with NaN, +-inf and -0: the maximum ignores NaN (std::max), inf -
     inf is the default NaN, the sum keeps its first NaN and the division the dividend's -- bit for bit."""
     x = (np.random.default_rng(seed).normal(size=(rows, depth)) * scale).astype(np.float32)
-    model = single_op("SOFTMAX", [T((rows, depth), "FLOAT32")], T((rows, depth), "FLOAT32"), beta=beta)
+    options = {"beta": beta} if op == "SOFTMAX" else {}
+    model = single_op(op, [T((rows, depth), "FLOAT32")], T((rows, depth), "FLOAT32"), **options)
     assert_bitwise_matches_tflm(model, [with_specials(x) if specials else x])
