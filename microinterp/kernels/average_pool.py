@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .binary_common import clamp_float_
+from .binary_common import clamp_float_, clamp_into
 from .pooling_common import (
     BAND_ELEMENTS,
     PoolData,
@@ -68,7 +68,7 @@ class AveragePool2D:
             for tap in taps:      # y taps outer, x taps inner: one float32 add per tap, as TFLM
                 np.add(total, tap, out=total)
             np.divide(total, count, out=total)
-            out[...] = clamp_float_(total, lo, hi)
+            clamp_into(total, lo, hi, out)
         return call
 
     def invoke(self, ctx, op, data: PoolData) -> None:

@@ -54,6 +54,16 @@ def clamp_float_(x: np.ndarray, lo: np.float32, hi: np.float32) -> np.ndarray:
     return x
 
 
+def clamp_into(x: np.ndarray, lo: np.float32, hi: np.float32, out: np.ndarray) -> None:
+    """``out = std::min(std::max(x, lo), hi)`` (float32): NumPy's clip ufunc where neither bound is zero -- exact
+    there, it only moves values past a bound and keeps every NaN's bits and ``-0.f`` --, else
+    :func:`clamp_float_` (``std::max(-0.f, 0.f)`` keeps ``-0.f``, which clip does not promise)."""
+    if lo != 0 and hi != 0:
+        np_umath.clip(x, lo, hi, out=out)
+    else:
+        out[...] = clamp_float_(x, lo, hi)
+
+
 def check_broadcast(ctx, op, a, b, out) -> None:
     """Validate ranks and shapes of a binary op (tensors ``a``, ``b`` -> ``out``, at most :data:`MAX_RANK` dims,
     see :func:`._qutil.broadcast_shape`); raises ``ctx.fail``."""

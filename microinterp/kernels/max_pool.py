@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..quant import QMIN
-from .binary_common import FLT_LOWEST, clamp_float_
+from .binary_common import FLT_LOWEST, clamp_float_, clamp_into
 from .pooling_common import (
     BAND_ELEMENTS,
     PoolData,
@@ -67,7 +67,7 @@ class MaxPool2D:
                 np.fmax(tap, best, out=best)
             if (src_bits == _MINUS_ZERO_BITS).any():     # a -0.0 tap: make zero signs exact
                 _fix_zero_signs(best, band, data, ys, xs)
-            out[...] = clamp_float_(best, lo, hi)
+            clamp_into(best, lo, hi, out)
         return call
 
     def invoke(self, ctx, op, data: PoolData) -> None:
