@@ -102,6 +102,22 @@ def listen(path_or_samples: Any, preprocessor: str | os.PathLike | bytes, classi
     return Heard(feats, scores, LABELS[int(np.argmax(scores))], cycles)
 
 
+def listen_many(paths_or_samples: Sequence[Any], preprocessor: str | os.PathLike | bytes,
+                classifier: str | os.PathLike | bytes, mcu: str = "stm32f746") -> list[Heard]:
+    """:func:`listen` for many clips: their features as streams (:func:`features_batch`), their scores in one
+    batched classifier run (``invoke_batch``) -- the same features, scores and labels as :func:`listen` on each
+    (no cycle figures: :func:`listen` gives them per clip)."""
+    clips = [c if isinstance(c, np.ndarray) else read_wav(c) for c in paths_or_samples]
+    if not clips:
+        return []
+    feats = features_batch(preprocessor, clips)
+    clf = Interpreter(classifier, mcu=mcu)
+    detail = clf.get_input_details(0)
+    xs = feats.reshape(len(clips), *detail["shape"][1:]).astype(detail["dtype"])
+    scores = np.asarray(clf.invoke_batch(xs)).reshape(len(clips), -1)
+    return [Heard(f, s, LABELS[int(np.argmax(s))], {}) for f, s in zip(feats, scores)]
+
+
 def default_models(models_dir: str | os.PathLike) -> tuple[Path, Path]:
     d = Path(models_dir)
     return d / "audio_preprocessor_int8.tflite", d / "micro_speech_quantized.tflite"

@@ -169,8 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_demo)
 
     s = sub.add_parser("listen", help="a 1 s 16 kHz WAV through TFLM's audio front end and micro_speech: the label, "
-                                      "the scores and the cycles of each stage")
-    s.add_argument("wav")
+                                      "the scores and the cycles of each stage (several WAVs: a label each, the "
+                                      "clips run together as streams)")
+    s.add_argument("wav", nargs="+")
     s.add_argument("--models", default=None, help="folder with audio_preprocessor_int8.tflite and "
                                                   "micro_speech_quantized.tflite")
     s.add_argument("--preprocessor", default=None)

@@ -244,18 +244,36 @@ def cmd_listen(args: argparse.Namespace) -> int:
               "(holding audio_preprocessor_int8.tflite and micro_speech_quantized.tflite), or --preprocessor and "
               "--classifier, or set MICROINTERP_MODELS", file=sys.stderr)
         return 2
-    heard = listen(args.wav, pre, clf, mcu=args.mcu)
+    if len(args.wav) > 1:
+        return _listen_many(args, pre, clf)
+    heard = listen(args.wav[0], pre, clf, mcu=args.mcu)
     if args.json:
         print(json.dumps({"label": heard.label, "scores": dict(zip(("silence", "unknown", "yes", "no"),
                                                                     heard.scores.tolist())),
                           "cycles": heard.cycles}, indent=2))
         return 0
-    print(f"{args.wav}: {heard.label}")
+    print(f"{args.wav[0]}: {heard.label}")
     print("scores  " + "  ".join(f"{k} {v:4d}" for k, v in zip(("silence", "unknown", "yes", "no"),
                                                                  heard.scores.tolist())))
     for stage, cycles in heard.cycles.items():
         print(f"{stage:28s} {cycles:>12,d} cycles ({args.mcu})")
     print(f"cycles model {get_profile(args.mcu).figure_note()}")
+    return 0
+
+
+def _listen_many(args: argparse.Namespace, pre: Any, clf: Any) -> int:
+    """Several WAVs: a line each (label and scores), the clips run together (:func:`.audio.listen_many`)."""
+    import json
+
+    from .audio import LABELS, listen_many
+
+    heard = listen_many(args.wav, pre, clf, mcu=args.mcu)
+    if args.json:
+        print(json.dumps([{"wav": w, "label": h.label, "scores": dict(zip(LABELS, h.scores.tolist()))}
+                          for w, h in zip(args.wav, heard)], indent=2))
+        return 0
+    for w, h in zip(args.wav, heard):
+        print(f"{w}: {h.label:8s} " + "  ".join(f"{k} {v:4d}" for k, v in zip(LABELS, h.scores.tolist())))
     return 0
 
 

@@ -9,7 +9,7 @@ import pytest
 from flatbuffers import flexbuffers
 
 from microinterp import Interpreter
-from microinterp.apps.audio import FRAMES, LABELS, features_batch, listen, read_wav, windows
+from microinterp.apps.audio import FRAMES, LABELS, features_batch, listen, listen_many, read_wav, windows
 from microinterp.apps.cli import main
 from microinterp.testing.tflm import TflmRunner
 
@@ -130,6 +130,24 @@ def test_listen_command(capsys):
     out = capsys.readouterr().out
     assert "yes_1000ms.wav: yes" in out and "classifier" in out and "cycles" in out
     assert main(["listen", str(DATA_DIR / "no_1000ms.wav"), "--models", str(models), "--json"]) == 0
+    assert '"label": "no"' in capsys.readouterr().out
+
+
+def test_listen_to_several_clips_gives_each_its_own_label(capsys):
+    """``microinterp listen yes.wav no.wav yes.wav``: the clips run together as streams and the classifier once in a
+    batch; each label and score is what ``listen`` gives that clip alone."""
+    clf = zoo_model("micro_speech_quantized.tflite")
+    pre = zoo_model("audio_preprocessor_int8.tflite")
+    wavs = [str(DATA_DIR / f"{w}_1000ms.wav") for w in ("yes", "no", "yes")]
+    assert main(["listen", *wavs, "--models", str(pre.parent)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(":")[1].split()[0] for line in lines] == ["yes", "no", "yes"]
+    many = listen_many(wavs, pre, clf)
+    for wav, heard in zip(wavs, many):
+        alone = listen(wav, pre, clf)
+        np.testing.assert_array_equal(heard.features, alone.features)
+        np.testing.assert_array_equal(heard.scores, alone.scores)
+    assert main(["listen", *wavs[:2], "--models", str(pre.parent), "--json"]) == 0
     assert '"label": "no"' in capsys.readouterr().out
 
 
