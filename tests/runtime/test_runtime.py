@@ -79,3 +79,25 @@ def test_out_of_core_settings_are_one_value():
     with pytest.raises(AttributeError):
         cfg.tile = 1            # frozen: a configuration is a value
     assert cfg.checksum == "crc32" and cfg.fuse and not cfg.recover
+
+
+def test_quiet_floats_silences_inside_and_restores_after_even_on_an_exception():
+    """The runtime's once-per-invoke float state: IEEE results without warnings inside, the caller's settings
+    back after (also when a kernel raises), nestable."""
+    import warnings
+
+    from microinterp.runtime.memory import quiet_floats
+
+    before = np.geterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with quiet_floats():
+            assert np.isinf(np.array([3e38], np.float32) * np.float32(10)).all()
+            with quiet_floats():
+                assert np.isnan(np.array([0.0]) / np.array([0.0])).all()
+            assert np.isnan(np.array([np.inf]) - np.array([np.inf])).all()
+        with pytest.raises(ValueError), quiet_floats():
+            raise ValueError("a kernel failed")
+        assert np.geterr() == before
+        with pytest.raises(RuntimeWarning):
+            np.array([3e38], np.float32) * np.float32(10)
