@@ -19,6 +19,7 @@ a few microseconds per window and stream at S = 64 (``benchmarks/bench_streams.p
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -196,6 +197,8 @@ def run_streams(model: Any, sequences: Sequence[np.ndarray] | np.ndarray, stream
     """Every sequence of a one-input, one-output model's inputs (``[N, steps, *input shape]``) through its own
     stream, ``streams`` at a time, each from the model's initial state: ``[N, steps, *output shape]``, what ``N``
     interpreters fed one sequence each would give."""
+    if not isinstance(streams, (int, np.integer)) or isinstance(streams, bool) or streams < 1:
+        raise ConfigError(f"streams must be a positive number, got {streams!r}")
     seqs = np.asarray(sequences)
     if seqs.ndim < 2:
         raise InputError(f"sequences must be [N, steps, ...], got shape {seqs.shape}")
@@ -210,6 +213,9 @@ def run_streams(model: Any, sequences: Sequence[np.ndarray] | np.ndarray, stream
         if len(runner.inputs) != 1 or len(runner.outputs) != 1:
             raise ConfigError("run_streams takes one-input, one-output models (use Streams for others)")
         t = runner.tensors[runner.inputs[0]]
-        chunks.append(np.stack([runner.run(part[:, k].reshape(len(part), *t.shape).astype(t.dtype, copy=False))[0]
+        if math.prod(part.shape[2:]) != math.prod(t.shape):
+            raise InputError(f"each step of a sequence must hold {math.prod(t.shape)} values (the model's input "
+                             f"{t.shape}), got shape {part.shape[2:]}")
+        chunks.append(np.stack([runner.run(part[:, k].reshape(len(part), *t.shape))[0]
                                 for k in range(part.shape[1])], axis=1))
     return np.concatenate(chunks) if chunks else np.zeros((0,), np.int8)

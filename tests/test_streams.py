@@ -128,3 +128,19 @@ def test_bad_arguments_are_typed_errors():
         runner.run(np.zeros((3, 2), np.float32))
     with pytest.raises(InputError, match="takes 1 input"):
         runner.run()
+
+
+def test_run_streams_refuses_steps_of_the_wrong_size():
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1, 4), "FLOAT32")
+    y = b.add_tensor("y", (1, 4), "FLOAT32")
+    b.add_op("ABS", [x], [y])
+    b.inputs, b.outputs = [x], [y]
+    with pytest.raises(InputError, match="must hold 4 values"):
+        run_streams(b.build(), np.zeros((2, 3, 5), np.float32))
+    with pytest.raises(InputError, match=r"\[N, steps"):
+        run_streams(b.build(), np.zeros(4, np.float32))
+    with pytest.raises(InputError, match="expected float32"):
+        run_streams(b.build(), np.zeros((2, 3, 1, 4), np.float64))
+    with pytest.raises(ConfigError, match="streams must be a positive number"):
+        run_streams(b.build(), np.zeros((2, 3, 1, 4), np.float32), streams=0)
