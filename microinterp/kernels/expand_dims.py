@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .squeeze import copy_bytes
+from .squeeze import bind_copy, copy_bytes
 from .streams import INVOKE
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16")
@@ -52,6 +52,9 @@ class ExpandDims:
             raise ctx.fail(op, f"type {x.type_name} not supported (TFLM supports {', '.join(SUPPORTED)}; it "
                                "refuses others when the op is invoked)")
         return ExpandDimsData(axis)
+
+    def bind(self, ctx, op, data: ExpandDimsData):
+        return bind_copy(ctx.output(op, 0), ctx.input(op, 0))
 
     def invoke(self, ctx, op, data: ExpandDimsData) -> None:
         copy_bytes(ctx.output(op, 0), ctx.input(op, 0))

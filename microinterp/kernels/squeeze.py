@@ -8,6 +8,7 @@ input (STRING is refused). We also refuse an output shape that is not the squeez
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,21 @@ def copy_bytes(out: np.ndarray, x: np.ndarray) -> None:
     """memcpy of the input's bytes into the output (skipped when both are the same memory)."""
     if not np.shares_memory(out, x):
         out.reshape(-1)[...] = x.reshape(-1)
+
+
+def bind_copy(out: np.ndarray, x: np.ndarray):
+    """:func:`copy_bytes` on fixed views as a call without arguments (the interpreter's ``bind``): whether both are
+    the same memory is decided once; else one ``copyto`` of the flat views (None where a flat view would copy)."""
+    if np.shares_memory(out, x):
+        return _nothing
+    dst, src = out.reshape(-1), x.reshape(-1)
+    if not np.shares_memory(dst, out):
+        return None
+    return functools.partial(np.copyto, dst, src)
+
+
+def _nothing() -> None:
+    """The copy of a tensor onto itself."""
 
 
 class Squeeze:
@@ -55,6 +71,9 @@ class Squeeze:
             raise ctx.fail(op, f"input type {x.type_name} and output type {y.type_name} must be the same "
                                "fixed-size type")
         return SqueezeData(x.num_elements)
+
+    def bind(self, ctx, op, data: SqueezeData):
+        return bind_copy(ctx.output(op, 0), ctx.input(op, 0))
 
     def invoke(self, ctx, op, data: SqueezeData) -> None:
         copy_bytes(ctx.output(op, 0), ctx.input(op, 0))
