@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..libm import tanhf
-from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
+from ..quant import QMAX, QMIN, Requantizer, quantize_multiplier, wrap_int32
+from ._float_dot import sequential_dot_core, sequential_taps_core
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class SvdfData:
     state_max: int
     features: np.ndarray | None = None      # int8: constant weights_feature as float64 [I, F] (exact products)
     time_weights: np.ndarray | None = None  # int8: constant weights_time as int64 [F, M]
+    requantize: tuple[Requantizer, Requantizer] | None = None      # int8: MBQM with e1, e2, prepared once
 
 
 class Svdf:
@@ -105,7 +107,8 @@ class Svdf:
             return SvdfData(True, rank, act, e1, e2, qx.zero_point, qs.zero_point, qy.zero_point,
                             QMIN[state.type_name], QMAX[state.type_name],
                             None if wf.data is None else np.ascontiguousarray(wf.data.astype(np.float64).T),
-                            None if wt.data is None else wt.data.astype(np.int64))
+                            None if wt.data is None else wt.data.astype(np.int64),
+                            (Requantizer(*e1), Requantizer(*e2)))
         for t, what in ((wf, "weights_feature"), (wt, "weights_time"), (state, "state"), (bias, "bias"),
                         (y, "output")):
             if t.type_name != "FLOAT32":
@@ -121,28 +124,27 @@ class Svdf:
         batch = x.shape[0]
         filters, memory = wt.shape
         flat = state_view.reshape(-1)
-        flat[:-1] = flat[1:].copy()
+        flat[:-1] = flat[1:]            # NumPy copies overlapping ranges as memmove does
         state = flat.reshape(batch, filters, memory)
         if data.quantized:
+            first, second = data.requantize
             features = data.features if data.features is not None else wf.astype(np.float64).T
             dot = (x.astype(np.float64) - data.input_zp) @ features             # exact: |acc| < 2^53
-            d = mbqm(wrap_int32(dot.astype(np.int64)), *data.e1)
+            d = first(wrap_int32(dot.astype(np.int64)))
             d = np.minimum(np.maximum(d, data.state_min), data.state_max)
             state[:, :, -1] = (d + data.state_zp).astype(state.dtype)    # C narrowing cast: wraps
             centred = state.astype(np.int64) - data.state_zp
             time_weights = data.time_weights if data.time_weights is not None else wt.astype(np.int64)
             s = wrap_int32(np.einsum("bfm,fm->bf", centred, time_weights))
             acc = wrap_int32(s.reshape(batch, -1, data.rank).sum(axis=2) + bias.astype(np.int64))
-            out[...] = np.minimum(np.maximum(mbqm(acc, *data.e2) + data.output_zp, -128), 127)
+            out[...] = np.minimum(np.maximum(second(acc) + data.output_zp, -128), 127)
             return
-        # Float: every sum is sequential float32, in TFLM's order.
-        dot = np.zeros((batch, filters), np.float32)
-        for k in range(x.shape[1]):
-            dot += wf[:, k][None, :] * x[:, k:k + 1]
-        state[:, :, -1] = dot
-        s = np.zeros((batch, filters), np.float32)
-        for m in range(memory):
-            s += wt[:, m][None, :] * state[:, :, m]
+        # Float: every sum is sequential float32, in TFLM's order (the feature dot product as the FC kernel's; the
+        # time one per filter, over its own memory)
+        with np.errstate(all="ignore"):
+            state[:, :, -1] = sequential_dot_core(np.ascontiguousarray(x.T, np.float32), np.asarray(wf, np.float32))
+            xs_t = np.ascontiguousarray(state.transpose(2, 0, 1))                       # [M, B, F]
+            s = sequential_taps_core(xs_t, np.ascontiguousarray(np.asarray(wt, np.float32).T))
         s = s.reshape(batch, -1, data.rank)
         acc = np.broadcast_to(bias.reshape(-1)[:s.shape[1]], s.shape[:2]).astype(np.float32)
         for r in range(data.rank):

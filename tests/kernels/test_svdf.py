@@ -143,3 +143,25 @@ def test_missing_bias_is_refused(kind):
                      bias=False)
     with pytest.raises(PrepareError, match="bias"):
         Interpreter(model)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_float_nan_payloads_and_infinities_match_the_wheel_bit_for_bit(seed):
+    """Float SVDF over four invokes (the state carries over) with NaNs of many payloads and signs and infinities in
+    the input: the sequential sums keep the running total's NaN where two meet, as the wheel's loops do."""
+    rng = np.random.default_rng(seed)
+    model, xshape = build(rng, kind="FLOAT32", state_type="FLOAT32", input_size=int(rng.integers(1, 6)),
+                          units=int(rng.integers(1, 4)), rank=int(rng.integers(1, 3)), memory=int(rng.integers(1, 5)),
+                          batch=int(rng.integers(1, 3)), act=str(rng.choice(["NONE", "RELU", "TANH"])))
+    mine, wheel = Interpreter(model), TflmRunner(model, preserve_all=False)
+    for _ in range(4):
+        x = rng.normal(size=xshape).astype(np.float32) * 10
+        bits = x.view(np.uint32).reshape(-1)
+        pick = rng.random(bits.size)
+        nan = (0x7FC00000 | rng.integers(1, 1 << 20, bits.size) | (rng.integers(0, 2, bits.size) << 31))
+        inf = 0x7F800000 | (rng.integers(0, 2, bits.size) << 31)
+        bits[...] = np.where(pick < 0.2, nan, np.where(pick < 0.3, inf, bits)).astype(np.uint32)
+        mine.set_input(x, 0)
+        mine.invoke()
+        wheel.run([x])
+        assert np.array_equal(mine.get_output(0).view(np.uint32), wheel.output(0).view(np.uint32))
