@@ -14,7 +14,8 @@ Method, per model: build the three engines (microinterp ``optimized=True``, micr
 ``tflite-micro`` wheel), run each once on the same random input and check that all three outputs are bit-identical,
 warm up, then pick for each engine a batch size (invokes per timed batch, so that a batch lasts a few milliseconds and
 the clock's resolution does not matter for tiny graphs). Then ``--rounds`` rounds: in every round each engine runs one
-batch, in rotating order, with the garbage collector off. Per engine the median over rounds of (batch time / batch
+batch, in rotating order, with the garbage collector off and one BLAS thread (unless the caller's environment says
+otherwise). Per engine the median over rounds of (batch time / batch
 size) is the time of one ``set_input`` + ``invoke``. Ratio = wheel time / microinterp time (> 1: microinterp faster).
 """
 
@@ -33,6 +34,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")        # one BLAS thread, set before NumPy loads (the caller may override)
 
 import numpy as np
 
