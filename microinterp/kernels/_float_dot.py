@@ -27,8 +27,10 @@ again one tap at a time with the hardware's rules (:func:`x86_nan_dot`) -- a cos
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+from numpy._core import umath as np_umath
 
 #: Products formed at once (float32 elements) per block.
 BLOCK_ELEMENTS = 1 << 18
@@ -281,6 +283,25 @@ def add_bias_x86(acc: np.ndarray, bias: np.ndarray, nan_from: str = "total") -> 
     both = np.isnan(before) & np.isnan(bias)
     chosen = before if nan_from == "total" else np.broadcast_to(bias, acc.shape)
     np.copyto(acc.view(np.uint32), chosen.view(np.uint32) | _QUIET, where=both)
+
+
+class BiasClamp:
+    """The end of a bound float CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED call, on the ``[N, C]`` totals:
+    ``total + bias`` (where the constant bias holds a NaN, :func:`add_bias_x86` with the kernel's ``nan_from``) and
+    the activation clamp into ``out``. A total from ``+0.f`` is never ``-0.f``, nor is it plus a bias, so NumPy's
+    clip ufunc is ``std::min(std::max())`` here, zero bounds included."""
+
+    def __init__(self, bias: np.ndarray | None, nan_from: str, lo: Any, hi: Any, out: np.ndarray):
+        self.bias, self.nan_from, self.out = bias, nan_from, out
+        self.bias_nan = bias is not None and bool(np.isnan(bias).any())     # a constant bias: known once
+        self.lo, self.hi = np.float32(lo), np.float32(hi)
+
+    def __call__(self, acc: np.ndarray) -> None:
+        if self.bias_nan:
+            add_bias_x86(acc, self.bias, self.nan_from)
+        elif self.bias is not None:
+            np.add(acc, self.bias, out=acc)
+        np_umath.clip(acc, self.lo, self.hi, out=self.out)
 
 
 def sequential_taps(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray | None = None) -> np.ndarray:

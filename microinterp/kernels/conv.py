@@ -37,11 +37,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy._core import umath as np_umath
 
 from ..quant import Requantizer, activation_range, activation_range_float, mbqm_int64, quantize_multiplier
 from ._blas import matmul
-from ._float_dot import BoundDot, add_bias_x86, sequential_dot_t
+from ._float_dot import BiasClamp, BoundDot, add_bias_x86, sequential_dot_t
 from ._qutil import unpack_int4
 from .bands import Tiler
 from .base import is_batch1_nhwc
@@ -258,20 +257,18 @@ class BoundFloatConv:
 
     def __init__(self, data: ConvData, dst: np.ndarray, src: np.ndarray | None, win: np.ndarray, cols_t: np.ndarray,
                  w: np.ndarray, bias: np.ndarray | None, skip_t: np.ndarray | None, out: np.ndarray):
-        self.data, self.dst, self.src, self.cols_t = data, dst, src, cols_t
+        self.dst, self.src = dst, src
         self.cols_view = cols_t.reshape(*win.shape[3:], *win.shape[:3])
         self.win_t = win.transpose(3, 4, 5, 0, 1, 2)
         self.dot = BoundDot(cols_t, w, skip_t, data.float_filter_t)
-        self.bias, self.out = bias, out
-        self.bias_nan = bias is not None and bool(np.isnan(bias).any())      # a constant bias: known once
-        self.lo, self.hi = np.float32(data.act_min), np.float32(data.act_max)
+        self.finish = BiasClamp(bias, "total", data.act_min, data.act_max, out)
 
     @classmethod
     def build(cls, data: ConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
               out: np.ndarray) -> BoundFloatConv | None:
         n, oh, ow, c_out = out.shape
         _, kh, kw, c_in = w.shape
-        fixed = fixed_windows(x, data, out.shape, kh, kw) if out.flags.c_contiguous else None
+        fixed = fixed_windows(x, data, out, kh, kw)
         if fixed is None:
             return None         # the unusual geometries (windows() gathers their taps): conv_rows as it is
         dst, src, win = fixed
@@ -283,12 +280,7 @@ class BoundFloatConv:
         if self.dst is not None:
             self.dst[...] = self.src
         np.copyto(self.cols_view, self.win_t)
-        acc = self.dot()        # under the runtime's quiet errstate (runtime.memory.quiet_floats)
-        if self.bias_nan:
-            add_bias_x86(acc, self.bias)
-        elif self.bias is not None:
-            np.add(acc, self.bias, out=acc)
-        np_umath.clip(acc, self.lo, self.hi, out=self.out)
+        self.finish(self.dot())     # under the runtime's quiet errstate (runtime.memory.quiet_floats)
 
 
 def _float_filter_t(ctx, w) -> np.ndarray | None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import Requantizer, activation_range_float
-from ._float_dot import BoundDot, add_bias_x86, sequential_taps
+from ._float_dot import BiasClamp, BoundDot, add_bias_x86, sequential_taps
 from .conv import (
     ConvRows,
     check_strides,
@@ -180,9 +180,8 @@ class BoundFloatDepthwise:
     clamp into the output."""
 
     def __init__(self, dst, src, win, xs_t, taps, bias, skip_t, lo, hi, out):
-        self.dst, self.src, self.win, self.xs_t, self.taps = dst, src, win, xs_t, taps
-        self.bias, self.skip_t, self.lo, self.hi, self.out = bias, skip_t, lo, hi, out
-        self.bias_nan = bias is not None and bool(np.isnan(bias).any())
+        self.dst, self.src = dst, src
+        self.finish = BiasClamp(bias, "bias", lo, hi, out)
         n, oh, ow, kh, kw, c_in = win.shape
         m = taps.shape[1] // c_in
         # the taps-first buffer as the window's axes: [ky, kx, n, oy, ox, c_in, m]
@@ -195,7 +194,7 @@ class BoundFloatDepthwise:
               out: np.ndarray) -> BoundFloatDepthwise | None:
         n, oh, ow, c_out = out.shape
         _, kh, kw, _ = w.shape
-        fixed = fixed_windows(x, data, out.shape, kh, kw) if out.flags.c_contiguous else None
+        fixed = fixed_windows(x, data, out, kh, kw)
         if fixed is None:
             return None         # the unusual geometries (windows() gathers their taps): depthwise_rows as it is
         dst, src, win = fixed
@@ -214,12 +213,7 @@ class BoundFloatDepthwise:
             self.dst[...] = self.src
         np.copyto(self.xs_view, self.win_t)
         # under the runtime's quiet errstate (runtime.memory.quiet_floats)
-        acc = self.dot()
-        if self.bias_nan:
-            add_bias_x86(acc, self.bias, nan_from="bias")
-        elif self.bias is not None:
-            np.add(acc, self.bias, out=acc)
-        np.clip(acc, self.lo, self.hi, out=self.out)
+        self.finish(self.dot())
 
 
 def _kind(ctx, op, x, bias_t) -> str:

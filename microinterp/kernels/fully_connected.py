@@ -54,7 +54,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from numpy._core import umath as np_umath
 
 from ..quant import (
     INT32_MAX,
@@ -68,7 +67,7 @@ from ..quant import (
     wrap_int32,
 )
 from ._blas import matmul
-from ._float_dot import BoundDot, add_bias_x86
+from ._float_dot import BiasClamp, BoundDot
 from ._qutil import unpack_int4
 from ._step_requant import StepRequantizer, requantization_steps
 from ._weight_stats import ChannelStats, fill_transposed
@@ -376,22 +375,13 @@ def _bind_float(x: np.ndarray, out: np.ndarray, data: FullyConnectedData, filt: 
         w = filt.reshape(-1, data.accum)[:data.depth]
     else:
         return None
-    target = out.reshape(data.batches, data.depth)
-    bias, lo, hi = data.bias, np.float32(data.act_min), np.float32(data.act_max)
-    bias_nan = bias is not None and bool(np.isnan(bias).any())
     cols_t = np.empty((data.accum, data.batches), np.float32)
     dot = BoundDot(cols_t, w, None, data.weights)
-    clip = np_umath.clip
+    finish = BiasClamp(data.bias, "bias", data.act_min, data.act_max, out.reshape(data.batches, data.depth))
 
     def call() -> None:
         np.copyto(cols_t, rows.T)
-        acc = dot()
-        if bias_nan:
-            add_bias_x86(acc, bias, nan_from="bias")
-        elif bias is not None:
-            np.add(acc, bias, out=acc)
-        # a total from +0.f is never -0.f (nor is it plus a bias), so NumPy's clip is std::min(std::max()) here
-        clip(acc, lo, hi, out=target)
+        finish(dot())
     return call
 
 

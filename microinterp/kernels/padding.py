@@ -231,18 +231,18 @@ def window_copy(x: np.ndarray, buf: np.ndarray, y0: int, stride_h: int, pad_h: i
             x[:, r_lo - x_row0:r_hi - x_row0, c_lo:c_hi])
 
 
-def fixed_windows(x: np.ndarray, data: Any, out_shape: tuple[int, ...], filter_h: int,
+def fixed_windows(x: np.ndarray, data: Any, out: np.ndarray, filter_h: int,
                   filter_w: int) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray] | None:
     """For a bound float convolution on fixed views (whole op, ``data``'s geometry): ``(dst, src, win)`` -- the part
     of a kept zero-filled float32 tap buffer that holds the image and the view of ``x`` that goes there (None, None
     when no tap reaches the image; refresh with ``dst[...] = src``), and every window of the buffer
     (:func:`window_view`). None for the unusual geometries (:func:`tap_extent`; strides or dilations below 1) and
     empty or non-contiguous outputs, which keep the unbound path."""
-    n, oh, ow, _ = out_shape
+    n, oh, ow, _ = out.shape
     c_in = x.shape[3]
     steps = (data.stride_h, data.stride_w, data.dilation_h, data.dilation_w)
     extent = tap_extent(n, oh, ow, filter_h, filter_w, c_in, *steps)
-    if not n * oh * ow or extent is None or min(steps) < 1:
+    if not n * oh * ow or extent is None or min(steps) < 1 or not out.flags.c_contiguous:
         return None
     buf = np.zeros((n, *extent, c_in), np.float32)
     copy = window_copy(x, buf, 0, data.stride_h, data.pad_h, data.pad_w, data.in_h)
