@@ -235,13 +235,14 @@ def _nans_as_x86(total: np.ndarray, inputs_of, skip_t: np.ndarray | None, nan_fr
     return total
 
 
-_QUIET = np.uint32(0x00400000)
+#: The quiet bit of a float32 NaN: x86 sets it in the NaN an operation passes on (``nan | QUIET``).
+QUIET = np.uint32(0x00400000)
 #: x86's default NaN, what an invalid operation returns
 DEFAULT_NAN = np.array([0xFFC00000], np.uint32).view(np.float32)[0]
 
 
 def _quiet(v: np.float32) -> np.float32:
-    return np.array([v], np.float32).view(np.uint32).__or__(_QUIET).view(np.float32)[0]
+    return np.array([v], np.float32).view(np.uint32).__or__(QUIET).view(np.float32)[0]
 
 
 def x86_op(a: np.float32, b: np.float32, op: str) -> np.float32:
@@ -282,7 +283,7 @@ def add_bias_x86(acc: np.ndarray, bias: np.ndarray, nan_from: str = "total") -> 
         np.add(acc, bias, out=acc)
     both = np.isnan(before) & np.isnan(bias)
     chosen = before if nan_from == "total" else np.broadcast_to(bias, acc.shape)
-    np.copyto(acc.view(np.uint32), chosen.view(np.uint32) | _QUIET, where=both)
+    np.copyto(acc.view(np.uint32), chosen.view(np.uint32) | QUIET, where=both)
 
 
 class BiasClamp:

@@ -21,6 +21,7 @@ import numpy as np
 from numpy._core import umath as np_umath
 
 from ..quant import INT32_MAX, INT32_MIN, activation_range_float
+from ._float_dot import QUIET
 from ._qutil import broadcast_shape
 
 FLT_MAX = np.float32(np.finfo(np.float32).max)
@@ -122,7 +123,7 @@ def both_nan_as_x86(k: int | None, x1: np.ndarray, x2: np.ndarray, y: np.ndarray
     a, b = np.broadcast_arrays(x1, x2)
     both = np.isnan(a) & np.isnan(b)
     if both.any():
-        y.view(np.uint32)[both] = (a, b)[k].view(np.uint32)[both] | np.uint32(0x00400000)
+        y.view(np.uint32)[both] = (a, b)[k].view(np.uint32)[both] | QUIET
 
 
 def numpy_keeps(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, y: np.ndarray, k: int) -> bool:

@@ -17,6 +17,7 @@ from ..quant import INT32_MAX, INT32_MIN, Requantizer, mbqm_int64, wrap_int32
 from . import lstm_common as lc
 from ._float_dot import BoundDot, add_bias_x86, sequential_dot_core
 from ._step_requant import requantization_steps
+from .binary_common import both_nan_as_x86
 from .logistic import logistic_float
 
 _INT16_MIN, _INT16_MAX = np.array(-32768), np.array(32767)     # 0-d arrays: faster operands than scalars
@@ -269,6 +270,11 @@ def _accumulator_range(w: np.ndarray, x_lo: int, x_hi: int) -> tuple[int, int]:
     return int(ends.min(axis=0).sum(axis=0).min()), int(ends.max(axis=0).sum(axis=0).max())
 
 
+#: Where both operands of the LSTM's elementwise add (``AddElementWise``) or product (``reference_ops::Mul``) are NaN,
+#: the operand whose NaN TFLM's compiled loop keeps (measured against the wheel): the first, and the second.
+ADD_KEEPS, MUL_KEEPS = 0, 1
+
+
 class FloatStep:
     """Float LSTM step: every FC sum is a sequential float32 accumulation (TFLM's loop order), computed as
     :func:`._float_dot.sequential_dot_core` computes it -- the input FCs of all steps in one call, the recurrent FC
@@ -298,58 +304,36 @@ class FloatStep:
         # with finite weights, gate inputs (the input FCs, clamped) and state, no NaN arises (the gates are bounded,
         # the cell grows by at most one a step): no two NaNs meet and NumPy's operands are as good as x86's; else
         # every add and product keeps the operand's NaN TFLM's loops keep
-        finite = self.finite and all(np.isfinite(a).all() for a in (gates_in, h, c))
-        exact = None if finite else _Nans()
+        exact = not (self.finite and all(np.isfinite(a).all() for a in (gates_in, h, c)))
         with np.errstate(all="ignore"):
             for t in range(steps):
                 np.copyto(h_t, h.T)
                 rec = lc.clamp_float(dot() + zero)
                 pre = gates_in[t] + rec
-                if exact is not None:
-                    exact.add(pre, gates_in[t], rec)
+                if exact:
+                    both_nan_as_x86(ADD_KEEPS, gates_in[t], rec, pre)
                 h, c = self._gates(pre, c, exact)
                 hs[t] = h
         return hs, h, c
 
-    def _gates(self, pre: np.ndarray, c: np.ndarray, exact: _Nans | None):
+    def _gates(self, pre: np.ndarray, c: np.ndarray, exact: bool):
         s = self.d.state
         sig = logistic_float(pre)           # elementwise: the forget, input and output gates in one call
         f, i, o = sig[:, :s], sig[:, s:2 * s], sig[:, 3 * s:]
         g = tanhf(pre[:, 2 * s:3 * s]) if self.d.cell_gate_tanh else pre[:, 2 * s:3 * s]
         fc, ig = f * c, i * g
-        if exact is not None:
-            exact.mul(fc, f, c)
-            exact.mul(ig, i, g)
+        if exact:
+            both_nan_as_x86(MUL_KEEPS, f, c, fc)
+            both_nan_as_x86(MUL_KEEPS, i, g, ig)
         fc, ig = lc.clamp_float(fc), lc.clamp_float(ig)
         c = fc + ig
-        if exact is not None:
-            exact.add(c, fc, ig)
+        if exact:
+            both_nan_as_x86(ADD_KEEPS, fc, ig, c)
         if self.d.cell_clip > 0:
             clip = np.float32(self.d.cell_clip)
             c = np.maximum(np.minimum(clip, c), -clip)
         t = tanhf(c)
         h = t * o
-        if exact is not None:
-            exact.mul(h, t, o)
+        if exact:
+            both_nan_as_x86(MUL_KEEPS, t, o, h)
         return lc.clamp_float(h), c
-
-
-class _Nans:
-    """Where both operands of the LSTM's elementwise add (``AddElementWise``) or product (``reference_ops::Mul``)
-    are NaN, the result gets the NaN of the operand TFLM's compiled loop keeps (quieted); measured against the
-    wheel."""
-
-    ADD, MUL = ADD_KEEPS, MUL_KEEPS = 0, 1
-
-    @staticmethod
-    def _fix(result: np.ndarray, a: np.ndarray, b: np.ndarray, k: int) -> None:
-        a, b = np.broadcast_arrays(a, b)
-        both = np.isnan(a) & np.isnan(b)
-        if both.any():
-            result.view(np.uint32)[both] = (a, b)[k].view(np.uint32)[both] | np.uint32(0x00400000)
-
-    def add(self, result, a, b) -> None:
-        self._fix(result, a, b, self.ADD)
-
-    def mul(self, result, a, b) -> None:
-        self._fix(result, a, b, self.MUL)

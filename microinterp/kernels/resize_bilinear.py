@@ -31,12 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._float_dot import REDUCE_ROWS_IN_ORDER
+from ._float_dot import QUIET, REDUCE_ROWS_IN_ORDER
 from ._resize import prepare_resize
 from .bands import RowBands
 from .base import is_batch1_nhwc
-
-_QUIET_BIT = np.uint32(0x00400000)
 
 
 def _cdiv(a, b: int):
@@ -189,7 +187,7 @@ def nan_sums_as_x86(terms: np.ndarray, out: np.ndarray) -> None:
     total = t[:, 0].copy()
     for k in range(1, 4):
         both = np.isnan(total) & np.isnan(t[:, k])
-        quieted = total.view(np.uint32) | _QUIET_BIT
+        quieted = total.view(np.uint32) | QUIET
         total = total + t[:, k]
         total.view(np.uint32)[both] = quieted[both]
     out[bad] = total

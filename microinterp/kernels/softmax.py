@@ -49,12 +49,10 @@ from ..quant import (
     srdhm,
     wrap_int32,
 )
-from ._float_dot import REDUCE_ROWS_IN_ORDER
-from .binary_common import FLT_LOWEST
-
-_QUIET_BIT = np.uint32(0x00400000)
+from ._float_dot import QUIET, REDUCE_ROWS_IN_ORDER
 from ._qutil import qparams
 from .bands import ROW_NORMALISED
+from .binary_common import FLT_LOWEST
 
 _SCALED_DIFF_INTEGER_BITS = 5
 _ACCUMULATION_INTEGER_BITS = 12
@@ -222,7 +220,7 @@ def nan_rows_as_x86(e: np.ndarray, total: np.ndarray, out: np.ndarray) -> None:
     if not np.isnan(np.add.reduce(total)):
         return
     for r in np.flatnonzero(np.isnan(total)):
-        bits = e[r].view(np.uint32) | _QUIET_BIT
+        bits = e[r].view(np.uint32) | QUIET
         nan = np.isnan(e[r])
         out[r].view(np.uint32)[...] = np.where(nan, bits, bits[np.argmax(nan)])
 
