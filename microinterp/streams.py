@@ -45,8 +45,7 @@ class Streams:
     def __init__(self, model: Any, streams: int, **interpreter_options: Any):
         from .interpreter import Interpreter
 
-        if not isinstance(streams, (int, np.integer)) or isinstance(streams, bool) or streams < 1:
-            raise ConfigError(f"streams must be a positive number, got {streams!r}")
+        _check_count(streams)
         if interpreter_options.get("backing") is not None:
             raise ConfigError("streams run in memory: no backing")
         # the reference layer: its elementwise kernels compute on views of any rank (some optimized ones keep
@@ -179,12 +178,12 @@ class _OneByOne(_Call):
 
     def __init__(self, kernel: Any, streams: Streams, op: Any, data: Any):
         super().__init__(kernel, InvokeContext(streams.single, streams.ctx.scratch_views), op, data)
-        self.single, self.views = streams.single, streams.views
+        self.single, self.views, self.count = streams.single, streams.views, streams.count
         self.ins = [t for t in op.inputs if t >= 0 and streams.tensors[t].data is None and streams.views[t] is not None]
         self.outs = [t for t in op.outputs if t >= 0 and streams.views[t] is not None]
 
     def __call__(self) -> None:
-        for s in range(self.views[self.outs[0]].shape[0] if self.outs else 0):
+        for s in range(self.count):
             for t in self.ins:
                 self.single[t][...] = self.views[t][s]
             self.kernel.invoke(self.ctx, self.op, self.data)
@@ -192,13 +191,17 @@ class _OneByOne(_Call):
                 self.views[t][s] = self.single[t]
 
 
+def _check_count(streams: Any) -> None:
+    if not isinstance(streams, (int, np.integer)) or isinstance(streams, bool) or streams < 1:
+        raise ConfigError(f"streams must be a positive number, got {streams!r}")
+
+
 def run_streams(model: Any, sequences: Sequence[np.ndarray] | np.ndarray, streams: int = 64,
                 **interpreter_options: Any) -> np.ndarray:
     """Every sequence of a one-input, one-output model's inputs (``[N, steps, *input shape]``) through its own
     stream, ``streams`` at a time, each from the model's initial state: ``[N, steps, *output shape]``, what ``N``
     interpreters fed one sequence each would give."""
-    if not isinstance(streams, (int, np.integer)) or isinstance(streams, bool) or streams < 1:
-        raise ConfigError(f"streams must be a positive number, got {streams!r}")
+    _check_count(streams)
     seqs = np.asarray(sequences)
     if seqs.ndim < 2:
         raise InputError(f"sequences must be [N, steps, ...], got shape {seqs.shape}")
