@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._qutil import broadcast_shape, select
+from ._broadcast import laid_out, refreshed
+from ._qutil import bind_select, broadcast_shape, select
 from .bands import ROW_LOCAL
 
 SUPPORTED_TYPES = ("FLOAT32", "INT8", "INT16", "INT32", "INT64")
@@ -68,13 +69,15 @@ class MaximumMinimum:
         if not data.broadcast:
             a, b = a.reshape(out.shape), b.reshape(out.shape)
         compare = self.first_wins       # np.greater (MAXIMUM) or np.less (MINIMUM)
-        mask = np.empty(out.shape, bool)
+        y = out.reshape(np.broadcast_shapes(a.shape, b.shape))
+        (a, b), y, refreshes = laid_out((a, b), y)     # a short broadcast inner loop made long
+        mask = np.empty(y.shape, bool)
+        choose = bind_select(mask, a, b, y)
 
         def call() -> None:
             compare(a, b, out=mask)
-            np.copyto(out, b)
-            np.copyto(out, a, where=mask)
-        return call
+            choose()
+        return refreshed(refreshes, call)
 
     def invoke(self, ctx, op, data: MaxMinData) -> None:
         a, b = ctx.input(op, 0), ctx.input(op, 1)

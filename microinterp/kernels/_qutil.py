@@ -20,7 +20,8 @@ convolutions, ...).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -103,6 +104,34 @@ def all_codes(type_name: str) -> np.ndarray:
 def lookup(lut: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``lut[x]`` for an 8/16-bit ``x`` whose table was built over :func:`all_codes`."""
     return np.take(lut, np.ascontiguousarray(x).view(f"u{x.dtype.itemsize}"))
+
+
+#: Below this many elements :func:`bind_select` is one masked copy (three plain loops cost more there).
+SELECT_BLEND_SIZE = 2048
+
+
+def bind_select(mask: np.ndarray, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> Callable[[], None]:
+    """``out = mask ? a : b`` for float32 views fixed at bind (``mask`` bool, ``a`` and ``b`` broadcasting to
+    ``out``; ``b`` may be ``out`` itself), bit for bit, as a call without arguments. Large outputs blend the bits:
+    ``t = a ^ b``, ``t *= mask``, ``out = b ^ t`` -- three vector loops, where NumPy's masked copy goes element by
+    element (45 against 12 us for 27 648 elements); small ones are the masked copy."""
+    if out.size < SELECT_BLEND_SIZE:
+        if b is out:
+            return functools.partial(np.copyto, out, a, where=mask)
+
+        def masked() -> None:
+            np.copyto(out, b)
+            np.copyto(out, a, where=mask)
+        return masked
+    au, bu, yu, m = a.view(np.uint32), b.view(np.uint32), out.view(np.uint32), mask.view(np.uint8)
+    t = np.empty(out.shape, np.uint32)
+    xor, multiply = np.bitwise_xor, np.multiply
+
+    def blend() -> None:
+        xor(au, bu, out=t)
+        multiply(t, m, out=t)
+        xor(bu, t, out=yu)
+    return blend
 
 
 def select(cond, a, b) -> np.ndarray:

@@ -21,6 +21,7 @@ import numpy as np
 from numpy._core import umath as np_umath
 
 from ..quant import INT32_MAX, INT32_MIN, activation_range_float
+from ._broadcast import laid_out, refreshed
 from ._float_dot import QUIET
 from ._qutil import broadcast_shape
 
@@ -180,8 +181,9 @@ def bind_float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.n
     k = nan_operand(ufunc, x1.shape, x2.shape)
     if k == 1:          # ADD and MUL commute: NumPy's loops mostly keep the first operand's NaN, so put TFLM's first
         x1, x2, k = x2, x1, 0
-    if any(not v.flags.writeable and not np.isnan(v).any() for v in (x1, x2)) or \
-            (k is not None and numpy_keeps(ufunc, x1, x2, y, k)):
+    never_both = any(not v.flags.writeable and not np.isnan(v).any() for v in (x1, x2))
+    (x1, x2), y, refreshes = laid_out((x1, x2), y)     # a short broadcast inner loop made long
+    if never_both or (k is not None and numpy_keeps(ufunc, x1, x2, y, k)):
         k = None        # two NaNs never meet (a constant operand without any), or NumPy keeps the right one
     if lo != 0 and hi != 0:
         clip = np_umath.clip
@@ -191,14 +193,14 @@ def bind_float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.n
             if k is not None:
                 both_nan_as_x86(k, x1, x2, y)
             clip(y, lo, hi, out=y)
-        return call
+        return refreshed(refreshes, call)
 
     def clamped() -> None:
         ufunc(x1, x2, out=y)
         if k is not None:
             both_nan_as_x86(k, x1, x2, y)
         clamp_float_(y, lo, hi)
-    return clamped
+    return refreshed(refreshes, clamped)
 
 
 def _nothing() -> None:
@@ -215,14 +217,15 @@ def bind_int32_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.n
     y = out.reshape(shape)
     if not np.shares_memory(y, out) or not out.flags.c_contiguous:
         return None
+    (x1, x2), y, refreshes = laid_out((x1, x2), y)     # a short broadcast inner loop made long
     if lo <= INT32_MIN and hi >= INT32_MAX:
-        return functools.partial(ufunc, x1, x2, out=y)
+        return refreshed(refreshes, functools.partial(ufunc, x1, x2, out=y))
     clip = np_umath.clip
 
     def call() -> None:
         ufunc(x1, x2, out=y)
         clip(y, lo, hi, out=y)
-    return call
+    return refreshed(refreshes, call)
 
 
 def int32_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.ndarray, lo: int, hi: int) -> None:

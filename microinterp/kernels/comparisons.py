@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..quant import mbqm, quantize_multiplier_smaller_than_one_exp
+from ._broadcast import laid_out, refreshed
 from ._qutil import all_codes, check_flat_or_broadcast, lookup, qparams
 from .bands import ROW_LOCAL
 
@@ -89,7 +90,8 @@ class Comparison:
         if not data.broadcast:
             a, b = a.reshape(out.shape), b.reshape(out.shape)
         y = out.reshape(np.broadcast_shapes(a.shape, b.shape))
-        return functools.partial(self.fn, a, b, out=y)
+        (a, b), y, refreshes = laid_out((a, b), y)     # a short broadcast inner loop made long
+        return refreshed(refreshes, functools.partial(self.fn, a, b, out=y))
 
     def invoke(self, ctx, op, data: ComparisonData) -> None:
         a, b, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)

@@ -36,7 +36,13 @@ from ..quant import (
 )
 from ._qutil import broadcast_shape, check_scales, qparams
 from .bands import ROW_LOCAL
-from .binary_common import apply_int8_table, clamp_float_, float_activation_range, int32_activation_range
+from .binary_common import (
+    apply_int8_table,
+    bind_float_binary,
+    clamp_float_,
+    float_activation_range,
+    int32_activation_range,
+)
 
 SUPPORTED_TYPES = ("FLOAT32", "INT32", "INT8")
 MAX_BROADCAST_RANK = 5
@@ -120,6 +126,13 @@ class Div:
         real = float(s1) / (float(s2) * float(s_out))    # double, as the wheel (the mirror's source: float)
         m, shift = quantize_multiplier(real)
         return DivData("INT8", lo, hi, zp2, div_int8_table(zp1, zp2, zp_out, m, shift, lo, hi))
+
+    def bind(self, ctx, op, data: DivData):
+        """FLOAT32 on fixed views (:func:`.binary_common.bind_float_binary`); None otherwise."""
+        if data.type_name != "FLOAT32":
+            return None
+        a, b, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
+        return bind_float_binary(np.divide, a, b, out, np.broadcast_shapes(a.shape, b.shape), data.lo, data.hi)
 
     def invoke(self, ctx, op, data: DivData) -> None:
         a, b, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)

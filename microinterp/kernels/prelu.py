@@ -23,7 +23,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
-from ._qutil import all_codes, broadcast_shape, check_scales, lookup, qparams, select
+from ._broadcast import laid_out, refreshed
+from ._qutil import all_codes, bind_select, broadcast_shape, check_scales, lookup, qparams, select
 from .bands import ROW_LOCAL
 
 #: input/output type -> required alpha type
@@ -90,14 +91,16 @@ class Prelu:
         if x.dtype != np.float32 or not out.size or not out.flags.c_contiguous:
             return None
         view = out.reshape(np.broadcast_shapes(x.shape, alpha.shape))
+        (x, alpha), view, refreshes = laid_out((x, alpha), view)     # a short broadcast inner loop made long
         keep = np.empty(x.shape, bool)
         zero = np.float32(0.0)
+        choose = bind_select(keep, x, view, view)
 
         def call() -> None:       # under the runtime's quiet errstate (inf * 0 -> NaN, as in C)
             np.multiply(x, alpha, out=view)
             np.greater_equal(x, zero, out=keep)
-            np.copyto(view, x, where=keep)
-        return call
+            choose()
+        return refreshed(refreshes, call)
 
     def invoke(self, ctx, op, data: PreluData) -> None:
         x, alpha = ctx.input(op, 0), ctx.input(op, 1)

@@ -29,6 +29,7 @@ from ..quant import (
     quantize_multiplier_smaller_than_one_exp,
     wrap_int32,
 )
+from ._broadcast import laid_out, refreshed
 from ._qutil import all_codes, check_flat_or_broadcast, check_scales, lookup, qparams
 from .bands import ROW_LOCAL
 
@@ -78,6 +79,23 @@ class SquaredDifference:
         out_scale = float(np.float32((1 << (2 * shift)) * np.float32(q[2][0])))
         m, e = quantize_multiplier(twice_max * twice_max / out_scale)
         return SquaredDifferenceData(broadcast, (tables[0], tables[1]), m, e, q[2][1])
+
+    def bind(self, ctx, op, data: SquaredDifferenceData):
+        """FLOAT32 and INT32 on fixed views: ``d = x - y`` into the output, then ``d * d`` in place (two NaN operands
+        keep the first's, as x86's subtraction does and NumPy's loops do), laid out for a long inner loop
+        (:func:`._broadcast.long_inner`); None otherwise."""
+        a, b, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
+        if data.tables is not None or not out.flags.c_contiguous or not out.size:
+            return None
+        if not data.broadcast:
+            a, b = a.reshape(out.shape), b.reshape(out.shape)
+        y = out.reshape(np.broadcast_shapes(a.shape, b.shape))
+        (a, b), y, refreshes = laid_out((a, b), y)
+
+        def call() -> None:     # under the runtime's errstate (float errors ignored); int32 wraps as in C
+            np.subtract(a, b, out=y)
+            np.multiply(y, y, out=y)
+        return refreshed(refreshes, call)
 
     def invoke(self, ctx, op, data: SquaredDifferenceData) -> None:
         a, b, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
