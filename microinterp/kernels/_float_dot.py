@@ -18,6 +18,16 @@ filters over ``K`` taps:
 
 Blocks hold at most :data:`BLOCK_ELEMENTS` products (a few MB of host memory).
 
+Faster still, and without blocks, where NumPy's ``einsum`` adds in that order (:data:`EINSUM_IN_ORDER`, checked at
+import): ``einsum("kn,ck->cn")`` (pixels innermost) or ``einsum("kn,kc->nc")`` (channels innermost) zeroes the
+totals, then its iterator runs the tap axis ``k`` outside the innermost output axis -- NumPy's ``nditer`` orders
+axes by the operands' strides, and for contiguous operands every stride of ``k`` is the larger one -- and its inner
+loop is ``out[i] = x * w[i] + out[i]`` (``sum_of_products_muladd``): each product rounded to float32, then added,
+tap after tap. NumPy builds that loop from ``npyv_muladd_f32``, which is a fused multiply-add where the baseline
+has FMA (AArch64, or x86 built for it); the probe at import then finds the fused roundings and the blocks are used.
+The tap axis must never be the innermost one (NumPy would then sum it in vector lanes): it is not while the
+innermost output axis is longer than 1 (:func:`einsum_layout`).
+
 NaN: x86's SSE arithmetic returns the first operand's NaN (quieted) when both operands are NaN, and the "real
 indefinite" NaN ``0xFFC00000`` for an invalid operation (``0 * inf``, ``inf - inf``). NumPy's vector loops agree except
 in their remainder elements, which return the second operand's NaN; so every output that ends as NaN is computed
@@ -26,6 +36,7 @@ again one tap at a time with the hardware's rules (:func:`x86_nan_dot`) -- a cos
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -58,6 +69,75 @@ def _rows_reduce_in_order() -> bool:
 
 #: NumPy reduces rows in order (checked at import); else :func:`sequential_dot` loops over the taps.
 REDUCE_ROWS_IN_ORDER = _rows_reduce_in_order()
+
+try:
+    from numpy._core.multiarray import c_einsum as _c_einsum
+except ImportError:                 # another layout: the public function, without its path optimisation
+    def _c_einsum(subscripts: str, *operands: np.ndarray, out: np.ndarray) -> np.ndarray:
+        return np.einsum(subscripts, *operands, out=out, optimize=False)
+
+
+def _tap_by_tap(cols_t: np.ndarray, w_t: np.ndarray) -> np.ndarray:
+    """The reference: ``total = 0.f; total = total + x[k] * w[k]`` tap after tap, one NumPy operation each."""
+    total = np.zeros((cols_t.shape[1], w_t.shape[1]), np.float32)
+    for k in range(cols_t.shape[0]):
+        total = total + cols_t[k][:, None] * w_t[k][None, :]
+    return total
+
+
+def _einsum_in_order() -> bool:
+    """Whether both einsum layouts of :func:`einsum_dot` give the tap-by-tap sums bit for bit: on ``0 + 1 + 1 +
+    1e8 + 1 + ...`` (``1e8`` in order; a reassociation counts the later ones), on ``-(1 + 2^-11) + (1 + 2^-12)^2`` (``0`` unfused,
+    ``2^-24`` fused) and on random taps, with operands aligned and not."""
+    rng = np.random.default_rng(0)
+    k, n, c = 37, 19, 7
+    cols_t = rng.normal(size=(k, n)).astype(np.float32)
+    w_t = rng.normal(size=(k, c)).astype(np.float32)
+    cols_t[:, :2] = 0.0
+    cols_t[:16, 0] = [1.0, 1.0, 1e8] + [1.0] * 13
+    w_t[:16, 0] = 1.0
+    cols_t[:2, 1] = [-1.0, 1.0 + 2.0 ** -12]
+    w_t[:2, 1] = [1.0 + 2.0 ** -11, 1.0 + 2.0 ** -12]
+    want = _tap_by_tap(cols_t, w_t)
+    if want[1, 1] != 0.0 or want[0, 0] != np.float32(1e8):
+        return False            # NumPy's own elementwise arithmetic is not IEEE float32: nothing here is exact
+    raw = np.empty(cols_t.nbytes + 4, np.uint8)
+    unaligned = raw[1:1 + cols_t.nbytes].view(np.float32).reshape(cols_t.shape)
+    unaligned[...] = cols_t
+    with np.errstate(all="ignore"):
+        for x in (cols_t, unaligned):
+            cn = _c_einsum("kn,ck->cn", x, np.ascontiguousarray(w_t.T), out=np.empty((c, n), np.float32))
+            nc = _c_einsum("kn,kc->nc", x, w_t, out=np.empty((n, c), np.float32))
+            if not (np.array_equal(cn.T, want) and np.array_equal(nc, want)):
+                return False
+    return True
+
+
+#: NumPy's einsum adds each rounded product to the running totals tap after tap (checked at import).
+EINSUM_IN_ORDER = _einsum_in_order()
+
+
+def einsum_layout(n: int, c: int, w: np.ndarray, w_t: np.ndarray | None) -> str | None:
+    """The einsum for ``N`` inputs x ``C`` filters (:func:`einsum_dot`): ``"kn,ck->cn"`` (pixels innermost, ``w``
+    ``[C, K]`` C-contiguous) where there are at least as many pixels as channels, ``"kn,kc->nc"`` (``w_t`` ``[K, C]``
+    C-contiguous) otherwise; None when the innermost output axis would have length 1 (the taps would be summed in
+    vector lanes), for a single output, or without :data:`EINSUM_IN_ORDER`."""
+    if not EINSUM_IN_ORDER or n * c < 2:
+        return None
+    pixels = n > 1 and w.flags.c_contiguous
+    channels = c > 1 and w_t is not None and w_t.flags.c_contiguous
+    if pixels and (n >= c or not channels):
+        return "kn,ck->cn"
+    return "kn,kc->nc" if channels else None
+
+
+def einsum_dot(layout: str, cols_t: np.ndarray, w: np.ndarray, w_t: np.ndarray | None,
+               out: np.ndarray) -> np.ndarray:
+    """The sequential sums by einsum (``layout`` from :func:`einsum_layout`; ``cols_t`` ``[K, N]`` C-contiguous)
+    into ``out`` (``[C, N]`` or ``[N, C]``, the layout's output); returns them as ``[N, C]``."""
+    if layout == "kn,ck->cn":
+        return _c_einsum(layout, cols_t, w, out=out).T
+    return _c_einsum(layout, cols_t, w_t, out=out)
 
 
 def sequential_dot(cols: np.ndarray, w: np.ndarray, skip: np.ndarray | None = None,
@@ -96,6 +176,11 @@ def sequential_dot_core(cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | 
 
     if m == 0 or k == 0:
         return np.zeros((n, c), np.float32)
+    layout = einsum_layout(n, c, w, w_t) if skip_t is None and cols_t.flags.c_contiguous else None
+    if layout is not None:
+        out = np.empty((c, n) if layout == "kn,ck->cn" else (n, c), np.float32)
+        total = einsum_dot(layout, cols_t, w, w_t, out)
+        return _nans_as_x86(total, lambda i, j: (cols_t[:, i], w[j]), None, nan_from)
     if 2 <= m <= WIDE and REDUCE_ROWS_IN_ORDER and n >= 4 * c:
         # many pixels, few channels: pixels innermost (NumPy's inner loops are then long)
         step = max(1, min(k, BLOCK_ELEMENTS // m - 1))
@@ -125,7 +210,12 @@ class BoundDot:
         self.fallback = lambda: sequential_dot_core(cols_t, w, skip_t, w_t, nan_from)
         self.inputs_of = lambda i, j: (cols_t[:, i], w[j])
         self.skip_t, self.nan_from = skip_t, nan_from
-        self.block = None
+        self.block = self.einsum = None
+        layout = einsum_layout(n, c, w, w_t) if skip_t is None and cols_t.flags.c_contiguous else None
+        if layout is not None:
+            totals = np.empty((c, n) if layout == "kn,ck->cn" else (n, c), np.float32)
+            self.einsum = functools.partial(einsum_dot, layout, cols_t, w, w_t, totals)
+            return
         if not _one_block(k, n, c):
             return
         if n >= 4 * c:
@@ -144,7 +234,7 @@ class BoundDot:
         k, n, c = xs_t.shape
         self.fallback = lambda: sequential_taps_core(xs_t, taps, skip_t)
         self.inputs_of = lambda i, j: (xs_t[:, i, j], taps[:, j])
-        self.skip_t, self.nan_from, self.block = skip_t, "total", None
+        self.skip_t, self.nan_from, self.block, self.einsum = skip_t, "total", None, None
         if _one_block(k, n, c):
             self._keep(xs_t, taps[:, None, :], (k, n, c), 0, None if skip_t is None else skip_t[:, :, None])
         return self
@@ -158,6 +248,8 @@ class BoundDot:
 
     def __call__(self) -> np.ndarray:
         """Under an errstate that ignores float errors (the runtime's)."""
+        if self.einsum is not None:
+            return _nans_as_x86(self.einsum(), self.inputs_of, None, self.nan_from)
         if self.block is None:
             return self.fallback()
         np.multiply(self.a, self.b, out=self.block)

@@ -274,6 +274,8 @@ class BoundFloatConv:
         dst, src, win = fixed
         cols_t = np.empty((kh * kw * c_in, n * oh * ow), np.float32)
         skip_t = _outside_taps(data, x, 0, out.shape, w.shape, 0)
+        if skip_t is not None and data.float_filter_t is not None and np.isfinite(data.float_filter_t).all():
+            skip_t = None   # the taps outside the image read the buffer's zeros: +-0 products, which add nothing
         return cls(data, dst, src, win, cols_t, w.reshape(c_out, -1), bias, skip_t, out.reshape(n * oh * ow, c_out))
 
     def __call__(self) -> None:

@@ -4,6 +4,8 @@ float CONV_2D with NaN, infinities and signed zeros in its input and filter, bit
 
 from __future__ import annotations
 
+import platform
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -66,10 +68,50 @@ def test_blocks_and_the_tap_loop_agree_with_the_c_loop(n, c, k, monkeypatch):
     rng = np.random.default_rng(n * c * k)
     cols, w = _values(rng, (n, k), True), _values(rng, (c, k), False)
     expected = _scalar(cols, w)
+    monkeypatch.setattr(_float_dot, "EINSUM_IN_ORDER", False)        # the blocks, as where einsum fuses
     monkeypatch.setattr(_float_dot, "BLOCK_ELEMENTS", 64)
     assert _same(sequential_dot(cols, w), expected)
     monkeypatch.setattr(_float_dot, "WIDE", 1)
     assert _same(sequential_dot(cols, w), expected)
+
+
+def test_numpy_einsum_adds_in_order_where_its_baseline_has_no_fma():
+    """NumPy builds einsum's inner loop for its baseline only: x86-64 wheels (baseline without FMA) add each rounded
+    product; a baseline with FMA3 (or AArch64) fuses them, and the probe must then say so."""
+    from numpy._core import _multiarray_umath
+    fma = {"FMA3", "AVX2", "X86_V3", "X86_V4", "AVX512F", "AVX512_SKX"} & set(_multiarray_umath.__cpu_baseline__)
+    if platform.machine().lower() in ("x86_64", "amd64") and not fma:
+        assert _float_dot.EINSUM_IN_ORDER
+
+
+@pytest.mark.skipif(not _float_dot.EINSUM_IN_ORDER, reason="this NumPy's einsum fuses or reorders: blocks are used")
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(1, 12), c=st.integers(1, 9), k=st.integers(1, 60), layout=st.sampled_from(["cn", "nc"]),
+       specials=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_both_einsum_layouts_are_the_c_loop(n, c, k, layout, specials, seed):
+    """Every layout :func:`einsum_layout` may choose, on every shape it may choose it for (its innermost output axis
+    longer than 1), gives the C loop's bits -- NaN outputs after the x86 repair, as the kernels call it."""
+    subscripts = {"cn": "kn,ck->cn", "nc": "kn,kc->nc"}[layout]
+    if (n if layout == "cn" else c) < 2:
+        return
+    rng = np.random.default_rng(seed)
+    cols, w = _values(rng, (n, k), specials), _values(rng, (c, k), specials)
+    cols_t, w_t = np.ascontiguousarray(cols.T), np.ascontiguousarray(w.T)
+    out = np.empty((c, n) if layout == "cn" else (n, c), np.float32)
+    with np.errstate(all="ignore"):
+        total = _float_dot.einsum_dot(subscripts, cols_t, w, w_t, out)
+        total = _float_dot._nans_as_x86(np.ascontiguousarray(total), lambda i, j: (cols_t[:, i], w[j]), None)
+    assert _same(total, _scalar(cols, w))
+
+
+def test_einsum_layout_never_leaves_the_taps_innermost():
+    w, w_t = np.ones((4, 3), np.float32), np.ones((3, 4), np.float32)
+    assert _float_dot.einsum_layout(1, 1, w, w_t) is None                           # one output: a lane sum
+    assert _float_dot.einsum_layout(1, 4, w, None) is None                          # pixels axis of 1, no [K, C]
+    assert _float_dot.einsum_layout(1, 4, w, w_t) == "kn,kc->nc"
+    assert _float_dot.einsum_layout(9, 4, w, w_t) == "kn,ck->cn"
+    assert _float_dot.einsum_layout(2, 4, w, w_t) == "kn,kc->nc"
+    assert _float_dot.einsum_layout(2, 4, w[:, ::2], None) is None                  # no contiguous filter
 
 
 def test_a_first_product_of_minus_zero_gives_plus_zero():
