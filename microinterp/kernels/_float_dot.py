@@ -108,7 +108,11 @@ def _einsum_in_order() -> bool:
         for x in (cols_t, unaligned):
             cn = _c_einsum("kn,ck->cn", x, np.ascontiguousarray(w_t.T), out=np.empty((c, n), np.float32))
             nc = _c_einsum("kn,kc->nc", x, w_t, out=np.empty((n, c), np.float32))
-            if not (np.array_equal(cn.T, want) and np.array_equal(nc, want)):
+            xs = np.broadcast_to(x[:, :, None], (k, n, c))       # the depthwise forms: one filter tap per channel
+            taps_cn = _c_einsum("kcn,kc->cn", np.ascontiguousarray(xs.transpose(0, 2, 1)), w_t,
+                                out=np.empty((c, n), np.float32))
+            taps_nc = _c_einsum("knc,kc->nc", np.ascontiguousarray(xs), w_t, out=np.empty((n, c), np.float32))
+            if not all(np.array_equal(v, want) for v in (cn.T, nc, taps_cn.T, taps_nc)):
                 return False
     return True
 
@@ -235,8 +239,28 @@ class BoundDot:
         self.fallback = lambda: sequential_taps_core(xs_t, taps, skip_t)
         self.inputs_of = lambda i, j: (xs_t[:, i, j], taps[:, j])
         self.skip_t, self.nan_from, self.block, self.einsum = skip_t, "total", None, None
-        if _one_block(k, n, c):
+        if EINSUM_IN_ORDER and skip_t is None and n * c >= 2 and xs_t.flags.c_contiguous and \
+                taps.flags.c_contiguous:        # channels innermost (pixels where there is one channel)
+            self.einsum = functools.partial(_c_einsum, "knc,kc->nc", xs_t, taps, out=np.empty((n, c), np.float32))
+        elif _one_block(k, n, c):
             self._keep(xs_t, taps[:, None, :], (k, n, c), 0, None if skip_t is None else skip_t[:, :, None])
+        return self
+
+    @classmethod
+    def taps_pixels_inner(cls, xs_cn: np.ndarray, taps: np.ndarray) -> BoundDot | None:
+        """The depthwise sums by einsum with the pixels innermost (``"kcn,kc->cn"``): ``xs_cn`` ``[K, C, N]``
+        (refreshed by the caller), ``taps`` ``[K, C]`` C-contiguous, no tap left out; returns the ``[N, C]`` totals
+        as a view. None without :data:`EINSUM_IN_ORDER` or with fewer than two pixels (the taps would then be the
+        innermost axis but one)."""
+        _, c, n = xs_cn.shape
+        if not EINSUM_IN_ORDER or n < 2 or not xs_cn.flags.c_contiguous or not taps.flags.c_contiguous:
+            return None
+        self = cls.__new__(cls)
+        self.xs_cn = xs_cn
+        self.inputs_of = lambda i, j: (xs_cn[:, j, i], taps[:, j])
+        self.skip_t, self.nan_from, self.block = None, "total", None
+        totals = np.empty((c, n), np.float32)
+        self.einsum = lambda: _c_einsum("kcn,kc->cn", xs_cn, taps, out=totals).T
         return self
 
     def _keep(self, a: np.ndarray, b: np.ndarray, shape: tuple[int, int, int], axis: int,
@@ -414,4 +438,8 @@ def sequential_taps_core(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray 
 
     if n * c == 0 or k == 0:
         return np.zeros((n, c), np.float32)
-    return _nans_as_x86(_fold(k, n, c, products, skip_t), lambda i, j: (xs_t[:, i, j], taps[:, j]), skip_t)
+    if EINSUM_IN_ORDER and skip_t is None and n * c >= 2 and xs_t.flags.c_contiguous and taps.flags.c_contiguous:
+        total = _c_einsum("knc,kc->nc", xs_t, taps, out=np.empty((n, c), np.float32))
+    else:
+        total = _fold(k, n, c, products, skip_t)
+    return _nans_as_x86(total, lambda i, j: (xs_t[:, i, j], taps[:, j]), skip_t)

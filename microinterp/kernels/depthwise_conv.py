@@ -172,6 +172,10 @@ class DepthwiseConv2D:
         depthwise_rows(data, ctx.input(op, 0), w, bias, ctx.output(op, 0), 0)
 
 
+#: Output channels below which the bound float depthwise lays its taps out channels first.
+PIXELS_INNER_BELOW = 16
+
+
 class BoundFloatDepthwise:
     """A float DEPTHWISE_CONV_2D on fixed arena views: what :func:`depthwise_rows` computes, with what does not depend
     on the input values done once -- the tap buffer and its window view, the copy of the image into it, the
@@ -179,12 +183,21 @@ class BoundFloatDepthwise:
     taps outside the image -- so an invoke is: refresh the image, write the taps, the sequential sums, the bias, the
     clamp into the output."""
 
-    def __init__(self, dst, src, win, xs_t, taps, bias, skip_t, lo, hi, out):
+    def __init__(self, dst, src, win, taps, bias, skip_t, lo, hi, out):
         self.dst, self.src = dst, src
         self.finish = BiasClamp(bias, "bias", lo, hi, out)
         n, oh, ow, kh, kw, c_in = win.shape
         m = taps.shape[1] // c_in
+        # few channels and no tap left out: a channels-first buffer [ky, kx, c_in, m, n, oy, ox], pixels innermost
+        # (its transposing copy costs more than the channels-last einsum saves from 16 channels on)
+        self.dot = None if skip_t is not None or c_in * m >= PIXELS_INNER_BELOW else BoundDot.taps_pixels_inner(
+            np.empty((kh * kw, c_in * m, n * oh * ow), np.float32), taps)
+        if self.dot is not None:
+            self.xs_view = self.dot.xs_cn.reshape(kh, kw, c_in, m, n, oh, ow)
+            self.win_t = np.broadcast_to(win.transpose(3, 4, 5, 0, 1, 2)[:, :, :, None], self.xs_view.shape)
+            return
         # the taps-first buffer as the window's axes: [ky, kx, n, oy, ox, c_in, m]
+        xs_t = np.empty((kh * kw, n * oh * ow, c_in * m), np.float32)
         self.xs_view = xs_t.reshape(kh, kw, n, oh, ow, c_in, m)
         self.dot = BoundDot.taps(xs_t, taps, skip_t)
         self.win_t = np.broadcast_to(win.transpose(3, 4, 0, 1, 2, 5)[..., None], self.xs_view.shape)
@@ -204,7 +217,7 @@ class BoundFloatDepthwise:
             mask = outside_image(x, data, 0, oh, ow, kh, kw)
             skip_t = None if mask is None else np.ascontiguousarray(
                 mask.transpose(3, 4, 0, 1, 2, 5).reshape(kh * kw, n * oh * ow))
-        return cls(dst, src, win, np.empty((kh * kw, n * oh * ow, c_out), np.float32), taps,
+        return cls(dst, src, win, taps,
                    None if bias is None else np.array(bias, np.float32), skip_t, np.float32(data.act_min),
                    np.float32(data.act_max), out.reshape(n * oh * ow, c_out))
 

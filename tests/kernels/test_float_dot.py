@@ -260,3 +260,25 @@ def test_transpose_conv_keeps_the_products_nan_in_its_sums_and_the_totals_agains
     x = np.zeros((1, 1, 1, 2), np.float32)
     x.view(np.uint32)[:] = [0x7FC00456, 0]     # NaN * inf, then 0 * -inf: the default NaN meets the running NaN
     assert_bitwise_matches_tflm(model, [x])
+
+
+@pytest.mark.parametrize("op,h,c,stride", [("DEPTHWISE_CONV_2D", 6, 20, 1), ("DEPTHWISE_CONV_2D", 5, 17, 2),
+                                           ("DEPTHWISE_CONV_2D", 1, 24, 1), ("CONV_2D", 2, 24, 1),
+                                           ("CONV_2D", 7, 3, 2)])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_einsum_layouts_of_the_bound_convolutions_match_the_wheel(op, h, c, stride, seed):
+    """The layouts the float kernels pick by shape (depthwise channels first below 16 channels, channels last from
+    16; conv pixels innermost, or channels innermost with fewer pixels than channels), NaN, infinities and signed
+    zeros in the input, a finite filter (the padding read as zeros), bit for bit against the wheel."""
+    rng = np.random.default_rng(seed)
+    c_in = c if op == "DEPTHWISE_CONV_2D" else 5
+    filt_shape = (1, 3, 3, c) if op == "DEPTHWISE_CONV_2D" else (c, 3, 3, c_in)
+    filt = rng.uniform(-2, 2, filt_shape).astype(np.float32)
+    bias = rng.uniform(-1, 1, c).astype(np.float32)
+    o = -(-h // stride)
+    options = {"depth_multiplier": 1} if op == "DEPTHWISE_CONV_2D" else {}
+    model = single_op(op, [T((1, h, h, c_in), "FLOAT32"), T(filt_shape, "FLOAT32", data=filt),
+                           T((c,), "FLOAT32", data=bias)], T((1, o, o, c), "FLOAT32"), padding="SAME",
+                      stride_h=stride, stride_w=stride, fused_activation_function="NONE", **options)
+    x = with_specials((rng.normal(size=(1, h, h, c_in)) * 10.0 ** rng.integers(-3, 37)).astype(np.float32))
+    assert_bitwise_matches_tflm(model, [x])
