@@ -219,6 +219,17 @@ class BoundDot:
         if layout is not None:
             totals = np.empty((c, n) if layout == "kn,ck->cn" else (n, c), np.float32)
             self.einsum = functools.partial(einsum_dot, layout, cols_t, w, w_t, totals)
+            self.flat, self.ones = totals.reshape(-1), np.ones(n * c, np.float32)
+            return
+        if n * c == 1 and k > 0 and skip_t is None:     # one output: its taps' products accumulated in order
+            products, sums = np.zeros(k + 1, np.float32), np.empty(k + 1, np.float32)
+            x, f = cols_t[:, 0], w[0]
+            self.flat, self.ones = sums[-1:], np.ones(1, np.float32)
+
+            def one() -> np.ndarray:
+                np.multiply(x, f, out=products[1:])
+                return np_umath.add.accumulate(products, out=sums)[-1:].reshape(1, 1)
+            self.einsum = one
             return
         if not _one_block(k, n, c):
             return
@@ -241,7 +252,9 @@ class BoundDot:
         self.skip_t, self.nan_from, self.block, self.einsum = skip_t, "total", None, None
         if EINSUM_IN_ORDER and skip_t is None and n * c >= 2 and xs_t.flags.c_contiguous and \
                 taps.flags.c_contiguous:        # channels innermost (pixels where there is one channel)
-            self.einsum = functools.partial(_c_einsum, "knc,kc->nc", xs_t, taps, out=np.empty((n, c), np.float32))
+            totals = np.empty((n, c), np.float32)
+            self.einsum = functools.partial(_c_einsum, "knc,kc->nc", xs_t, taps, out=totals)
+            self.flat, self.ones = totals.reshape(-1), np.ones(n * c, np.float32)
         elif _one_block(k, n, c):
             self._keep(xs_t, taps[:, None, :], (k, n, c), 0, None if skip_t is None else skip_t[:, :, None])
         return self
@@ -261,6 +274,7 @@ class BoundDot:
         self.skip_t, self.nan_from, self.block = None, "total", None
         totals = np.empty((c, n), np.float32)
         self.einsum = lambda: _c_einsum("kcn,kc->cn", xs_cn, taps, out=totals).T
+        self.flat, self.ones = totals.reshape(-1), np.ones(n * c, np.float32)
         return self
 
     def _keep(self, a: np.ndarray, b: np.ndarray, shape: tuple[int, int, int], axis: int,
@@ -273,7 +287,10 @@ class BoundDot:
     def __call__(self) -> np.ndarray:
         """Under an errstate that ignores float errors (the runtime's)."""
         if self.einsum is not None:
-            return _nans_as_x86(self.einsum(), self.inputs_of, None, self.nan_from)
+            total = self.einsum()
+            if math.isnan(np.dot(self.flat, self.ones)):
+                _repair_nans(total, self.inputs_of, None, self.nan_from)     # a NaN somewhere (or inf - inf)
+            return total
         if self.block is None:
             return self.fallback()
         np.multiply(self.a, self.b, out=self.block)
@@ -346,9 +363,15 @@ def _nans_as_x86(total: np.ndarray, inputs_of, skip_t: np.ndarray | None, nan_fr
     see the module docstring)."""
     whole = np.add.reduce(total, axis=None)
     if math.isnan(whole):       # a NaN somewhere (or inf - inf in this sum): find them
-        for i, j in zip(*np.nonzero(np.isnan(total))):
-            total[i, j] = x86_nan_dot(*inputs_of(i, j), None if skip_t is None else skip_t[:, i], nan_from)
+        _repair_nans(total, inputs_of, skip_t, nan_from)
     return total
+
+
+def _repair_nans(total: np.ndarray, inputs_of, skip_t: np.ndarray | None, nan_from: str) -> None:
+    """:func:`_nans_as_x86` once a NaN is known to be there (a sum over the totals is NaN; a dot product with ones,
+    BLAS's, is as good a test: a NaN term makes any sum NaN)."""
+    for i, j in zip(*np.nonzero(np.isnan(total))):
+        total[i, j] = x86_nan_dot(*inputs_of(i, j), None if skip_t is None else skip_t[:, i], nan_from)
 
 
 #: The quiet bit of a float32 NaN: x86 sets it in the NaN an operation passes on (``nan | QUIET``).
@@ -400,6 +423,19 @@ def add_bias_x86(acc: np.ndarray, bias: np.ndarray, nan_from: str = "total") -> 
     both = np.isnan(before) & np.isnan(bias)
     chosen = before if nan_from == "total" else np.broadcast_to(bias, acc.shape)
     np.copyto(acc.view(np.uint32), chosen.view(np.uint32) | QUIET, where=both)
+
+
+def bias_as_tap(w: np.ndarray, bias: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """TFLM's ``total + bias`` after the taps as one more tap, ``1.f * bias`` (exact), for a bound kernel whose
+    inputs hold a row of ones after the taps: ``w`` ``[C, K]`` becomes ``[C, K + 1]`` and its ``[K + 1, C]``
+    transpose, both contiguous. None without a bias or with a NaN in it (then which NaN the add keeps is the
+    kernel's, :func:`add_bias_x86`); a NaN total plus a bias is then the total's NaN as x86 gives it, and the repair
+    of NaN outputs (:func:`x86_nan_dot`) sees the bias tap as the last one."""
+    if bias is None or np.isnan(bias).any():
+        return None
+    w_aug = np.ascontiguousarray(np.concatenate([np.asarray(w, np.float32).reshape(w.shape[0], -1),
+                                                 np.asarray(bias, np.float32).reshape(-1, 1)], axis=1))
+    return w_aug, np.ascontiguousarray(w_aug.T)
 
 
 class BiasClamp:

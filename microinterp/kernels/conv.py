@@ -40,7 +40,7 @@ import numpy as np
 
 from ..quant import Requantizer, activation_range, activation_range_float, mbqm_int64, quantize_multiplier
 from ._blas import matmul
-from ._float_dot import BiasClamp, BoundDot, add_bias_x86, sequential_dot_t
+from ._float_dot import BiasClamp, BoundDot, add_bias_x86, bias_as_tap, sequential_dot_t
 from ._qutil import unpack_int4
 from .bands import Tiler
 from .base import is_batch1_nhwc
@@ -260,7 +260,14 @@ class BoundFloatConv:
         self.dst, self.src = dst, src
         self.cols_view = cols_t.reshape(*win.shape[3:], *win.shape[:3])
         self.win_t = win.transpose(3, 4, 5, 0, 1, 2)
-        self.dot = BoundDot(cols_t, w, skip_t, data.float_filter_t)
+        tap = bias_as_tap(w, bias) if skip_t is None and data.float_filter_t is not None else None
+        if tap is not None:         # the bias as a last tap over a kept row of ones
+            ones = np.ones((cols_t.shape[0] + 1, cols_t.shape[1]), np.float32)
+            self.cols_view = ones[:-1].reshape(self.cols_view.shape)
+            cols_t, (w, w_t), bias = ones, tap, None
+        else:
+            w_t = data.float_filter_t
+        self.dot = BoundDot(cols_t, w, skip_t, w_t)
         self.finish = BiasClamp(bias, "total", data.act_min, data.act_max, out)
 
     @classmethod

@@ -67,7 +67,7 @@ from ..quant import (
     wrap_int32,
 )
 from ._blas import matmul
-from ._float_dot import BiasClamp, BoundDot
+from ._float_dot import BiasClamp, BoundDot, bias_as_tap
 from ._qutil import unpack_int4
 from ._step_requant import StepRequantizer, requantization_steps
 from ._weight_stats import ChannelStats, fill_transposed
@@ -375,12 +375,17 @@ def _bind_float(x: np.ndarray, out: np.ndarray, data: FullyConnectedData, filt: 
         w = filt.reshape(-1, data.accum)[:data.depth]
     else:
         return None
-    cols_t = np.empty((data.accum, data.batches), np.float32)
-    dot = BoundDot(cols_t, w, None, data.weights)
-    finish = BiasClamp(data.bias, "bias", data.act_min, data.act_max, out.reshape(data.batches, data.depth))
+    cols_t = np.ones((data.accum + 1, data.batches), np.float32)
+    tap = bias_as_tap(w, data.bias) if data.weights is not None else None
+    if tap is not None:             # the bias as a last tap over a kept row of ones
+        dot, bias = BoundDot(cols_t, tap[0], None, tap[1]), None
+    else:
+        dot, bias = BoundDot(cols_t[:-1], w, None, data.weights), data.bias
+    finish = BiasClamp(bias, "bias", data.act_min, data.act_max, out.reshape(data.batches, data.depth))
+    taps = cols_t[:-1]
 
     def call() -> None:
-        np.copyto(cols_t, rows.T)
+        np.copyto(taps, rows.T)
         finish(dot())
     return call
 

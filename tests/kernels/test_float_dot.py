@@ -104,6 +104,23 @@ def test_both_einsum_layouts_are_the_c_loop(n, c, k, layout, specials, seed):
     assert _same(total, _scalar(cols, w))
 
 
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 6), c=st.integers(1, 6), k=st.integers(1, 30), specials=st.booleans(),
+       seed=st.integers(0, 2**32 - 1))
+def test_bound_dot_is_the_c_loop(n, c, k, specials, seed):
+    """The bound form on kept buffers (one output accumulated in order, or an einsum layout), refreshed twice."""
+    rng = np.random.default_rng(seed)
+    cols_t = np.empty((k, n), np.float32)
+    w = _values(rng, (c, k), specials)
+    dot = _float_dot.BoundDot(cols_t, w, None, np.ascontiguousarray(w.T))
+    for _ in range(2):
+        cols = _values(rng, (n, k), specials)
+        cols_t[...] = cols.T
+        with np.errstate(all="ignore"):
+            got = np.array(dot())
+        assert _same(got, _scalar(cols, w))
+
+
 def test_einsum_layout_never_leaves_the_taps_innermost():
     w, w_t = np.ones((4, 3), np.float32), np.ones((3, 4), np.float32)
     assert _float_dot.einsum_layout(1, 1, w, w_t) is None                           # one output: a lane sum
@@ -281,4 +298,27 @@ def test_einsum_layouts_of_the_bound_convolutions_match_the_wheel(op, h, c, stri
                            T((c,), "FLOAT32", data=bias)], T((1, o, o, c), "FLOAT32"), padding="SAME",
                       stride_h=stride, stride_w=stride, fused_activation_function="NONE", **options)
     x = with_specials((rng.normal(size=(1, h, h, c_in)) * 10.0 ** rng.integers(-3, 37)).astype(np.float32))
+    assert_bitwise_matches_tflm(model, [x])
+
+
+@pytest.mark.parametrize("op", ["CONV_2D", "FULLY_CONNECTED"])
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_bias_without_nan_as_the_last_tap_matches_the_wheel(op, seed):
+    """A constant bias without NaN is summed as one more tap (``1.f * bias``) by the bound kernels: with infinities,
+    signed zeros and huge values in it and NaN, infinities in the input, bit for bit against the wheel."""
+    rng = np.random.default_rng(seed)
+    c = 7
+    bias = (rng.normal(size=c) * 1e38).astype(np.float32)
+    bias[:3] = [np.inf, -np.inf, -0.0]
+    rng.shuffle(bias)
+    if op == "CONV_2D":
+        filt = rng.uniform(-2, 2, (c, 3, 3, 2)).astype(np.float32)
+        x_shape, out_shape, options = (1, 4, 4, 2), (1, 4, 4, c), {"padding": "SAME", "stride_h": 1, "stride_w": 1}
+    else:
+        filt = rng.uniform(-2, 2, (c, 6)).astype(np.float32)
+        x_shape, out_shape, options = (3, 6), (3, c), {}
+    model = single_op(op, [T(x_shape, "FLOAT32"), T(filt.shape, "FLOAT32", data=filt),
+                           T((c,), "FLOAT32", data=bias)], T(out_shape, "FLOAT32"),
+                      fused_activation_function="NONE", **options)
+    x = with_specials((rng.normal(size=x_shape) * 10.0 ** rng.integers(30, 38)).astype(np.float32))
     assert_bitwise_matches_tflm(model, [x])
