@@ -128,11 +128,16 @@ class Div:
         return DivData("INT8", lo, hi, zp2, div_int8_table(zp1, zp2, zp_out, m, shift, lo, hi))
 
     def bind(self, ctx, op, data: DivData):
-        """FLOAT32 on fixed views (:func:`.binary_common.bind_float_binary`); None otherwise."""
-        if data.type_name != "FLOAT32":
-            return None
+        """FLOAT32 on fixed views (:func:`.binary_common.bind_float_binary`); INT32 with a constant divisor free of
+        0 and -1 (:func:`_bind_int32`); None otherwise."""
         a, b, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
-        return bind_float_binary(np.divide, a, b, out, np.broadcast_shapes(a.shape, b.shape), data.lo, data.hi)
+        shape = np.broadcast_shapes(a.shape, b.shape)
+        if data.type_name == "FLOAT32":
+            return bind_float_binary(np.divide, a, b, out, shape, data.lo, data.hi)
+        if data.type_name == "INT32" and not b.flags.writeable and b.size and not np.isin(b, (0, -1)).any() \
+                and out.flags.c_contiguous:
+            return _bind_int32(a, b, out.reshape(shape), data.lo, data.hi)
+        return None
 
     def invoke(self, ctx, op, data: DivData) -> None:
         a, b, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
@@ -153,6 +158,22 @@ class Div:
         if (b == data.zero_code).any():
             raise InvokeError(op.index, op.key, "int8 division by a zero-valued divisor (a DCHECK in TFLM)")
         apply_int8_table(data.table, a, b, out)
+
+
+def _bind_int32(a: np.ndarray, b: np.ndarray, y: np.ndarray, lo: int, hi: int):
+    """C's int32 division (truncation toward zero) by a constant divisor without 0 or -1 (nothing traps), clamped:
+    ``trunc(a / b)`` in float64 is the exact quotient -- a quotient ``k - 1/|b|`` just below an integer stays below
+    it, since ``1/|b| > |k| 2^-52`` whenever ``|a| = |k b| < 2^52`` -- and a whole number, so the store into int32
+    is exact (the clamp to the activation range comes first)."""
+    q = np.empty(y.shape, np.float64)
+    lo_hi = (np.float64(lo), np.float64(hi))
+
+    def call() -> None:
+        np.divide(a, b, out=q)
+        np.trunc(q, out=q)
+        np.clip(q, *lo_hi, out=q)
+        np.copyto(y, q, casting="unsafe")
+    return call
 
 
 KERNEL = Div()

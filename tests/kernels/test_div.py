@@ -49,6 +49,22 @@ def test_int32_div_matches_tflm(data, act, seed):
     assert_matches_tflm(model, [a, b])
 
 
+@given(data=st.data(), act=st.sampled_from(ACTS), seed=st.integers(0, 2**32 - 1))
+def test_int32_div_by_a_constant_matches_tflm(data, act, seed):
+    """The bound form (a constant divisor without 0 or -1: float64 quotients truncated): divisors up to the int32
+    extremes, dividends with INT32_MIN and INT32_MAX among them."""
+    a_shape, b_shape, out_shape = data.draw(broadcast_pair(4, 3))
+    rng = np.random.default_rng(seed)
+    a = np.asarray(rng.integers(-(1 << 31), 1 << 31, size=a_shape), np.int32)
+    a.reshape(-1)[:2] = [-(1 << 31), (1 << 31) - 1][:a.size]
+    b = np.asarray(rng.integers(-(1 << 31), 1 << 31, size=b_shape), np.int32)
+    b.reshape(-1)[0] = rng.choice([1, -2, 3, (1 << 31) - 1, -(1 << 31), 7])
+    b[np.isin(b, (0, -1))] = 5
+    model = single_op("DIV", [T(a_shape, "INT32"), T(b_shape, "INT32", data=b)], T(out_shape, "INT32"),
+                      fused_activation_function=act)
+    assert_matches_tflm(model, [a])
+
+
 @given(s=st.lists(scales(-4, 1), min_size=3, max_size=3), zp=st.lists(zero_points("INT8"), min_size=3, max_size=3),
        act=st.sampled_from(ACTS))
 def test_int8_div_matches_tflm_on_every_code_pair(s, zp, act):
