@@ -17,6 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from ._kiss_fft import KissFFT
+from ._kiss_fft_gather import GatherRfft, GatherStages
 
 
 class _Ring:
@@ -125,6 +126,11 @@ class _VFloat(_Ring):
 
 VARITH = {"INT16": _VFixed(16), "INT32": _VFixed(32), "FLOAT32": _VFloat()}
 
+#: Fixed-point transforms of fewer frames than this run as :mod:`._kiss_fft_gather` (radix 2 and 4): a stage in a
+#: dozen NumPy calls instead of forty, 2.4x faster on one frame; on many frames the gathers cost more than the
+#: calls they save (512 points, per frame: 62 against 151 us on one, 9.5 against 10.7 on 32, 13 against 7.6 on 64).
+GATHER_BELOW = 32
+
 
 class VectorKissFFT:
     """``kiss_fft`` of ``nfft`` points on a batch of frames ``[F, nfft]`` (real and imaginary parts, in the build's
@@ -149,6 +155,7 @@ class VectorKissFFT:
             fstride *= p
         self.stages.reverse()           # deepest first, as the recursion finishes them
         self.bfly = {2: self._bfly2, 3: self._bfly3, 4: self._bfly4, 5: self._bfly5}
+        self.gather = GatherStages(a, self.stages, inverse) if GatherStages.applies(a, self.stages) else None
 
     def _leaves(self, factors, fo: int, f: int, fstride: int, pos: int) -> None:
         p, m = factors[pos], factors[pos + 1]
@@ -160,6 +167,12 @@ class VectorKissFFT:
 
     def __call__(self, zr: np.ndarray, zi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         frames = zr.shape[0]
+        if self.gather is not None and frames < GATHER_BELOW:     # a dozen NumPy calls a stage
+            z = np.empty((frames, 2, self.n), self.a.dtype)
+            np.take(zr, self.perm, axis=1, out=z[:, 0])
+            np.take(zi, self.perm, axis=1, out=z[:, 1])
+            z = self.gather(z)
+            return z[:, 0], z[:, 1]
         fr, fi = zr[:, self.perm], zi[:, self.perm]
         for p, m, groups, tws in self.stages:
             shape = (frames, groups, p, m)
@@ -250,9 +263,18 @@ def vector_plan(nfft: int, type_name: str, inverse: bool = False) -> tuple[Vecto
     return sub, sub.a.factors([t[0] for t in super_tw]), sub.a.factors([t[1] for t in super_tw])
 
 
+@lru_cache(maxsize=16)
+def gather_rfft(nfft: int, type_name: str) -> GatherRfft:
+    """:class:`._kiss_fft_gather.GatherRfft` of :func:`vector_plan`'s FFT (fixed point, factors 2 and 4)."""
+    sub, sw_r, sw_i = vector_plan(nfft, type_name)
+    return GatherRfft(sub, sw_r, sw_i)
+
+
 def rfft_frames(frames: np.ndarray, nfft: int, type_name: str) -> np.ndarray:
     """:func:`._kiss_fft.rfft` of every row of ``frames`` (``[F, nfft]``): ``[F, nfft + 2]`` interleaved bins."""
     sub, sw_r, sw_i = vector_plan(nfft, type_name)
+    if sub.gather is not None and len(frames) < GATHER_BELOW:
+        return gather_rfft(nfft, type_name)(frames)
     a = sub.a
     x = a.values(frames)
     tr, ti = sub(x[:, 0::2], x[:, 1::2])

@@ -9,6 +9,7 @@ import pytest
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
+from microinterp.kernels.signal import _kiss_fft_vec
 from microinterp.kernels.signal._kiss_fft import irfft, rfft
 from microinterp.kernels.signal._kiss_fft_vec import irfft_frames, rfft_frames
 
@@ -40,18 +41,23 @@ def _same(got: np.ndarray, expected: np.ndarray) -> bool:
     return np.array_equal(got, expected)
 
 
+@pytest.mark.parametrize("gather", [True, False], ids=["gathers", "butterflies"])
 @pytest.mark.parametrize("type_name", list(DTYPES))
 @pytest.mark.parametrize("nfft", LENGTHS)
-def test_rfft_frames_equal_the_scalar_code(type_name, nfft):
+def test_rfft_frames_equal_the_scalar_code(type_name, nfft, gather, monkeypatch):
+    """Both forms of the fixed-point radix-2/4 transforms: few frames (gathers) and many (the butterflies)."""
+    monkeypatch.setattr(_kiss_fft_vec, "GATHER_BELOW", 1 << 20 if gather else 0)
     frames = _frames(type_name, nfft, nfft, nfft)
     expected = np.stack([rfft(f, nfft, type_name) for f in frames])
     got = rfft_frames(frames, nfft, type_name)
     assert _same(got, expected)
 
 
+@pytest.mark.parametrize("gather", [True, False], ids=["gathers", "butterflies"])
 @pytest.mark.parametrize("type_name", list(DTYPES))
 @pytest.mark.parametrize("nfft", LENGTHS)
-def test_irfft_frames_equal_the_scalar_code(type_name, nfft):
+def test_irfft_frames_equal_the_scalar_code(type_name, nfft, gather, monkeypatch):
+    monkeypatch.setattr(_kiss_fft_vec, "GATHER_BELOW", 1 << 20 if gather else 0)
     bins = _frames(type_name, nfft, nfft + 1, nfft + 2)
     expected = np.stack([irfft(b, nfft, type_name) for b in bins])
     got = irfft_frames(bins, nfft, type_name)

@@ -1,0 +1,155 @@
+"""The fixed-point KISS FFT's radix-2 and radix-4 stages in a dozen NumPy calls each (:class:`GatherStages`): the
+same operations on the same values as :class:`._kiss_fft_vec.VectorKissFFT` (and the scalar code), so the same bits.
+
+A stage of factor ``p`` (``kf_bfly2`` / ``kf_bfly4``) is, for every component ``x_j`` of every butterfly:
+
+1. ``C_FIXDIV(x_j, p)``: ``sround(x * (max // p))`` -- elementwise;
+2. ``C_MUL(x_j, tw)`` for ``j >= 1``: ``sround(xr br - xi bi)``, ``sround(xr bi + xi br)`` -- elementwise; with the
+   real and imaginary rows of the frame stacked (``[2, n]``) it is ``V * A + V[::-1] * B`` with ``A = [br, br]``
+   and ``B = [-bi, bi]``, and component 0 (not multiplied) is the same form with ``b = 2^frac``:
+   ``sround(v 2^frac) = v`` exactly;
+3. the butterfly's sums and differences (``C_ADD``, ``C_SUB``, the ``+-i`` turns of radix 4), each stored to the
+   value type: additions wrapping modulo ``2^bits``, so every output is the wrapped sum of ``p`` twiddled values,
+   each taken with a sign -- one gather of ``p`` terms per output, a multiply by the signs, a sum over the terms,
+   all in the value type (NumPy's integer arithmetic wraps).
+
+The radix-3 and radix-5 butterflies round inside their sums (``S_MUL`` by ``epi3`` and the fifth roots) and the
+float build rounds every sum: those keep :class:`._kiss_fft_vec.VectorKissFFT`'s code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: The butterflies as signed terms: for output ``q``, row ``rho`` (0 real, 1 imaginary), the terms ``(sign, row,
+#: component)`` summed -- ``kf_bfly2``, and ``kf_bfly4`` forward (the inverse swaps outputs 1 and 3).
+BUTTERFLY = {
+    2: {0: [[(1, 0, 0), (1, 0, 1)], [(1, 1, 0), (1, 1, 1)]],
+        1: [[(1, 0, 0), (-1, 0, 1)], [(1, 1, 0), (-1, 1, 1)]]},
+    4: {0: [[(1, 0, 0), (1, 0, 1), (1, 0, 2), (1, 0, 3)], [(1, 1, 0), (1, 1, 1), (1, 1, 2), (1, 1, 3)]],
+        2: [[(1, 0, 0), (-1, 0, 1), (1, 0, 2), (-1, 0, 3)], [(1, 1, 0), (-1, 1, 1), (1, 1, 2), (-1, 1, 3)]],
+        1: [[(1, 0, 0), (1, 1, 1), (-1, 0, 2), (-1, 1, 3)], [(1, 1, 0), (-1, 0, 1), (-1, 1, 2), (1, 0, 3)]],
+        3: [[(1, 0, 0), (-1, 1, 1), (-1, 0, 2), (1, 1, 3)], [(1, 1, 0), (1, 0, 1), (-1, 1, 2), (-1, 0, 3)]]},
+}
+
+
+class _Stage:
+    """One stage on the stacked ``[frames, 2, n]`` values: its fixdiv multiplier, the twiddle rows ``A`` and ``B``
+    (``[2, n]`` in the product type) and the butterfly's gather (``[p, 2n]`` indices into the flat ``[2n]`` row
+    pair) and signs."""
+
+    def __init__(self, arith, p: int, m: int, groups: int, tw_r: np.ndarray, tw_i: np.ndarray, inverse: bool):
+        n = groups * p * m
+        one = np.asarray(1 << arith.frac, arith.prod)
+        br = np.broadcast_to(np.where(np.arange(p)[:, None] == 0, one, tw_r), (groups, p, m)).reshape(n)
+        bi = np.broadcast_to(np.where(np.arange(p)[:, None] == 0, 0, tw_i), (groups, p, m)).reshape(n)
+        self.a = np.stack([br, br]).astype(arith.prod)
+        self.b = np.stack([-bi, bi]).astype(arith.prod)
+        self.div = arith.prod.type(arith.max // p)
+        table = dict(BUTTERFLY[p])
+        if inverse and p == 4:
+            table[1], table[3] = BUTTERFLY[4][3], BUTTERFLY[4][1]
+        g, q, k = np.meshgrid(np.arange(groups), np.arange(p), np.arange(m), indexing="ij")
+        index = np.empty((p, 2, n), np.intp)
+        sign = np.empty((p, 2, n), arith.dtype)
+        for qq in range(p):
+            at = (g * p * m + q * m + k)[q == qq]            # the flat positions of output qq, in order
+            for rho in (0, 1):
+                for t, (s, row, j) in enumerate(table[qq][rho]):
+                    index[t, rho, at] = row * n + (at - qq * m) + j * m
+                    sign[t, rho, at] = s
+        self.index, self.sign = index.reshape(p, 2 * n), sign.reshape(p, 2 * n)
+
+
+class GatherStages:
+    """Every stage of a fixed-point FFT whose factors are all 2 and 4 (``stages`` as
+    :class:`._kiss_fft_vec.VectorKissFFT` keeps them, deepest first): ``__call__`` takes the stacked leaves
+    ``[frames, 2, n]`` in the value type and returns the transform the same way."""
+
+    def __init__(self, arith, stages, inverse: bool):
+        self.arith = arith
+        self.stages = [_Stage(arith, p, m, groups, tws[0], tws[1], inverse) for p, m, groups, tws in stages]
+
+    @staticmethod
+    def applies(arith, stages) -> bool:
+        return arith.dtype.kind == "i" and all(p in (2, 4) for p, *_ in stages)
+
+    def __call__(self, z: np.ndarray) -> np.ndarray:
+        a = self.arith
+        frames, _, n = z.shape
+        v = np.empty(z.shape, a.prod)
+        w = np.empty(z.shape, a.prod)
+        r, frac = a.round, a.frac
+        for st in self.stages:
+            np.multiply(z, st.div, out=v)                   # C_FIXDIV: sround(x * (max / p))
+            v += r
+            v >>= frac
+            np.multiply(v, st.a, out=w)                     # C_MUL: sround(vr br - vi bi), sround(vr bi + vi br):
+            v[:, ::-1] *= st.b                              # the rows swapped in place: vi (-bi) and vr bi
+            w += v[:, ::-1]
+            w += r
+            w >>= frac
+            t = w.astype(a.dtype).reshape(frames, 2 * n)    # stored to the value type (wraps as C's store)
+            terms = np.take(t, st.index, axis=1)            # [frames, p, 2n]: every output's p terms
+            terms *= st.sign
+            z = np.add.reduce(terms, axis=1, dtype=a.dtype).reshape(frames, 2, n)
+        return z
+
+
+class GatherRfft:
+    """``kiss_fftr`` of real frames in a fixed-point build whose half-length FFT runs as :class:`GatherStages`: the
+    leaves gathered straight from the frames, the stages, then the split into ``nfft / 2 + 1`` bins with the real
+    and imaginary rows stacked (``C_FIXDIV`` by 2, the sums and differences stored to the value type, ``C_MUL`` by
+    the super twiddles, ``HALF_OF`` of the sums in C's ``int``), written interleaved."""
+
+    def __init__(self, sub, super_r: np.ndarray, super_i: np.ndarray):
+        a, n = sub.a, sub.n
+        self.sub, self.a, self.n = sub, a, n
+        self.leaves = np.stack([2 * sub.perm, 2 * sub.perm + 1])           # [2, n] into a frame of 2n samples
+        h = n // 2
+        k = np.arange(1, h + 1)
+        # fpk = tmp[k] and fpnk = conj(tmp[n - k]): rows (fpk r, fpk i, fpnk r, fpnk i) of the flat [2n] result
+        self.split = np.stack([k, n + k, n - k, 2 * n - k])
+        self.conj = np.array([1, 1, 1, -1], a.dtype)[:, None]
+        self.div = a.prod.type(a.max // 2)
+        self.tw_a = np.stack([super_r[:h], super_r[:h]]).astype(a.prod)       # C_MUL by super_twiddles[k - 1]
+        self.tw_b = np.stack([-super_i[:h], super_i[:h]]).astype(a.prod)
+        self.flip = np.array([1, -1], a.prod)[:, None]                         # HALF_OF(tw.i - f1k.i)
+        # bins k (all but n/2, which bin n - k writes last, as the C loop's second store) and n - k, interleaved
+        self.low = np.stack([2 * k[:-1], 2 * k[:-1] + 1]) if h else np.zeros((2, 0), np.intp)
+        self.high = np.stack([2 * (n - k), 2 * (n - k) + 1])
+
+    def __call__(self, frames: np.ndarray) -> np.ndarray:
+        a, n = self.a, self.n
+        count = frames.shape[0]
+        z = self.sub.gather(np.take(frames.astype(a.dtype, copy=False), self.leaves, axis=1))
+        flat = z.reshape(count, 2 * n)
+        out = np.zeros((count, 2 * (n + 1)), a.dtype)
+        r, frac = a.round, a.frac
+        dc = (flat[:, 0::n].astype(a.prod) * self.div + r) >> frac     # C_FIXDIV(tdc, 2): [count, 2]
+        out[:, 0] = dc[:, 0] + dc[:, 1]
+        out[:, 2 * n] = dc[:, 0] - dc[:, 1]
+        fp = np.take(flat, self.split, axis=1)                          # [count, 4, n/2]
+        fp *= self.conj                                                 # fpnk.i = -tmp[n - k].i, stored
+        v = fp.astype(a.prod)
+        v *= self.div                                                   # C_FIXDIV(fpk, 2), C_FIXDIV(fpnk, 2)
+        v += r
+        v >>= frac
+        v = v.astype(a.dtype)
+        f1 = v[:, :2] + v[:, 2:]                                        # C_ADD, C_SUB: stored to the value type
+        f2 = (v[:, :2] - v[:, 2:]).astype(a.prod)
+        tw = f2 * self.tw_a
+        f2[:, ::-1] *= self.tw_b
+        tw += f2[:, ::-1]
+        tw += r
+        tw >>= frac
+        tw = tw.astype(a.dtype).astype(a.prod)                          # C_MUL's result, stored
+        f1 = f1.astype(a.prod)
+        high = (f1 - tw) * self.flip                                    # HALF_OF in C's int, then stored
+        high >>= 1
+        f1 += tw
+        f1 >>= 1
+        h = n // 2
+        out[:, self.low] = f1[:, :, :h - 1]
+        out[:, self.high] = high
+        return out
