@@ -55,6 +55,8 @@ class AveragePool2D:
             return None
         _, inside, source = band_geometry(data, 0, data.out_h)
         dst, src = band[:, inside[0], inside[1]], x[:, source[0], source[1]]
+        if dst.shape == band.shape:     # no tap outside the image: the taps read the input itself
+            band, dst = src, None
         sh, sw = data.stride_h, data.stride_w
         ys, xs = (data.out_h - 1) * sh + 1, (data.out_w - 1) * sw + 1
         taps = [band[:, ky:ky + ys:sh, kx:kx + xs:sw] for ky in range(data.filter_h) for kx in range(data.filter_w)]
@@ -62,10 +64,13 @@ class AveragePool2D:
         count = data.count[:, :, None].astype(np.float32)
         lo, hi = data.act_min, data.act_max
 
+        zero = np.float32(0.0)
+
         def call() -> None:       # under the runtime's quiet errstate
-            dst[...] = src
-            total.fill(0)
-            for tap in taps:      # y taps outer, x taps inner: one float32 add per tap, as TFLM
+            if dst is not None:
+                dst[...] = src
+            np.add(taps[0], zero, out=total)    # 0.f + the first tap (a -0.0 becomes +0.0, a NaN is quieted)
+            for tap in taps[1:]:  # y taps outer, x taps inner: one float32 add per tap, as TFLM
                 np.add(total, tap, out=total)
             np.divide(total, count, out=total)
             clamp_into(total, lo, hi, out)

@@ -49,6 +49,8 @@ class MaxPool2D:
         _, inside, source = band_geometry(data, 0, data.out_h)
         dst, src = band[:, inside[0], inside[1]], x[:, source[0], source[1]]
         src_bits = src.view(np.int32)
+        if dst.shape == band.shape:     # no tap outside the image: the taps read the input itself
+            band, dst = src, None
         sh, sw = data.stride_h, data.stride_w
         ys, xs = (data.out_h - 1) * sh + 1, (data.out_w - 1) * sw + 1
         across = np.empty(band[:, :, 0:xs:sw].shape, np.float32)
@@ -58,12 +60,13 @@ class MaxPool2D:
         lowest, lo, hi = np.float32(FLT_LOWEST), data.act_min, data.act_max
 
         def call() -> None:
-            dst[...] = src
-            across.fill(lowest)
-            for tap in x_taps:
+            if dst is not None:
+                dst[...] = src
+            np.fmax(x_taps[0], lowest, out=across)      # std::max(lowest, v): a NaN or -inf tap gives lowest
+            for tap in x_taps[1:]:
                 np.fmax(tap, across, out=across)
-            best.fill(lowest)
-            for tap in y_taps:
+            np.fmax(y_taps[0], lowest, out=best)
+            for tap in y_taps[1:]:
                 np.fmax(tap, best, out=best)
             if (src_bits == _MINUS_ZERO_BITS).any():     # a -0.0 tap: make zero signs exact
                 _fix_zero_signs(best, band, data, ys, xs)
