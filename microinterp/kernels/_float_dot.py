@@ -71,9 +71,9 @@ def _rows_reduce_in_order() -> bool:
 REDUCE_ROWS_IN_ORDER = _rows_reduce_in_order()
 
 try:
-    from numpy._core.multiarray import c_einsum as _c_einsum
+    from numpy._core.multiarray import c_einsum
 except ImportError:                 # another layout: the public function, without its path optimisation
-    def _c_einsum(subscripts: str, *operands: np.ndarray, out: np.ndarray) -> np.ndarray:
+    def c_einsum(subscripts: str, *operands: np.ndarray, out: np.ndarray) -> np.ndarray:
         return np.einsum(subscripts, *operands, out=out, optimize=False)
 
 
@@ -106,13 +106,15 @@ def _einsum_in_order() -> bool:
     unaligned[...] = cols_t
     with np.errstate(all="ignore"):
         for x in (cols_t, unaligned):
-            cn = _c_einsum("kn,ck->cn", x, np.ascontiguousarray(w_t.T), out=np.empty((c, n), np.float32))
-            nc = _c_einsum("kn,kc->nc", x, w_t, out=np.empty((n, c), np.float32))
+            cn = c_einsum("kn,ck->cn", x, np.ascontiguousarray(w_t.T), out=np.empty((c, n), np.float32))
+            nc = c_einsum("kn,kc->nc", x, w_t, out=np.empty((n, c), np.float32))
             xs = np.broadcast_to(x[:, :, None], (k, n, c))       # the depthwise forms: one filter tap per channel
-            taps_cn = _c_einsum("kcn,kc->cn", np.ascontiguousarray(xs.transpose(0, 2, 1)), w_t,
+            taps_cn = c_einsum("kcn,kc->cn", np.ascontiguousarray(xs.transpose(0, 2, 1)), w_t,
                                 out=np.empty((c, n), np.float32))
-            taps_nc = _c_einsum("knc,kc->nc", np.ascontiguousarray(xs), w_t, out=np.empty((n, c), np.float32))
-            if not all(np.array_equal(v, want) for v in (cn.T, nc, taps_cn.T, taps_nc)):
+            taps_nc = c_einsum("knc,kc->nc", np.ascontiguousarray(xs), w_t, out=np.empty((n, c), np.float32))
+            gathered = c_einsum("ckp,kp->cp", np.ascontiguousarray(np.broadcast_to(w_t.T[:, :, None], (c, k, n))),
+                                 x, out=np.empty((c, n), np.float32))      # a filter per pixel (TRANSPOSE_CONV)
+            if not all(np.array_equal(v, want) for v in (cn.T, nc, taps_cn.T, taps_nc, gathered.T)):
                 return False
     return True
 
@@ -140,8 +142,8 @@ def einsum_dot(layout: str, cols_t: np.ndarray, w: np.ndarray, w_t: np.ndarray |
     """The sequential sums by einsum (``layout`` from :func:`einsum_layout`; ``cols_t`` ``[K, N]`` C-contiguous)
     into ``out`` (``[C, N]`` or ``[N, C]``, the layout's output); returns them as ``[N, C]``."""
     if layout == "kn,ck->cn":
-        return _c_einsum(layout, cols_t, w, out=out).T
-    return _c_einsum(layout, cols_t, w_t, out=out)
+        return c_einsum(layout, cols_t, w, out=out).T
+    return c_einsum(layout, cols_t, w_t, out=out)
 
 
 def sequential_dot(cols: np.ndarray, w: np.ndarray, skip: np.ndarray | None = None,
@@ -253,7 +255,7 @@ class BoundDot:
         if EINSUM_IN_ORDER and skip_t is None and n * c >= 2 and xs_t.flags.c_contiguous and \
                 taps.flags.c_contiguous:        # channels innermost (pixels where there is one channel)
             totals = np.empty((n, c), np.float32)
-            self.einsum = functools.partial(_c_einsum, "knc,kc->nc", xs_t, taps, out=totals)
+            self.einsum = functools.partial(c_einsum, "knc,kc->nc", xs_t, taps, out=totals)
             self.flat, self.ones = totals.reshape(-1), np.ones(n * c, np.float32)
         elif _one_block(k, n, c):
             self._keep(xs_t, taps[:, None, :], (k, n, c), 0, None if skip_t is None else skip_t[:, :, None])
@@ -273,7 +275,7 @@ class BoundDot:
         self.inputs_of = lambda i, j: (xs_cn[:, j, i], taps[:, j])
         self.skip_t, self.nan_from, self.block = None, "total", None
         totals = np.empty((c, n), np.float32)
-        self.einsum = lambda: _c_einsum("kcn,kc->cn", xs_cn, taps, out=totals).T
+        self.einsum = lambda: c_einsum("kcn,kc->cn", xs_cn, taps, out=totals).T
         self.flat, self.ones = totals.reshape(-1), np.ones(n * c, np.float32)
         return self
 
@@ -475,7 +477,7 @@ def sequential_taps_core(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray 
     if n * c == 0 or k == 0:
         return np.zeros((n, c), np.float32)
     if EINSUM_IN_ORDER and skip_t is None and n * c >= 2 and xs_t.flags.c_contiguous and taps.flags.c_contiguous:
-        total = _c_einsum("knc,kc->nc", xs_t, taps, out=np.empty((n, c), np.float32))
+        total = c_einsum("knc,kc->nc", xs_t, taps, out=np.empty((n, c), np.float32))
     else:
         total = _fold(k, n, c, products, skip_t)
     return _nans_as_x86(total, lambda i, j: (xs_t[:, i, j], taps[:, j]), skip_t)

@@ -45,7 +45,14 @@ from ..quant import (
     quantize_multipliers,
     wrap_int32,
 )
-from ._float_dot import REDUCE_ROWS_IN_ORDER, _nans_as_x86, add_bias_x86, sequential_dot_core
+from ._float_dot import (
+    EINSUM_IN_ORDER,
+    REDUCE_ROWS_IN_ORDER,
+    _nans_as_x86,
+    add_bias_x86,
+    c_einsum,
+    sequential_dot_core,
+)
 from .bands import RowBands
 from .base import is_batch1_nhwc
 from .conv import eval_strides
@@ -341,17 +348,20 @@ class Merged:
     skip_t: np.ndarray | None   # [K, pixels]
     w: np.ndarray               # [C_out, K, pixels]
     cols_t: np.ndarray          # buffers: the gathered inputs, the products, the totals
-    products: np.ndarray
+    products: np.ndarray | None     # None: by einsum (no tap skipped, pixels more than one)
     totals: np.ndarray
 
     def dot(self, flat: np.ndarray) -> np.ndarray:
         """``[pixels, C_out]`` totals: the products of every tap, skipped ones ``-0.f``, added in order from ``0.f``
         (NaN outputs again with the hardware's rules), as :func:`._float_dot.sequential_dot_core` adds them."""
         flat.take(self.index_t, out=self.cols_t)
-        np.multiply(self.w, self.cols_t[None], out=self.products)
-        if self.skip_t is not None:
-            np.copyto(self.products, np.float32(-0.0), where=self.skip_t[None])
-        np.add.reduce(self.products, axis=1, out=self.totals, initial=np.float32(0.0))
+        if self.products is None:       # einsum adds the rounded products tap after tap (pixels innermost)
+            c_einsum("ckp,kp->cp", self.w, self.cols_t, out=self.totals)
+        else:
+            np.multiply(self.w, self.cols_t[None], out=self.products)
+            if self.skip_t is not None:
+                np.copyto(self.products, np.float32(-0.0), where=self.skip_t[None])
+            np.add.reduce(self.products, axis=1, out=self.totals, initial=np.float32(0.0))
         return _nans_as_x86(self.totals.T, lambda i, j: (self.cols_t[:, i], self.w[j, :, i]), self.skip_t,
                             SUM_NAN_FROM)
 
@@ -372,8 +382,9 @@ def _merge(phases: tuple[Phase, ...], pixels: int, c_out: int, zero: int) -> Mer
         skip_t[:n, ph.pixels] = False if ph.skip_t is None else ph.skip_t
         w[:, :n, ph.pixels] = ph.w[:, :, None]
     finite = all(ph.skip_t is None for ph in phases) and bool(np.isfinite(w).all())
-    return Merged(index_t, None if finite else skip_t, w, np.empty((k, pixels), np.float32),
-                  np.empty((c_out, k, pixels), np.float32), np.empty((c_out, pixels), np.float32))
+    products = None if finite and EINSUM_IN_ORDER and pixels > 1 else np.empty((c_out, k, pixels), np.float32)
+    return Merged(index_t, None if finite else skip_t, w, np.empty((k, pixels), np.float32), products,
+                  np.empty((c_out, pixels), np.float32))
 
 
 KERNEL = TransposeConv()
