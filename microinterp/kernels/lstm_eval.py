@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import libm
 from ..libm import tanhf
 from ..quant import INT32_MAX, INT32_MIN, Requantizer, mbqm_int64, wrap_int32
 from . import lstm_common as lc
 from ._float_dot import BoundDot, add_bias_x86, sequential_dot_core
 from ._step_requant import requantization_steps
 from .binary_common import both_nan_as_x86
-from .logistic import logistic_float
+from .logistic import _EXP_BELOW, _SATURATE_ABOVE, logistic_float
 
 _INT16_MIN, _INT16_MAX = np.array(-32768), np.array(32767)     # 0-d arrays: faster operands than scalars
 #: The recurrent FC's requantization is tabulated when its accumulators span at most this many values (all gates).
@@ -28,6 +29,8 @@ _PRODUCTS = (-32767 * 32768, 32767 * 32767)
 #: The step keeps the gates in the order (input, forget, output, cell) so that, with the cell state appended,
 #: [i | f] * [g | c] is one multiplication; GATES[k] is the OpData's gate (forget, input, cell, output) in slot k.
 GATES = (1, 0, 3, 2)
+#: libm's expf and tanhf written into an output (no errstate of their own)
+expf, tanh = libm.into("expf"), libm.into("tanhf")
 
 
 class IntegerStep:
@@ -287,6 +290,7 @@ class FloatStep:
         self.w_rec = np.ascontiguousarray(w_rec, np.float32)
         self.w_in_t, self.w_rec_t = np.ascontiguousarray(self.w_in.T), np.ascontiguousarray(self.w_rec.T)
         self.finite = all(np.isfinite(a).all() for a in (self.w_in, self.w_rec, self.bias))
+        self.w_rec_fast = None      # the recurrent weights in :meth:`_finite_sequence`'s gate order, made once
 
     def input_fc(self, x: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
@@ -298,13 +302,16 @@ class FloatStep:
         s = self.d.state
         steps, rows = gates_in.shape[:2]
         hs = np.empty((steps, rows, s), np.float32)
-        h_t = np.empty((s, rows), np.float32)            # the recurrent FC's input, refreshed every step
-        dot = BoundDot(h_t, self.w_rec, None, self.w_rec_t)
-        zero = np.float32(0.0)
         # with finite weights, gate inputs (the input FCs, clamped) and state, no NaN arises (the gates are bounded,
         # the cell grows by at most one a step): no two NaNs meet and NumPy's operands are as good as x86's; else
         # every add and product keeps the operand's NaN TFLM's loops keep
         exact = not (self.finite and all(np.isfinite(a).all() for a in (gates_in, h, c)))
+        if not exact:
+            with np.errstate(all="ignore"):
+                return self._finite_sequence(gates_in, h, c, hs)
+        h_t = np.empty((s, rows), np.float32)            # the recurrent FC's input, refreshed every step
+        dot = BoundDot(h_t, self.w_rec, None, self.w_rec_t)
+        zero = np.float32(0.0)
         with np.errstate(all="ignore"):
             for t in range(steps):
                 np.copyto(h_t, h.T)
@@ -315,6 +322,59 @@ class FloatStep:
                 h, c = self._gates(pre, c, exact)
                 hs[t] = h
         return hs, h, c
+
+    def _finite_sequence(self, gates_in: np.ndarray, h: np.ndarray, c: np.ndarray, hs: np.ndarray):
+        """:meth:`sequence` where no NaN can arise, on kept buffers: the gates in the order (input, forget, output,
+        cell) so that the three sigmoids are one slice and ``[i | f] * [g | c]`` one product (with the cell state
+        kept after the cell gate). The clamps of ``f c``, ``i g`` and ``h`` are left out: with gates in [0, 1] and
+        [-1, 1] and a finite cell they cannot overflow. Float addition and multiplication commute (NaN aside), so
+        ``ig + fc`` is TFLM's ``fc + ig``. ``sequence`` is already under an errstate ignoring float errors."""
+        d, s = self.d, self.d.state
+        steps, rows = gates_in.shape[:2]
+        order = np.r_[s:2 * s, 0:s, 3 * s:4 * s, 2 * s:3 * s]
+        if self.w_rec_fast is None:
+            w = np.ascontiguousarray(self.w_rec[order])
+            self.w_rec_fast = (w, np.ascontiguousarray(w.T))
+        g_in = np.ascontiguousarray(gates_in[:, :, order])
+        h_t = np.empty((s, rows), np.float32)
+        dot = BoundDot(h_t, *self.w_rec_fast[:1], None, self.w_rec_fast[1])
+        rec = dot.einsum if dot.einsum is not None else dot        # finite: no NaN for the dot to repair
+        pre = np.empty((rows, 4 * s), np.float32)
+        sig, x3 = np.empty((rows, 3 * s), np.float32), pre[:, :3 * s]
+        e, low = np.empty((rows, 3 * s), np.float32), np.empty((rows, 3 * s), np.float32)
+        above, below = np.empty((rows, 3 * s), bool), np.empty((rows, 3 * s), bool)
+        gc = np.empty((rows, 2 * s), np.float32)       # [g | c]
+        gc[:, s:] = c
+        cell, products, t = gc[:, s:], np.empty((rows, 2 * s), np.float32), np.empty((rows, s), np.float32)
+        one, lo, hi = np.float32(1.0), -lc.FLT_MAX, lc.FLT_MAX
+        sat, exp_below = np.float32(_SATURATE_ABOVE), np.float32(_EXP_BELOW)
+        clip = np.float32(d.cell_clip) if d.cell_clip > 0 else None
+        for step in range(steps):
+            np.copyto(h_t, h.T)
+            np.clip(rec(), lo, hi, out=pre)
+            np.add(g_in[step], pre, out=pre)
+            np.negative(x3, out=e)                     # Logistic: 1 / (1 + expf(-x)), 1 above 16.619, expf(x)
+            expf(e, e)                                 # below -9
+            np.add(e, one, out=e)
+            np.divide(one, e, out=sig)
+            if np.greater(x3, sat, out=above).any():
+                np.copyto(sig, one, where=above)
+            if np.less(x3, exp_below, out=below).any():
+                expf(x3, low)
+                np.copyto(sig, low, where=below)
+            if d.cell_gate_tanh:
+                tanh(pre[:, 3 * s:], gc[:, :s])
+            else:
+                gc[:, :s] = pre[:, 3 * s:]
+            np.multiply(sig[:, :2 * s], gc, out=products)          # [i g | f c]
+            np.add(products[:, :s], products[:, s:], out=cell)
+            if clip is not None:
+                np.minimum(clip, cell, out=cell)
+                np.maximum(cell, -clip, out=cell)
+            tanh(cell, t)
+            h = hs[step]
+            np.multiply(t, sig[:, 2 * s:], out=h)
+        return hs, h, cell.copy()
 
     def _gates(self, pre: np.ndarray, c: np.ndarray, exact: bool):
         s = self.d.state
