@@ -113,22 +113,7 @@ class Logistic:
         x, out = ctx.input(op, 0), ctx.output(op, 0)
         if data.mode != "float" or not x.size:
             return None
-        t = np.empty(x.shape, np.float32)
-        expf, one = libm.into("expf"), np.float32(1.0)
-        high, low = np.empty(x.shape, bool), np.empty(x.shape, bool)
-
-        def call() -> None:       # under the runtime's quiet errstate
-            np.negative(x, out=t)
-            expf(t, t)
-            np.add(one, t, out=t)
-            np.divide(one, t, out=out)
-            np.greater(x, _SATURATE_ABOVE, out=high)
-            np.copyto(out, one, where=high)
-            np.less(x, _EXP_BELOW, out=low)
-            if low.any():
-                expf(x, t)
-                np.copyto(out, t, where=low)
-        return call
+        return bind_logistic_float(x, out)
 
     def invoke(self, ctx, op, data: LogisticData) -> None:
         x = ctx.input(op, 0)
@@ -153,6 +138,26 @@ def int8_function(x: np.ndarray, data, fixed_point_fn, output_shift: int, output
 def _logistic_int8(x: np.ndarray, data: LogisticData) -> np.ndarray:
     """Result in Q0.8 (``>> 23``) with the output zero point -128 added."""
     return int8_function(x, data, fixed_point_logistic, 31 - 8, QMIN["INT8"])
+
+
+def bind_logistic_float(x: np.ndarray, out: np.ndarray):
+    """:func:`logistic_float` of the fixed float32 view ``x`` written into ``out`` (same shape) as a call without
+    arguments, on kept buffers (also the float LSTM's gates); under the caller's errstate ignoring float errors."""
+    t = np.empty(x.shape, np.float32)
+    expf, one = libm.into("expf"), np.float32(1.0)
+    high, low = np.empty(x.shape, bool), np.empty(x.shape, bool)
+
+    def call() -> None:
+        np.negative(x, out=t)
+        expf(t, t)
+        np.add(one, t, out=t)
+        np.divide(one, t, out=out)
+        if np.greater(x, _SATURATE_ABOVE, out=high).any():
+            np.copyto(out, one, where=high)
+        if np.less(x, _EXP_BELOW, out=low).any():
+            expf(x, t)
+            np.copyto(out, t, where=low)
+    return call
 
 
 def logistic_float(x: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from . import lstm_common as lc
 from ._float_dot import BoundDot, add_bias_x86, sequential_dot_core
 from ._step_requant import requantization_steps
 from .binary_common import both_nan_as_x86
-from .logistic import _EXP_BELOW, _SATURATE_ABOVE, logistic_float
+from .logistic import bind_logistic_float, logistic_float
 
 _INT16_MIN, _INT16_MAX = np.array(-32768), np.array(32767)     # 0-d arrays: faster operands than scalars
 #: The recurrent FC's requantization is tabulated when its accumulators span at most this many values (all gates).
@@ -29,8 +29,8 @@ _PRODUCTS = (-32767 * 32768, 32767 * 32767)
 #: The step keeps the gates in the order (input, forget, output, cell) so that, with the cell state appended,
 #: [i | f] * [g | c] is one multiplication; GATES[k] is the OpData's gate (forget, input, cell, output) in slot k.
 GATES = (1, 0, 3, 2)
-#: libm's expf and tanhf written into an output (no errstate of their own)
-expf, tanh = libm.into("expf"), libm.into("tanhf")
+#: libm's tanhf written into an output (no errstate of its own)
+tanh = libm.into("tanhf")
 
 
 class IntegerStep:
@@ -340,28 +340,18 @@ class FloatStep:
         dot = BoundDot(h_t, *self.w_rec_fast[:1], None, self.w_rec_fast[1])
         rec = dot.einsum if dot.einsum is not None else dot        # finite: no NaN for the dot to repair
         pre = np.empty((rows, 4 * s), np.float32)
-        sig, x3 = np.empty((rows, 3 * s), np.float32), pre[:, :3 * s]
-        e, low = np.empty((rows, 3 * s), np.float32), np.empty((rows, 3 * s), np.float32)
-        above, below = np.empty((rows, 3 * s), bool), np.empty((rows, 3 * s), bool)
+        sig = np.empty((rows, 3 * s), np.float32)
+        sigmoids = bind_logistic_float(pre[:, :3 * s], sig)
         gc = np.empty((rows, 2 * s), np.float32)       # [g | c]
         gc[:, s:] = c
         cell, products, t = gc[:, s:], np.empty((rows, 2 * s), np.float32), np.empty((rows, s), np.float32)
-        one, lo, hi = np.float32(1.0), -lc.FLT_MAX, lc.FLT_MAX
-        sat, exp_below = np.float32(_SATURATE_ABOVE), np.float32(_EXP_BELOW)
+        lo, hi = -lc.FLT_MAX, lc.FLT_MAX
         clip = np.float32(d.cell_clip) if d.cell_clip > 0 else None
         for step in range(steps):
             np.copyto(h_t, h.T)
             np.clip(rec(), lo, hi, out=pre)
             np.add(g_in[step], pre, out=pre)
-            np.negative(x3, out=e)                     # Logistic: 1 / (1 + expf(-x)), 1 above 16.619, expf(x)
-            expf(e, e)                                 # below -9
-            np.add(e, one, out=e)
-            np.divide(one, e, out=sig)
-            if np.greater(x3, sat, out=above).any():
-                np.copyto(sig, one, where=above)
-            if np.less(x3, exp_below, out=below).any():
-                expf(x3, low)
-                np.copyto(sig, low, where=below)
+            sigmoids()
             if d.cell_gate_tanh:
                 tanh(pre[:, 3 * s:], gc[:, :s])
             else:
