@@ -178,20 +178,24 @@ class Softmax:
         blocks = [(e_t[:, r:r + TRANSPOSE_ROWS], e[r:r + TRANSPOSE_ROWS].T)
                   for r in range(0, rows.shape[0], TRANSPOSE_ROWS)]
 
+        scaled = data.beta != 1.0       # (x - max) * 1.f is x - max, NaN, -0.f and infinities included
+        sums = total if sums_by_row else running[:, -1]
+        divisor = sums[:, None]
+
         def call() -> None:       # under the runtime's quiet errstate
             np.fmax.reduce(rows, axis=1, keepdims=True, initial=lowest, out=top)     # std::max: NaN never wins
             np.subtract(rows, top, out=e)
-            np.multiply(e, beta, out=e)
+            if scaled:
+                np.multiply(e, beta, out=e)
             expf(e, e)
             if sums_by_row:       # the C loop's sequential float32 sums, all rows at once
                 for block_t, block in blocks:
                     np.copyto(block_t, block)
                 np.add.reduce(e_t, axis=0, out=total)
-            else:
+            else:                 # one row: its running sums, the last one the total
                 np.cumsum(e, axis=1, dtype=np.float32, out=running)
-                total[:] = running[:, -1]
-            np.divide(e, total[:, None], out=dst)
-            nan_rows_as_x86(e, total, dst)
+            np.divide(e, divisor, out=dst)
+            nan_rows_as_x86(e, sums, dst)
         return call
 
     def invoke(self, ctx, op, data: SoftmaxData) -> None:
