@@ -10,6 +10,7 @@ compared). ``axis < 0`` gets ``+= output rank``. Eval copies, for each outer ind
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +91,11 @@ class Concatenation:
         if total != y.shape[axis]:
             raise ctx.fail(op, f"inputs add up to {total} along axis {axis}, the output has {y.shape[axis]}")
         return ConcatenationData(axis)
+
+    def bind(self, ctx, op, data: ConcatenationData):
+        """The same concatenation on the fixed views, as a call without arguments."""
+        parts = tuple(ctx.input(op, k) for k in range(len(op.inputs)))
+        return functools.partial(np.concatenate, parts, axis=data.axis, out=ctx.output(op, 0))
 
     def invoke(self, ctx, op, data: ConcatenationData) -> None:
         parts = [ctx.input(op, k) for k in range(len(op.inputs))]
