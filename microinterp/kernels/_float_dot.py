@@ -86,9 +86,10 @@ def _tap_by_tap(cols_t: np.ndarray, w_t: np.ndarray) -> np.ndarray:
 
 
 def _einsum_in_order() -> bool:
-    """Whether both einsum layouts of :func:`einsum_dot` give the tap-by-tap sums bit for bit: on ``0 + 1 + 1 +
-    1e8 + 1 + ...`` (``1e8`` in order; a reassociation counts the later ones), on ``-(1 + 2^-11) + (1 + 2^-12)^2`` (``0`` unfused,
-    ``2^-24`` fused) and on random taps, with operands aligned and not."""
+    """Whether every einsum the kernels use (:func:`einsum_dot`, the depthwise and gathered-filter forms) gives the
+    tap-by-tap sums bit for bit: on ``0 + 1 + 1 + 1e8 + 1 + ...`` (``1e8`` in order; a reassociation counts the
+    later ones), on ``-(1 + 2^-11) + (1 + 2^-12)^2`` (``0`` unfused, ``2^-24`` fused) and on random taps, with
+    operands aligned and not."""
     rng = np.random.default_rng(0)
     k, n, c = 37, 19, 7
     cols_t = rng.normal(size=(k, n)).astype(np.float32)
@@ -203,11 +204,13 @@ def sequential_dot_core(cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | 
 class BoundDot:
     """:func:`sequential_dot_core` of fixed operands, as a call without arguments for kernels bound to the arena:
     ``cols_t`` (``[K, N]``, refreshed by the caller before each call), ``w`` (``[C, K]``), ``skip_t`` and ``nan_from``
-    as there. Where one block of products holds every tap the layout is chosen once and the block and the totals
-    are kept buffers -- one multiply, one reduction from ``0.f`` and the NaN check per call, the same operations in
-    the same order as :func:`_pixels_inner` / :func:`_fold` (``[C, K, N]`` when the pixels are many, ``[K, N, C]``
-    otherwise); anything else calls :func:`sequential_dot_core` (:meth:`taps`: :func:`sequential_taps_core`).
-    Returns the ``[N, C]`` totals (a kept buffer or a view of one: use it before the next call)."""
+    as there. With no tap left out: one einsum into kept totals (:func:`einsum_layout`), or for a single output
+    its products accumulated in order; else, where one block of products holds every tap, the layout is chosen once
+    and the block and the totals are kept buffers -- one multiply, one reduction from ``0.f`` and the NaN check per
+    call, the same operations in the same order as :func:`_pixels_inner` / :func:`_fold` (``[C, K, N]`` when the
+    pixels are many, ``[K, N, C]`` otherwise); anything else calls :func:`sequential_dot_core` (:meth:`taps`:
+    :func:`sequential_taps_core`). Returns the ``[N, C]`` totals (a kept buffer or a view of one: use it before the
+    next call)."""
 
     def __init__(self, cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | None = None,
                  w_t: np.ndarray | None = None, nan_from: str = "total"):
@@ -216,11 +219,11 @@ class BoundDot:
         self.fallback = lambda: sequential_dot_core(cols_t, w, skip_t, w_t, nan_from)
         self.inputs_of = lambda i, j: (cols_t[:, i], w[j])
         self.skip_t, self.nan_from = skip_t, nan_from
-        self.block = self.einsum = None
+        self.block = self.sums = None
         layout = einsum_layout(n, c, w, w_t) if skip_t is None and cols_t.flags.c_contiguous else None
         if layout is not None:
             totals = np.empty((c, n) if layout == "kn,ck->cn" else (n, c), np.float32)
-            self.einsum = functools.partial(einsum_dot, layout, cols_t, w, w_t, totals)
+            self.sums = functools.partial(einsum_dot, layout, cols_t, w, w_t, totals)
             self.flat, self.ones = totals.reshape(-1), np.ones(n * c, np.float32)
             return
         if n * c == 1 and k > 0 and skip_t is None:     # one output: its taps' products accumulated in order
@@ -231,7 +234,7 @@ class BoundDot:
             def one() -> np.ndarray:
                 np.multiply(x, f, out=products[1:])
                 return np_umath.add.accumulate(products, out=sums)[-1:].reshape(1, 1)
-            self.einsum = one
+            self.sums = one
             return
         if not _one_block(k, n, c):
             return
@@ -251,11 +254,11 @@ class BoundDot:
         k, n, c = xs_t.shape
         self.fallback = lambda: sequential_taps_core(xs_t, taps, skip_t)
         self.inputs_of = lambda i, j: (xs_t[:, i, j], taps[:, j])
-        self.skip_t, self.nan_from, self.block, self.einsum = skip_t, "total", None, None
+        self.skip_t, self.nan_from, self.block, self.sums = skip_t, "total", None, None
         if EINSUM_IN_ORDER and skip_t is None and n * c >= 2 and xs_t.flags.c_contiguous and \
                 taps.flags.c_contiguous:        # channels innermost (pixels where there is one channel)
             totals = np.empty((n, c), np.float32)
-            self.einsum = functools.partial(c_einsum, "knc,kc->nc", xs_t, taps, out=totals)
+            self.sums = functools.partial(c_einsum, "knc,kc->nc", xs_t, taps, out=totals)
             self.flat, self.ones = totals.reshape(-1), np.ones(n * c, np.float32)
         elif _one_block(k, n, c):
             self._keep(xs_t, taps[:, None, :], (k, n, c), 0, None if skip_t is None else skip_t[:, :, None])
@@ -275,7 +278,7 @@ class BoundDot:
         self.inputs_of = lambda i, j: (xs_cn[:, j, i], taps[:, j])
         self.skip_t, self.nan_from, self.block = None, "total", None
         totals = np.empty((c, n), np.float32)
-        self.einsum = lambda: c_einsum("kcn,kc->cn", xs_cn, taps, out=totals).T
+        self.sums = lambda: c_einsum("kcn,kc->cn", xs_cn, taps, out=totals).T
         self.flat, self.ones = totals.reshape(-1), np.ones(n * c, np.float32)
         return self
 
@@ -287,9 +290,10 @@ class BoundDot:
         self.result = self.totals
 
     def __call__(self) -> np.ndarray:
-        """Under an errstate that ignores float errors (the runtime's)."""
-        if self.einsum is not None:
-            total = self.einsum()
+        """Under an errstate that ignores float errors (the runtime's). ``sums`` (einsum, or one output's
+        accumulation) computes the totals without the NaN repair, for callers that know no NaN can arise."""
+        if self.sums is not None:
+            total = self.sums()
             if math.isnan(np.dot(self.flat, self.ones)):
                 _repair_nans(total, self.inputs_of, None, self.nan_from)     # a NaN somewhere (or inf - inf)
             return total

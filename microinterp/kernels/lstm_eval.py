@@ -338,7 +338,7 @@ class FloatStep:
         g_in = np.ascontiguousarray(gates_in[:, :, order])
         h_t = np.empty((s, rows), np.float32)
         dot = BoundDot(h_t, *self.w_rec_fast[:1], None, self.w_rec_fast[1])
-        rec = dot.einsum if dot.einsum is not None else dot        # finite: no NaN for the dot to repair
+        rec = dot.sums if dot.sums is not None else dot        # finite: no NaN for the dot to repair
         pre = np.empty((rows, 4 * s), np.float32)
         sig = np.empty((rows, 3 * s), np.float32)
         sigmoids = bind_logistic_float(pre[:, :3 * s], sig)
