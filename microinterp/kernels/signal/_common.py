@@ -68,12 +68,23 @@ def bit_length(x: np.ndarray) -> np.ndarray:
     return np.frexp(np.asarray(x).astype(np.float64))[1].astype(np.int64)
 
 
+#: Below 2^51 the correctly rounded float64 square root of an integer never rounds up to the next integer (for
+#: ``v <= k^2 - 1``, ``k - sqrt(v) >= 1 / 2k`` exceeds half a unit in the last place of ``k`` while ``k^2 < 2^51``), so
+#: its floor is the integer root.
+_EXACT_ROOTS = np.uint64(1 << 51)
+
+
 def sqrt64(num: np.ndarray) -> np.ndarray:
     """TFLM's ``Sqrt64`` (``Sqrt32`` below 2^32) of every uint64: the bit-by-bit method, whose result is the floor of
     the square root and whose remainder is ``num - root^2``, then the root plus one when the remainder exceeds it,
     unless the root is already the half-width maximum (2^16 - 1 for ``Sqrt32``, 2^32 - 1 for ``Sqrt64``). The floor
     comes from float64's square root (within one of it) corrected in uint64 arithmetic, exact for every input."""
     num = np.asarray(num, np.uint64)
+    if num.size and num.max() < _EXACT_ROOTS:    # the float64 root's floor is the integer root: one correction
+        root = np.sqrt(num.astype(np.float64)).astype(np.uint64)
+        if not (root == 0xFFFF).any():          # (2^16 - 1 is Sqrt32's maximum, not rounded up)
+            root += num - root * root > root
+            return root
     top = np.uint64(U32)
     root = np.minimum(np.floor(np.sqrt(num.astype(np.float64))), float(U32)).astype(np.uint64)
     for _ in range(2):

@@ -26,26 +26,26 @@ class PcanData:
     snr_shift: int
 
 
-def _wrap(v: np.ndarray, bits: int) -> np.ndarray:
-    """C's conversion of an int64 value to a signed ``bits``-bit integer (two's complement)."""
-    half = 1 << (bits - 1)
-    return ((v + half) & ((1 << bits) - 1)) - half
-
-
 def wide_dynamic_function(x: np.ndarray, lut: np.ndarray) -> np.ndarray:
     """``WideDynamicFunction`` of every noise estimate ``x`` (int64, below 2^32) with the int16 table ``lut`` (int64):
     ``lut[x]`` for x <= 2, else the quadratic in the 10-bit fraction of x from the entries at ``4 * msb(x) - 6``,
-    each step wrapped to int32 as the C code's ``int32_t`` results are, the result to int16."""
+    in int32 arithmetic as the C code's ``int32_t`` results (NumPy's int32 wraps alike), the result to int16. The
+    fraction ``(x << (11 - msb))`` or ``(x >> (msb - 11))`` is ``(x << 11) >> msb`` either way."""
+    interval = np.frexp(np.maximum(x, 1).astype(np.float64))[1]           # msb32: the bit length
+    frac = (((x << 11) >> interval) & 0x3FF).astype(np.int32)
+    base = np.maximum(4 * interval - 6, 0)                                   # (x <= 2 reads lut[x] below)
+    table = lut.astype(np.int32)
+    result = (np.take(table, base + 2) * frac) >> 5
+    result += np.take(table, base + 1) << 5
+    result *= frac
+    result += 1 << 14
+    result >>= 15
+    result += np.take(table, base)
+    result = result.astype(np.int16).astype(np.int64)      # the int16 result, sign-extended as C converts it
     small = x <= 2
-    interval = np.frexp(np.maximum(x, 1).astype(np.float64))[1].astype(np.int64)       # msb32: the bit length
-    base = np.where(small, 0, 4 * interval - 6)
-    frac = np.where(interval < 11, x << np.maximum(11 - interval, 0), x >> np.maximum(interval - 11, 0)) & 0x3FF
-    result = _wrap(lut[base + 2] * frac, 32) >> 5
-    result = _wrap(result + _wrap((lut[base + 1] & U32) << 5, 32), 32)
-    result = _wrap(result * frac, 32)
-    result = _wrap(result + (1 << 14), 32) >> 15
-    result = _wrap(result + lut[base], 32)
-    return np.where(small, lut[np.minimum(x, 2)], _wrap(result, 16))
+    if small.any():
+        result[small] = lut[x[small]]
+    return result
 
 
 def pcan_shrink(x: np.ndarray) -> np.ndarray:

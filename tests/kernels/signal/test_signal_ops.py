@@ -322,3 +322,5 @@ def test_sqrt64_of_arrays_is_the_bit_by_bit_method():
 
     got = sqrt64(np.array(values, np.uint64)).tolist()
     assert got == [reference(v) for v in values]
+    small = [v for v in values if v < 1 << 51 and math.isqrt(v) != 0xFFFF]    # the one-correction path
+    assert sqrt64(np.array(small, np.uint64)).tolist() == [reference(v) for v in small]
