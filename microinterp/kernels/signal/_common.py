@@ -110,9 +110,8 @@ def log32(x: np.ndarray, out_scale: int) -> np.ndarray:
     segment table, then the change to ln and the scale, each step cut to uint32 as the C code's are."""
     x = np.asarray(x, np.int64)
     integer = bit_length(x) - 1
-    frac = x - (np.int64(1) << integer)
-    frac = np.where(integer < LOG_SCALE_LOG2, frac << np.maximum(LOG_SCALE_LOG2 - integer, 0),
-                    frac >> np.maximum(integer - LOG_SCALE_LOG2, 0))
+    # the 16-bit fraction, shifted left below 2^16 and right above: (frac << 16) >> integer either way
+    frac = ((x - (np.int64(1) << integer)) << LOG_SCALE_LOG2) >> integer
     base_seg = frac >> (LOG_SCALE_LOG2 - LOG_SEGMENTS_LOG2)
     seg_unit = LOG_SCALE >> LOG_SEGMENTS_LOG2
     c0, c1 = LOG_LUT[base_seg], LOG_LUT[base_seg + 1]
