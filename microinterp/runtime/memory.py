@@ -255,10 +255,15 @@ class InMemoryRuntime:
         stamps[0] = clock()
         try:
             if self.floats:
-                with quiet_floats():    # once per invoke: float overflow and NaN are results, as in C (bound float
-                    for call, i in self.calls:      # calls rely on it instead of entering their own errstate)
+                # once per invoke: float overflow and NaN are results, as in C (bound float calls rely on it
+                # instead of entering their own errstate); set and reset directly, no context manager object
+                token = quiet_enter()
+                try:
+                    for call, i in self.calls:
                         call()
                         stamps[i] = clock()
+                finally:
+                    quiet_leave(token)
             else:                       # no float32 tensor: nothing to quiet (0.7 us saved on a tiny int8 model)
                 for call, i in self.calls:
                     call()
@@ -334,6 +339,24 @@ try:        # NumPy 2: errstate is a context variable holding an extension objec
     _MAKE_EXTOBJ, _SET_EXTOBJ, _RESET_EXTOBJ = _make_extobj, _extobj_contextvar.set, _extobj_contextvar.reset
 except ImportError:         # another layout: np.errstate itself
     _MAKE_EXTOBJ = None
+
+
+def quiet_enter() -> Any:
+    """:func:`quiet_floats` entered without a context manager (the invoke loop's hot path, 0.33 -> 0.15 us): returns
+    the token for :func:`quiet_leave`."""
+    if _MAKE_EXTOBJ is None:
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+    return _SET_EXTOBJ(_MAKE_EXTOBJ(all="ignore"))
+
+
+def quiet_leave(token: Any) -> None:
+    """Leave what :func:`quiet_enter` entered."""
+    if _MAKE_EXTOBJ is None:
+        token.__exit__(None, None, None)
+    else:
+        _RESET_EXTOBJ(token)
 
 
 def quiet_floats() -> Any:

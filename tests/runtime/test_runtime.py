@@ -81,6 +81,32 @@ def test_out_of_core_settings_are_one_value():
     assert cfg.checksum == "crc32" and cfg.fuse and not cfg.recover
 
 
+def test_quiet_enter_and_leave_are_quiet_floats_for_the_invoke_loop():
+    """The invoke loop's form of :func:`quiet_floats` (no context manager): everything ignored between the two, the
+    caller's settings back after; an interpreter's invoke leaves them as it found them."""
+    from microinterp.runtime.memory import quiet_enter, quiet_leave
+
+    before = np.geterr()
+    token = quiet_enter()
+    try:
+        assert set(np.geterr().values()) == {"ignore"}
+    finally:
+        quiet_leave(token)
+    assert np.geterr() == before
+    from microinterp.testing.builder import ModelBuilder
+
+    b = ModelBuilder()
+    x1, x2, y = (b.add_tensor(name, (4,), "FLOAT32") for name in ("x1", "x2", "y"))
+    b.add_op("ADD", [x1, x2], [y], fused_activation_function="NONE")
+    b.inputs, b.outputs = [x1, x2], [y]
+    it = mi.Interpreter(b.build())
+    it.set_input(np.array([3e38, 3e38, 3e38, np.inf], np.float32), 0)
+    it.set_input(np.array([3e38, -3e38, np.inf, -np.inf], np.float32), 1)
+    it.invoke()                                     # overflow and inf - inf: silent inside
+    assert np.geterr() == before
+    assert np.isnan(it.get_output()[3])
+
+
 def test_quiet_floats_silences_inside_and_restores_after_even_on_an_exception():
     """The runtime's once-per-invoke float state: IEEE results without warnings inside, the caller's settings
     back after (also when a kernel raises), nestable."""
