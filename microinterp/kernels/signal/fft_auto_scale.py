@@ -29,7 +29,19 @@ class FftAutoScale:
             raise ctx.fail(op, f"output {y.shape} longer than input {x.shape}")
 
     def invoke(self, ctx, op, data: None) -> None:
-        self.invoke_streams(ctx, op, data, None)
+        """One frame: its extremes as Python ints (the running peak is ``max(|v|)`` unless a -32768 occurs, which
+        :func:`_peak` replays), the shift into place in int16 (C's int result stored to int16 wraps alike)."""
+        x, y, s = ctx.input(op, 0), ctx.output(op, 0), ctx.output(op, 1)
+        v = x[:y.shape[-1]]
+        if not v.size:
+            self.invoke_streams(ctx, op, data, None)
+            return
+        low, high = int(v.min()), int(v.max())
+        peak = max(high, -low, 0) if low != -32768 else _peak(v.tolist())
+        msb = 32 if peak == 0 else (peak & 0xFFFFFFFF).bit_length()
+        bits = max(16 - msb - 1, 0)
+        np.left_shift(v, bits, out=y)
+        s[...] = bits
 
     def invoke_streams(self, ctx, op, data: None, state: None) -> None:
         """One stream, or many (:mod:`..streams`: every tensor with a leading stream axis): the peak of each."""
