@@ -27,6 +27,7 @@ KEYS = ("alternate_one_minus_smoothing", "alternate_smoothing", "clamping", "min
 class SpectralSubtractionData:
     config: dict
     noise: np.ndarray = field(repr=False)      # uint32 state in the tail
+    smoothing: tuple[np.ndarray, np.ndarray] = field(repr=False, default=())     # :func:`_alternating`, once
 
 
 class FilterBankSpectralSubtraction:
@@ -44,7 +45,7 @@ class FilterBankSpectralSubtraction:
             raise ctx.fail(op, "shift amounts out of range")
         noise = ctx.arena.allocate_persistent(4 * n).view(np.uint32) if n else np.zeros(0, np.uint32)
         noise[...] = 0
-        return SpectralSubtractionData(cfg, noise)
+        return SpectralSubtractionData(cfg, noise, _alternating(cfg, n))
 
     def reset(self, ctx, op, data: SpectralSubtractionData) -> None:
         data.noise[...] = 0
@@ -67,7 +68,7 @@ class FilterBankSpectralSubtraction:
         n = c["num_channels"]
         x, out, ne = ctx.input(op, 0), ctx.output(op, 0), ctx.output(op, 1)
         sb, ssb = np.uint64(c["smoothing_bits"]), np.uint64(c["spectral_subtraction_bits"])
-        smoothing, one_minus = _alternating(c, n)
+        smoothing, one_minus = data.smoothing
         v = x[..., :n].astype(np.uint64)
         s = (v << sb) & _U32
         est = ((s * smoothing + noise.astype(np.uint64) * one_minus) >> ssb) & _U32
