@@ -40,6 +40,20 @@ class Window:
             raise ctx.fail(op, f"shift {shift} out of range")
         return WindowData(int(shift))
 
+    def bind(self, ctx, op, data: WindowData):
+        """On the fixed views: the int32 products into a kept buffer, the shift, the saturation, the store."""
+        x, w, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
+        rows, dst = x.reshape(-1, w.shape[0]), out.reshape(-1, w.shape[0])
+        raw = np.empty(rows.shape, np.int32)
+        shift = np.int32(data.shift)
+
+        def call() -> None:
+            np.multiply(rows, w, out=raw, dtype=np.int32)
+            np.right_shift(raw, shift, out=raw)
+            np.clip(raw, -32768, 32767, out=raw)
+            np.copyto(dst, raw, casting="unsafe")
+        return call
+
     def invoke(self, ctx, op, data: WindowData) -> None:
         x, w, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
         raw = (x.reshape(-1, w.shape[0]).astype(np.int32) * w.astype(np.int32)) >> data.shift
