@@ -19,10 +19,9 @@ import numpy as np
 
 from .binary_common import clamp_float_, clamp_into
 from .pooling_common import (
-    BAND_ELEMENTS,
     PoolData,
     PoolTiler,
-    band_geometry,
+    fixed_band,
     input_rows,
     padded_band,
     prepare_pooling,
@@ -45,26 +44,21 @@ class AveragePool2D:
 
     def bind(self, ctx, op, data: PoolData):
         """float32 on fixed views, when one band covers the output: the zero-filled padded band kept (its margins
-        written once), the image copied in, one float32 add per tap into a kept total (what :func:`pool_rows`
-        computes), the divide and the clamp."""
+        written once, :func:`.pooling_common.fixed_band`), the image copied in unless no tap leaves it, one float32
+        add per tap into a kept total (what :func:`pool_rows` computes), the divide and the clamp."""
         x, out = ctx.input(op, 0), ctx.output(op, 0)
         if data.type_name != "FLOAT32" or not out.flags.c_contiguous or not out.size:
             return None
-        band = padded_band(data, x, 0, 0, data.out_h, 0.0, np.float32)
-        if band.size > BAND_ELEMENTS:
+        fixed = fixed_band(data, x, 0.0)
+        if fixed is None:
             return None
-        _, inside, source = band_geometry(data, 0, data.out_h)
-        dst, src = band[:, inside[0], inside[1]], x[:, source[0], source[1]]
-        if dst.shape == band.shape:     # no tap outside the image: the taps read the input itself
-            band, dst = src, None
+        band, dst, src = fixed
         sh, sw = data.stride_h, data.stride_w
         ys, xs = (data.out_h - 1) * sh + 1, (data.out_w - 1) * sw + 1
         taps = [band[:, ky:ky + ys:sh, kx:kx + xs:sw] for ky in range(data.filter_h) for kx in range(data.filter_w)]
         total = np.empty(out.shape, np.float32)
         count = data.count[:, :, None].astype(np.float32)
-        lo, hi = data.act_min, data.act_max
-
-        zero = np.float32(0.0)
+        lo, hi, zero = data.act_min, data.act_max, np.float32(0.0)
 
         def call() -> None:       # under the runtime's quiet errstate
             if dst is not None:

@@ -16,10 +16,9 @@ import numpy as np
 from ..quant import QMIN
 from .binary_common import FLT_LOWEST, clamp_float_, clamp_into
 from .pooling_common import (
-    BAND_ELEMENTS,
     PoolData,
     PoolTiler,
-    band_geometry,
+    fixed_band,
     input_rows,
     padded_band,
     prepare_pooling,
@@ -38,19 +37,17 @@ class MaxPool2D:
 
     def bind(self, ctx, op, data: PoolData):
         """float32 on fixed views, when one band covers the output: the padded band kept (its margins written once
-        with the lowest value), the image copied in, the x taps then the y taps folded into kept running maxima (what
-        :func:`pool_rows` computes), the zero signs repaired when a -0.0 came in, the clamp into the output."""
+        with the lowest value, :func:`.pooling_common.fixed_band`), the image copied in unless no tap leaves it, the x
+        taps then the y taps folded into kept running maxima (what :func:`pool_rows` computes), the zero signs
+        repaired when a -0.0 came in, the clamp into the output."""
         x, out = ctx.input(op, 0), ctx.output(op, 0)
         if data.type_name != "FLOAT32" or not out.flags.c_contiguous or not out.size:
             return None
-        band = padded_band(data, x, 0, 0, data.out_h, FLT_LOWEST, np.float32)
-        if band.size > BAND_ELEMENTS:
+        fixed = fixed_band(data, x, FLT_LOWEST)
+        if fixed is None:
             return None
-        _, inside, source = band_geometry(data, 0, data.out_h)
-        dst, src = band[:, inside[0], inside[1]], x[:, source[0], source[1]]
+        band, dst, src = fixed
         src_bits = src.view(np.int32)
-        if dst.shape == band.shape:     # no tap outside the image: the taps read the input itself
-            band, dst = src, None
         sh, sw = data.stride_h, data.stride_w
         ys, xs = (data.out_h - 1) * sh + 1, (data.out_w - 1) * sw + 1
         across = np.empty(band[:, :, 0:xs:sw].shape, np.float32)

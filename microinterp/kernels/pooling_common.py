@@ -125,6 +125,21 @@ def padded_band(data: PoolData, x: np.ndarray, x_row0: int, y0: int, y1: int, fi
     return band
 
 
+def fixed_band(data: PoolData, x: np.ndarray, fill: Any) -> tuple[np.ndarray, np.ndarray | None, np.ndarray] | None:
+    """For a bound float pool on the fixed view ``x`` (one band of every output row): ``(band, dst, src)`` -- the kept
+    padded band (margins ``fill``), the part of it the image goes to and the image view to refresh it with
+    (``dst[...] = src`` before each call). When no tap falls outside the image the band is ``src`` itself and
+    ``dst`` is None: nothing to copy. None for a band above :data:`BAND_ELEMENTS`."""
+    band = padded_band(data, x, 0, 0, data.out_h, fill, np.float32)
+    if band.size > BAND_ELEMENTS:
+        return None
+    _, inside, source = band_geometry(data, 0, data.out_h)
+    dst, src = band[:, inside[0], inside[1]], x[:, source[0], source[1]]
+    if dst.shape == band.shape:     # no tap outside the image: the taps read the input itself
+        return src, None, src
+    return band, dst, src
+
+
 def run_bands(data: PoolData, x: np.ndarray, out: np.ndarray,
               pool_rows: Callable[[PoolData, np.ndarray, int, int, int], np.ndarray]) -> None:
     """Whole-tensor invoke: ``pool_rows`` over bands of output rows sized to keep temporaries small."""
