@@ -138,6 +138,29 @@ def einsum_layout(n: int, c: int, w: np.ndarray, w_t: np.ndarray | None) -> str 
     return "kn,kc->nc" if channels else None
 
 
+def _einsum_sums(cols_t: np.ndarray, w: np.ndarray, w_t: np.ndarray | None, skip_t: np.ndarray | None):
+    """:func:`einsum_dot` of these operands into kept totals, as ``(call, totals)``; None where a tap is left out,
+    ``cols_t`` is not C-contiguous or :func:`einsum_layout` declines."""
+    n, c = cols_t.shape[1], w.shape[0]
+    layout = einsum_layout(n, c, w, w_t) if skip_t is None and cols_t.flags.c_contiguous else None
+    if layout is None:
+        return None
+    totals = np.empty((c, n) if layout == "kn,ck->cn" else (n, c), np.float32)
+    return functools.partial(einsum_dot, layout, cols_t, w, w_t, totals), totals
+
+
+def _taps_einsum_sums(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray | None):
+    """The depthwise sums ``"knc,kc->nc"`` (channels innermost, pixels where there is one channel) into kept totals,
+    as ``(call, totals)``; None without :data:`EINSUM_IN_ORDER`, with a tap left out, a single output or operands
+    not C-contiguous."""
+    _, n, c = xs_t.shape
+    if not (EINSUM_IN_ORDER and skip_t is None and n * c >= 2 and xs_t.flags.c_contiguous
+            and taps.flags.c_contiguous):
+        return None
+    totals = np.empty((n, c), np.float32)
+    return functools.partial(c_einsum, "knc,kc->nc", xs_t, taps, out=totals), totals
+
+
 def einsum_dot(layout: str, cols_t: np.ndarray, w: np.ndarray, w_t: np.ndarray | None,
                out: np.ndarray) -> np.ndarray:
     """The sequential sums by einsum (``layout`` from :func:`einsum_layout`; ``cols_t`` ``[K, N]`` C-contiguous)
@@ -183,11 +206,9 @@ def sequential_dot_core(cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | 
 
     if m == 0 or k == 0:
         return np.zeros((n, c), np.float32)
-    layout = einsum_layout(n, c, w, w_t) if skip_t is None and cols_t.flags.c_contiguous else None
-    if layout is not None:
-        out = np.empty((c, n) if layout == "kn,ck->cn" else (n, c), np.float32)
-        total = einsum_dot(layout, cols_t, w, w_t, out)
-        return _nans_as_x86(total, lambda i, j: (cols_t[:, i], w[j]), None, nan_from)
+    einsum = _einsum_sums(cols_t, w, w_t, skip_t)
+    if einsum is not None:
+        return _nans_as_x86(einsum[0](), inputs_of, None, nan_from)
     if 2 <= m <= WIDE and REDUCE_ROWS_IN_ORDER and n >= 4 * c:
         # many pixels, few channels: pixels innermost (NumPy's inner loops are then long)
         step = max(1, min(k, BLOCK_ELEMENTS // m - 1))
@@ -220,21 +241,18 @@ class BoundDot:
         self.inputs_of = lambda i, j: (cols_t[:, i], w[j])
         self.skip_t, self.nan_from = skip_t, nan_from
         self.block = self.sums = None
-        layout = einsum_layout(n, c, w, w_t) if skip_t is None and cols_t.flags.c_contiguous else None
-        if layout is not None:
-            totals = np.empty((c, n) if layout == "kn,ck->cn" else (n, c), np.float32)
-            self.sums = functools.partial(einsum_dot, layout, cols_t, w, w_t, totals)
-            self.flat, self.ones = totals.reshape(-1), np.ones(n * c, np.float32)
+        einsum = _einsum_sums(cols_t, w, w_t, skip_t)
+        if einsum is not None:
+            self._keep_sums(*einsum)
             return
         if n * c == 1 and k > 0 and skip_t is None:     # one output: its taps' products accumulated in order
             products, sums = np.zeros(k + 1, np.float32), np.empty(k + 1, np.float32)
             x, f = cols_t[:, 0], w[0]
-            self.flat, self.ones = sums[-1:], np.ones(1, np.float32)
 
             def one() -> np.ndarray:
                 np.multiply(x, f, out=products[1:])
                 return np_umath.add.accumulate(products, out=sums)[-1:].reshape(1, 1)
-            self.sums = one
+            self._keep_sums(one, sums[-1:])
             return
         if not _one_block(k, n, c):
             return
@@ -255,11 +273,9 @@ class BoundDot:
         self.fallback = lambda: sequential_taps_core(xs_t, taps, skip_t)
         self.inputs_of = lambda i, j: (xs_t[:, i, j], taps[:, j])
         self.skip_t, self.nan_from, self.block, self.sums = skip_t, "total", None, None
-        if EINSUM_IN_ORDER and skip_t is None and n * c >= 2 and xs_t.flags.c_contiguous and \
-                taps.flags.c_contiguous:        # channels innermost (pixels where there is one channel)
-            totals = np.empty((n, c), np.float32)
-            self.sums = functools.partial(c_einsum, "knc,kc->nc", xs_t, taps, out=totals)
-            self.flat, self.ones = totals.reshape(-1), np.ones(n * c, np.float32)
+        einsum = _taps_einsum_sums(xs_t, taps, skip_t)
+        if einsum is not None:
+            self._keep_sums(*einsum)
         elif _one_block(k, n, c):
             self._keep(xs_t, taps[:, None, :], (k, n, c), 0, None if skip_t is None else skip_t[:, :, None])
         return self
@@ -278,9 +294,13 @@ class BoundDot:
         self.inputs_of = lambda i, j: (xs_cn[:, j, i], taps[:, j])
         self.skip_t, self.nan_from, self.block = None, "total", None
         totals = np.empty((c, n), np.float32)
-        self.sums = lambda: c_einsum("kcn,kc->cn", xs_cn, taps, out=totals).T
-        self.flat, self.ones = totals.reshape(-1), np.ones(n * c, np.float32)
+        self._keep_sums(lambda: c_einsum("kcn,kc->cn", xs_cn, taps, out=totals).T, totals)
         return self
+
+    def _keep_sums(self, sums, totals: np.ndarray) -> None:
+        """``sums()`` computes the totals into ``totals`` (a kept buffer; it returns them as ``[N, C]``); the NaN
+        test reads the buffer flat."""
+        self.sums, self.flat, self.ones = sums, totals.reshape(-1), np.ones(totals.size, np.float32)
 
     def _keep(self, a: np.ndarray, b: np.ndarray, shape: tuple[int, int, int], axis: int,
               skip: np.ndarray | None) -> None:
@@ -480,8 +500,6 @@ def sequential_taps_core(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray 
 
     if n * c == 0 or k == 0:
         return np.zeros((n, c), np.float32)
-    if EINSUM_IN_ORDER and skip_t is None and n * c >= 2 and xs_t.flags.c_contiguous and taps.flags.c_contiguous:
-        total = c_einsum("knc,kc->nc", xs_t, taps, out=np.empty((n, c), np.float32))
-    else:
-        total = _fold(k, n, c, products, skip_t)
+    einsum = _taps_einsum_sums(xs_t, taps, skip_t)
+    total = einsum[0]() if einsum is not None else _fold(k, n, c, products, skip_t)
     return _nans_as_x86(total, lambda i, j: (xs_t[:, i, j], taps[:, j]), skip_t)
