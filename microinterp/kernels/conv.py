@@ -32,6 +32,7 @@ bounds) are refused too.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -255,18 +256,18 @@ class BoundFloatConv:
     copy of the image into it, the taps-first im2col buffer, the taps outside the image -- so an invoke is a handful
     of NumPy calls: refresh the image, write the im2col, the sequential sums, the bias, the clamp into the output."""
 
-    def __init__(self, data: ConvData, dst: np.ndarray, src: np.ndarray | None, win: np.ndarray, cols_t: np.ndarray,
-                 w: np.ndarray, bias: np.ndarray | None, skip_t: np.ndarray | None, out: np.ndarray):
+    def __init__(self, data: ConvData, dst: np.ndarray, src: np.ndarray | None, win: np.ndarray, w: np.ndarray,
+                 bias: np.ndarray | None, skip_t: np.ndarray | None, out: np.ndarray):
         self.dst, self.src = dst, src
-        self.cols_view = cols_t.reshape(*win.shape[3:], *win.shape[:3])
         self.win_t = win.transpose(3, 4, 5, 0, 1, 2)
+        taps, pixels = math.prod(win.shape[3:]), math.prod(win.shape[:3])
         tap = bias_as_tap(w, bias) if skip_t is None and data.float_filter_t is not None else None
+        w_t = data.float_filter_t
         if tap is not None:         # the bias as a last tap over a kept row of ones
-            ones = np.ones((cols_t.shape[0] + 1, cols_t.shape[1]), np.float32)
-            self.cols_view = ones[:-1].reshape(self.cols_view.shape)
-            cols_t, (w, w_t), bias = ones, tap, None
-        else:
-            w_t = data.float_filter_t
+            (w, w_t), bias = tap, None
+        # the taps-first im2col buffer [K, N] (and the row of ones after it)
+        cols_t = np.ones((taps + (tap is not None), pixels), np.float32)
+        self.cols_view = cols_t[:taps].reshape(*win.shape[3:], *win.shape[:3])
         self.dot = BoundDot(cols_t, w, skip_t, w_t)
         self.finish = BiasClamp(bias, "total", data.act_min, data.act_max, out)
 
@@ -274,16 +275,15 @@ class BoundFloatConv:
     def build(cls, data: ConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
               out: np.ndarray) -> BoundFloatConv | None:
         n, oh, ow, c_out = out.shape
-        _, kh, kw, c_in = w.shape
+        _, kh, kw, _ = w.shape
         fixed = fixed_windows(x, data, out, kh, kw)
         if fixed is None:
             return None         # the unusual geometries (windows() gathers their taps): conv_rows as it is
         dst, src, win = fixed
-        cols_t = np.empty((kh * kw * c_in, n * oh * ow), np.float32)
         skip_t = _outside_taps(data, x, 0, out.shape, w.shape, 0)
         if skip_t is not None and data.float_filter_t is not None and np.isfinite(data.float_filter_t).all():
             skip_t = None   # the taps outside the image read the buffer's zeros: +-0 products, which add nothing
-        return cls(data, dst, src, win, cols_t, w.reshape(c_out, -1), bias, skip_t, out.reshape(n * oh * ow, c_out))
+        return cls(data, dst, src, win, w.reshape(c_out, -1), bias, skip_t, out.reshape(n * oh * ow, c_out))
 
     def __call__(self) -> None:
         if self.dst is not None:
