@@ -1,12 +1,13 @@
 """The audio front end per window: the TFLM wheel, one microinterp interpreter, and many clips as streams.
 
-    python benchmarks/bench_streams.py [--rounds 7] [--streams 16,64,256]
+    python benchmarks/bench_streams.py [--rounds 7] [--streams 16,64,256] [--clips 64,512]
 
 For each zoo audio preprocessor (``../shared/models/audio_preprocessor_*.tflite``): whole calls -- set the window,
 invoke, read the features -- on the wheel and on ``Interpreter(model)``, interleaved, medians of ``--rounds`` batches;
 then :class:`microinterp.streams.Streams` with S streams, one step (a window of every stream) per call, reported per
-window and stream; and ``features_batch`` over 64 one-second clips (49 windows each), per window. Every streams
-output is checked bit for bit against the single interpreter first. One BLAS thread.
+window and stream; and ``features_batch`` (its default streams) over ``--clips`` one-second clips (49 windows
+each), per window, the median of three runs (each builds its streams). Every streams output is checked bit for bit
+against the single interpreter first, and the last clip's features against ``features``. One BLAS thread.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _per_call(fn, calls: int, rounds: int) -> float:
     return statistics.median(samples)
 
 
-def bench(name: str, rounds: int, counts: list[int]) -> None:
+def bench(name: str, rounds: int, counts: list[int], clip_counts: list[int]) -> None:
     from microinterp.testing.tflm import TflmRunner
 
     path = MODELS / f"{name}.tflite"
@@ -76,23 +77,29 @@ def bench(name: str, rounds: int, counts: list[int]) -> None:
         assert np.array_equal(got[-1], single.get_output(0)), "streams differ from one interpreter"
         t = _per_call(lambda r=runner, x=xs: r.run(x), max(2, 200 // s), rounds) / s
         print(f"  streams S={s}: {t * 1e6:.1f} us per window and stream (x{w_s / t:.3f} the wheel)")
-    clips = [(rng.normal(size=16000) * 10.0 ** rng.uniform(2, 4)).astype(np.int16) for _ in range(64)]
-    expected = features(mi.Interpreter(model), clips[5])
-    t0 = time.perf_counter()
-    feats = features_batch(model, clips, streams=64)
-    t = (time.perf_counter() - t0) / (64 * feats.shape[1])
-    assert np.array_equal(feats[5], expected), "features_batch differs from features"
-    print(f"  features_batch, 64 clips: {t * 1e6:.1f} us per window (x{w_s / t:.3f} the wheel)")
+    for n in clip_counts:       # features_batch with its default streams: a dataset's clips, chunk by chunk
+        clips = [(rng.normal(size=16000) * 10.0 ** rng.uniform(2, 4)).astype(np.int16) for _ in range(n)]
+        expected = features(mi.Interpreter(model), clips[-1])
+        samples = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            feats = features_batch(model, clips)
+            samples.append((time.perf_counter() - t0) / (n * feats.shape[1]))
+        assert np.array_equal(feats[-1], expected), "features_batch differs from features"
+        t = statistics.median(samples)
+        print(f"  features_batch, {n} clips: {t * 1e6:.1f} us per window (x{w_s / t:.3f} the wheel)")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--streams", default="16,64,256")
+    ap.add_argument("--clips", default="64,512")
     args = ap.parse_args(argv)
     counts = [int(v) for v in args.streams.split(",") if v]
+    clip_counts = [int(v) for v in args.clips.split(",") if v]
     for name in ("audio_preprocessor_int8", "audio_preprocessor_float"):
-        bench(name, args.rounds, counts)
+        bench(name, args.rounds, counts, clip_counts)
     return 0
 
 

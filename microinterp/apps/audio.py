@@ -58,7 +58,7 @@ def windows(samples: np.ndarray, frames: int = FRAMES) -> np.ndarray:
     need = (frames - 1) * STRIDE + WINDOW
     padded = np.zeros(max(need, samples.size), np.int16)
     padded[:samples.size] = samples
-    return np.stack([padded[k * STRIDE:k * STRIDE + WINDOW] for k in range(frames)])
+    return np.lib.stride_tricks.sliding_window_view(padded, WINDOW)[:(frames - 1) * STRIDE + 1:STRIDE].copy()
 
 
 def features(preprocessor: Interpreter, samples: np.ndarray) -> np.ndarray:
@@ -71,11 +71,12 @@ def features(preprocessor: Interpreter, samples: np.ndarray) -> np.ndarray:
     return np.stack(rows)
 
 
-def features_batch(preprocessor: str | os.PathLike | bytes, clips: Sequence[np.ndarray], streams: int = 64) -> np.ndarray:
+def features_batch(preprocessor: str | os.PathLike | bytes, clips: Sequence[np.ndarray], streams: int = 256) -> np.ndarray:
     """The 49 x 40 feature maps of many clips (``[clips, 49, 40]``): each clip's windows in order through the
     preprocessor with a noise estimate of its own, ``streams`` clips at a time as streams of one model
     (:class:`~microinterp.streams.Streams`) -- what :func:`features` gives clip by clip on a fresh interpreter, bit
-    for bit, at a fraction of the time per window."""
+    for bit, at a fraction of the time per window (256 streams: the FFT's butterflies then run over the streams,
+    ``docs/speed.md``)."""
     from ..streams import run_streams
 
     if not len(clips):

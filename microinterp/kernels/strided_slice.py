@@ -80,9 +80,9 @@ def _eval_end(end: int, stride: int, dim: int, masked: bool, shrink: bool, start
     return end
 
 
-def _as_slices(padded: np.ndarray, index: tuple[np.ndarray, ...]) -> np.ndarray | None:
-    """The view of ``padded`` that ``padded[index]`` copies, when every axis visits an arithmetic progression (what a
-    strided slice visits); None otherwise (an empty axis)."""
+def _slices(index: tuple[np.ndarray, ...]) -> tuple[slice, ...] | None:
+    """The basic slices that visit what the ``np.ix_`` ``index`` visits, when every axis visits an arithmetic
+    progression (what a strided slice visits); None otherwise (an empty axis)."""
     slices = []
     for idx in index:
         idx = np.asarray(idx).reshape(-1)
@@ -93,7 +93,13 @@ def _as_slices(padded: np.ndarray, index: tuple[np.ndarray, ...]) -> np.ndarray 
             return None
         stop = int(idx[-1]) + step
         slices.append(slice(int(idx[0]), stop if stop >= 0 else None, step))
-    return padded[tuple(slices)]
+    return tuple(slices)
+
+
+def _as_slices(padded: np.ndarray, index: tuple[np.ndarray, ...]) -> np.ndarray | None:
+    """The view of ``padded`` that ``padded[index]`` copies (:func:`_slices`), or None."""
+    slices = _slices(index)
+    return None if slices is None else padded[slices]
 
 
 class StridedSlice:
@@ -175,12 +181,15 @@ class StridedSlice:
         ctx.output(op, 0).reshape(-1)[:data.count] = picked[:data.count]
 
     def invoke_streams(self, ctx, op, data: StridedSliceData, state: None) -> None:
-        """Streams (:mod:`.streams`): the same ``np.ix_`` index behind the stream axis (its arrays stay adjacent, so
-        the stream axis stays first)."""
+        """Streams (:mod:`.streams`): the same visit behind the stream axis -- basic slices where the axes visit
+        progressions (:func:`_slices`), else the ``np.ix_`` index (its arrays stay adjacent, so the stream axis
+        stays first)."""
         x, out = ctx.input(op, 0), ctx.output(op, 0)
         s = x.shape[0]
         padded = x.reshape((s,) + (1,) * (6 - x.ndim) + x.shape[1:])
-        out.reshape(s, -1)[:, :data.count] = padded[(slice(None), *data.index)].reshape(s, -1)[:, :data.count]
+        slices = _slices(data.index)
+        picked = padded[(slice(None), *(data.index if slices is None else slices))].reshape(s, -1)
+        out.reshape(s, -1)[:, :data.count] = picked[:, :data.count]
 
 
 KERNEL = StridedSlice()

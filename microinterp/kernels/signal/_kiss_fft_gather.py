@@ -7,7 +7,8 @@ A stage of factor ``p`` (``kf_bfly2`` / ``kf_bfly4``) is, for every component ``
 2. ``C_MUL(x_j, tw)`` for ``j >= 1``: ``sround(xr br - xi bi)``, ``sround(xr bi + xi br)`` -- elementwise; with the
    real and imaginary rows of the frame stacked (``[2, n]``) it is ``V * A + V[::-1] * B`` with ``A = [br, br]``
    and ``B = [-bi, bi]``, and component 0 (not multiplied) is the same form with ``b = 2^frac``:
-   ``sround(v 2^frac) = v`` exactly;
+   ``sround(v 2^frac) = v`` exactly; on the one-point stage every twiddle is ``tw[0] = (max, 0)``, which leaves
+   a ``C_FIXDIV`` result unchanged (``_VFixed.unit_after_fixdiv``), and the step is skipped;
 3. the butterfly's sums and differences (``C_ADD``, ``C_SUB``, the ``+-i`` turns of radix 4), each stored to the
    value type: additions wrapping modulo ``2^bits``, so every output is the wrapped sum of ``p`` twiddled values,
    each taken with a sign -- one gather of ``p`` terms per output, a multiply by the signs, a sum over the terms,
@@ -40,6 +41,8 @@ class _Stage:
 
     def __init__(self, arith, p: int, m: int, groups: int, tw_r: np.ndarray, tw_i: np.ndarray, inverse: bool):
         n = groups * p * m
+        # a one-point stage multiplies by tw[0] alone, which may leave every C_FIXDIV result unchanged
+        self.twiddled = not (m == 1 and arith.unit_after_fixdiv(p, tw_r[0, 0], tw_i[0, 0]))
         one = np.asarray(1 << arith.frac, arith.prod)
         br = np.broadcast_to(np.where(np.arange(p)[:, None] == 0, one, tw_r), (groups, p, m)).reshape(n)
         bi = np.broadcast_to(np.where(np.arange(p)[:, None] == 0, 0, tw_i), (groups, p, m)).reshape(n)
@@ -84,12 +87,14 @@ class GatherStages:
             np.multiply(z, st.div, out=v)                   # C_FIXDIV: sround(x * (max / p))
             v += r
             v >>= frac
-            np.multiply(v, st.a, out=w)                     # C_MUL: sround(vr br - vi bi), sround(vr bi + vi br):
-            v[:, ::-1] *= st.b                              # the rows swapped in place: vi (-bi) and vr bi
-            w += v[:, ::-1]
-            w += r
-            w >>= frac
-            t = w.astype(a.dtype).reshape(frames, 2 * n)    # stored to the value type (wraps as C's store)
+            if st.twiddled:
+                np.multiply(v, st.a, out=w)                 # C_MUL: sround(vr br - vi bi), sround(vr bi + vi br):
+                v[:, ::-1] *= st.b                          # the rows swapped in place: vi (-bi) and vr bi
+                w += v[:, ::-1]
+                w += r
+                w >>= frac
+                v, w = w, v
+            t = v.astype(a.dtype).reshape(frames, 2 * n)    # stored to the value type (wraps as C's store)
             terms = np.take(t, st.index, axis=1)            # [frames, p, 2n]: every output's p terms
             terms *= st.sign
             z = np.add.reduce(terms, axis=1, dtype=a.dtype).reshape(frames, 2, n)

@@ -8,8 +8,8 @@ unweights, channel frequency starts, channel weight starts, channel widths (``nu
 negative one wraps), then ``work[i] = w``, ``w = u``, ``u = 0``; the output is ``work[1:]`` (a persistent work area
 of ``num_channels + 1`` uint64 in the tail). Index ranges are checked here (TFLM would read out of bounds).
 
-With constant tables (the usual case) the walk is two exact float64 matrix products (:class:`Taps`); ``work[i]``
-is then channel ``i``'s weighted sum plus channel ``i - 1``'s unweighted one.
+With constant tables (the usual case) the walk is an exact float64 matrix product (:class:`Taps`): ``work[i]`` is
+channel ``i``'s weighted sum plus channel ``i - 1``'s unweighted one.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._common import U64, options
+
+U32_MAX = (1 << 32) - 1
 
 
 @dataclass(frozen=True)
@@ -30,37 +32,42 @@ class FilterBankData:
 
 @dataclass(frozen=True)
 class Taps:
-    """Constant tables as two dense ``[spectrum bins, channels + 1]`` matrices (weights and unweights, as signed
-    int16 values) side by side in float64.
+    """Constant tables as one dense ``[spectrum bins, channels + 1]`` float64 matrix whose column ``i`` holds channel
+    ``i``'s weights plus channel ``i - 1``'s unweights (signed int16 values): ``work[i]`` is then one column's sum.
 
     The C loop adds ``uint64(weight) * spectrum`` modulo 2^64: with a weight of ``-w`` that is ``-w * spectrum``
-    modulo 2^64, so signed int64 sums give the same bits. Every spectrum value is split into its 16-bit halves; a
-    channel's sum of ``weight * half`` is an integer below ``2^15 * 2^16 * 257 < 2^40`` in magnitude, which float64
-    holds exactly whatever order a BLAS product adds it in -- two products give every channel of every spectrum (and
-    every stream) at once, recombined in int64."""
+    modulo 2^64, so the exact integer sum, taken modulo 2^64 (int64), gives the same bits. float64 holds every
+    partial sum exactly, whatever order a BLAS product adds them in, while the column's absolute sum times the
+    largest spectrum value stays below 2^53 (``whole``: mel tables of Q12 weights, with a margin of 2^7); other
+    tables split every spectrum value into its 16-bit halves, two products recombined in int64 (a half times a
+    column stays below ``2^16 * 2^16 * bins``)."""
 
-    matrix: np.ndarray          # [bins, 2 * (channels + 1)] float64: weights | unweights
+    matrix: np.ndarray          # [bins, channels + 1] float64
     channels: int
+    whole: bool                 # one product of the spectrum itself is exact
 
     @classmethod
     def build(cls, weights, unweights, starts, wstarts, widths, channels: int, bins: int) -> Taps:
-        matrix = np.zeros((bins, 2 * (channels + 1)), np.float64)
+        matrix = np.zeros((bins, channels + 1), np.float64)
         for i in range(channels + 1):
             width = max(int(widths[i]), 0)
             f, w = int(starts[i]), int(wstarts[i])
-            matrix[f:f + width, i] = np.asarray(weights[w:w + width], np.float64)
-            matrix[f:f + width, channels + 1 + i] = np.asarray(unweights[w:w + width], np.float64)
-        return cls(matrix, channels)
+            matrix[f:f + width, i] += np.asarray(weights[w:w + width], np.float64)
+            if i < channels:        # channel i's unweighted sum goes to work[i + 1]; the last one is dropped
+                matrix[f:f + width, i + 1] += np.asarray(unweights[w:w + width], np.float64)
+        bound = float(np.abs(matrix).sum(axis=0).max(initial=0.0)) * float(U32_MAX)
+        return cls(matrix, channels, bound < 2.0 ** 53)
 
     def sums(self, spectrum: np.ndarray, work: np.ndarray) -> None:
         """``work[..., i]`` = channel i's weighted sum + channel i - 1's unweighted sum, modulo 2^64 (every leading
         axis a spectrum of its own: streams)."""
-        s = spectrum.astype(np.int64)
-        hi, lo = (s >> 16).astype(np.float64), (s & 0xFFFF).astype(np.float64)
-        both = (np.matmul(hi, self.matrix).astype(np.int64) << 16) + np.matmul(lo, self.matrix).astype(np.int64)
-        n = self.channels + 1
-        total = both[..., :n].copy()
-        total[..., 1:] += both[..., n:2 * n - 1]
+        if self.whole:
+            total = np.matmul(spectrum.astype(np.float64), self.matrix).astype(np.int64)
+        else:
+            s = spectrum.astype(np.int64)
+            hi, lo = (s >> 16).astype(np.float64), (s & 0xFFFF).astype(np.float64)
+            total = np.matmul(hi, self.matrix).astype(np.int64) << 16
+            total += np.matmul(lo, self.matrix).astype(np.int64)
         work[...] = total.view(np.uint64)
 
 

@@ -41,24 +41,52 @@ def _same(got: np.ndarray, expected: np.ndarray) -> bool:
     return np.array_equal(got, expected)
 
 
-@pytest.mark.parametrize("gather", [True, False], ids=["gathers", "butterflies"])
+#: the forms of a transform: the gathers (fixed-point radix 2 and 4, few frames), the butterflies on frames laid out
+#: first (few frames) or innermost (many)
+FORMS = {"gathers": (1 << 20, 1 << 20), "butterflies": (0, 1 << 20), "frames-last": (0, 0)}
+
+
+def _form(monkeypatch, form: str) -> None:
+    gather_below, frames_last = FORMS[form]
+    monkeypatch.setattr(_kiss_fft_vec, "GATHER_BELOW", gather_below)
+    monkeypatch.setattr(_kiss_fft_vec, "FRAMES_LAST", frames_last)
+
+
+@pytest.mark.parametrize("form", list(FORMS))
 @pytest.mark.parametrize("type_name", list(DTYPES))
 @pytest.mark.parametrize("nfft", LENGTHS)
-def test_rfft_frames_equal_the_scalar_code(type_name, nfft, gather, monkeypatch):
-    """Both forms of the fixed-point radix-2/4 transforms: few frames (gathers) and many (the butterflies)."""
-    monkeypatch.setattr(_kiss_fft_vec, "GATHER_BELOW", 1 << 20 if gather else 0)
+def test_rfft_frames_equal_the_scalar_code(type_name, nfft, form, monkeypatch):
+    """Every form of the transforms (:data:`FORMS`)."""
+    _form(monkeypatch, form)
     frames = _frames(type_name, nfft, nfft, nfft)
     expected = np.stack([rfft(f, nfft, type_name) for f in frames])
     got = rfft_frames(frames, nfft, type_name)
     assert _same(got, expected)
 
 
-@pytest.mark.parametrize("gather", [True, False], ids=["gathers", "butterflies"])
+@pytest.mark.parametrize("form", list(FORMS))
 @pytest.mark.parametrize("type_name", list(DTYPES))
 @pytest.mark.parametrize("nfft", LENGTHS)
-def test_irfft_frames_equal_the_scalar_code(type_name, nfft, gather, monkeypatch):
-    monkeypatch.setattr(_kiss_fft_vec, "GATHER_BELOW", 1 << 20 if gather else 0)
+def test_irfft_frames_equal_the_scalar_code(type_name, nfft, form, monkeypatch):
+    _form(monkeypatch, form)
     bins = _frames(type_name, nfft, nfft + 1, nfft + 2)
     expected = np.stack([irfft(b, nfft, type_name) for b in bins])
     got = irfft_frames(bins, nfft, type_name)
     assert _same(got, expected)
+
+
+@pytest.mark.parametrize("p", [2, 3, 4, 5])
+def test_unit_twiddle_leaves_every_int16_fixdiv_unchanged(p):
+    """The one-point stage's skipped C_MUL, exhaustively over int16: ``C_MUL(C_FIXDIV(x, p), (32767, 0))`` is
+    ``C_FIXDIV(x, p)`` for every x, and the check refuses a twiddle or a divisor for which it is not."""
+    a = _kiss_fft_vec.VARITH["INT16"]
+    assert a.unit_after_fixdiv(p, 32767, 0)
+    assert not a.unit_after_fixdiv(p, 32766, 0) and not a.unit_after_fixdiv(1, 32767, 0)
+    x = np.arange(-32768, 32768, dtype=np.int16)
+    vr, vi = a.fixdiv(x, x[::-1], p)
+    one, zero = a.factors([32767]), a.factors([0])
+    sr, si = a.c_mul(vr, vi, one, zero)
+    np.testing.assert_array_equal(sr, vr)
+    np.testing.assert_array_equal(si, vi)
+    x1 = np.array([-32768, 32767], np.int16)     # with p = 1 the product would change the extremes
+    assert not np.array_equal(a.c_mul(*a.fixdiv(x1, x1, 1), one, zero)[0], a.fixdiv(x1, x1, 1)[0])

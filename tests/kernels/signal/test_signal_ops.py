@@ -324,3 +324,26 @@ def test_sqrt64_of_arrays_is_the_bit_by_bit_method():
     assert got == [reference(v) for v in values]
     small = [v for v in values if v < 1 << 51 and math.isqrt(v) != 0xFFFF]    # the one-correction path
     assert sqrt64(np.array(small, np.uint64)).tolist() == [reference(v) for v in small]
+
+
+def test_filter_bank_taps_choose_one_product_only_when_exact():
+    """Mel-like tables (Q12 weights, narrow channels) take one float64 product of the spectrum; tables whose column
+    sums could pass 2^53 with a spectrum near 2^32 take the two 16-bit halves. Both give the C loop's bits."""
+    from microinterp.kernels.signal.filter_bank import Taps, _walk
+
+    rng = np.random.default_rng(7)
+    for lim, width, whole in ((4096, 8, True), (32767, 60, False)):
+        channels = 5
+        widths = np.full(channels + 1, width, np.int16)
+        starts = wstarts = np.arange(channels + 1, dtype=np.int16) * width
+        n = width * (channels + 1)
+        weights, unweights = i16(rng, n, -lim - 1, lim), i16(rng, n, -lim - 1, lim)
+        taps = Taps.build(weights, unweights, starts, wstarts, widths, channels, n)
+        assert taps.whole is whole
+        x = np.uint32(0xFFFFFFFF) - rng.integers(0, 9, size=(3, n)).astype(np.uint32)
+        got = np.empty((3, channels + 1), np.uint64)
+        taps.sums(x, got)
+        for s in range(3):
+            want = np.empty(channels + 1, np.uint64)
+            _walk(x[s], [weights, unweights, starts, wstarts, widths], channels, want)
+            np.testing.assert_array_equal(got[s], want)
