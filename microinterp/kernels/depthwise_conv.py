@@ -179,28 +179,39 @@ PIXELS_INNER_BELOW = 16
 class BoundFloatDepthwise:
     """A float DEPTHWISE_CONV_2D on fixed arena views: what :func:`depthwise_rows` computes, with what does not depend
     on the input values done once -- the tap buffer and its window view, the copy of the image into it, the
-    taps-first buffer of every tap's inputs (each input channel repeated for its multiplier), the filter taps, the
+    taps-first buffer of every tap's inputs (each input channel repeated for its multiplier), the filter taps (and
+    bias) in that buffer's channel order, the
     taps outside the image -- so an invoke is: refresh the image, write the taps, the sequential sums, the bias, the
     clamp into the output."""
 
     def __init__(self, dst, src, win, taps, bias, skip_t, lo, hi, out):
         self.dst, self.src = dst, src
-        self.finish = BiasClamp(bias, "bias", lo, hi, out)
         n, oh, ow, kh, kw, c_in = win.shape
         m = taps.shape[1] // c_in
+        self.shape = None
         # few channels and no tap left out: a channels-first buffer [ky, kx, c_in, m, n, oy, ox], pixels innermost
         # (its transposing copy costs more than the channels-last einsum saves from 16 channels on)
         self.dot = None if skip_t is not None or c_in * m >= PIXELS_INNER_BELOW else BoundDot.taps_pixels_inner(
             np.empty((kh * kw, c_in * m, n * oh * ow), np.float32), taps)
         if self.dot is not None:
+            self.finish = BiasClamp(bias, "bias", lo, hi, out)
             self.xs_view = self.dot.xs_cn.reshape(kh, kw, c_in, m, n, oh, ow)
             self.win_t = np.broadcast_to(win.transpose(3, 4, 5, 0, 1, 2)[:, :, :, None], self.xs_view.shape)
             return
-        # the taps-first buffer as the window's axes: [ky, kx, n, oy, ox, c_in, m]
-        xs_t = np.empty((kh * kw, n * oh * ow, c_in * m), np.float32)
-        self.xs_view = xs_t.reshape(kh, kw, n, oh, ow, c_in, m)
+        # the taps-first buffer as the window's axes with the multiplier before the input channels: [ky, kx, n, oy,
+        # ox, m, c_in], so the copy's inner loop runs over the channels (not over m copies of one value); the
+        # output channels are then in the order (m, c_in): the taps and the bias permuted alike, the totals
+        # clamped into the output seen as [n, m, c_in]
+        xs_t = np.empty((kh * kw, n * oh * ow, m * c_in), np.float32)
+        self.xs_view = xs_t.reshape(kh, kw, n, oh, ow, m, c_in)
+        self.win_t = np.broadcast_to(win.transpose(3, 4, 0, 1, 2, 5)[..., None, :], self.xs_view.shape)
+        if m > 1:
+            taps = np.ascontiguousarray(taps.reshape(kh * kw, c_in, m).transpose(0, 2, 1).reshape(kh * kw, -1))
+            bias = None if bias is None else np.ascontiguousarray(bias.reshape(c_in, m).T)
+            out = out.reshape(-1, c_in, m).transpose(0, 2, 1)
+            self.shape = out.shape
+        self.finish = BiasClamp(bias, "bias", lo, hi, out)
         self.dot = BoundDot.taps(xs_t, taps, skip_t)
-        self.win_t = np.broadcast_to(win.transpose(3, 4, 0, 1, 2, 5)[..., None], self.xs_view.shape)
 
     @classmethod
     def build(cls, data: DepthwiseData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
@@ -226,7 +237,8 @@ class BoundFloatDepthwise:
             self.dst[...] = self.src
         np.copyto(self.xs_view, self.win_t)
         # under the runtime's quiet errstate (runtime.memory.quiet_floats)
-        self.finish(self.dot())
+        total = self.dot()
+        self.finish(total if self.shape is None else total.reshape(self.shape))
 
 
 def _kind(ctx, op, x, bias_t) -> str:

@@ -301,6 +301,27 @@ def test_einsum_layouts_of_the_bound_convolutions_match_the_wheel(op, h, c, stri
     assert_bitwise_matches_tflm(model, [x])
 
 
+@pytest.mark.parametrize("h,c,mult,stride", [(5, 8, 2, 1), (4, 6, 3, 2), (3, 16, 2, 1), (6, 1, 16, 1)])
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_depthwise_multiplier_channels_last_matches_the_wheel(h, c, mult, stride, seed):
+    """From 16 output channels with a multiplier above one, the bound depthwise lays its taps out [.., m, c_in] (the
+    filter and the bias permuted alike, the totals clamped into the output seen as [n, m, c_in]): NaN, infinities
+    and signed zeros in the input, and on odd seeds in the filter (the taps outside the image left out) and the
+    bias, bit for bit against the wheel."""
+    rng = np.random.default_rng(seed)
+    filt = rng.uniform(-2, 2, (1, 3, 3, c * mult)).astype(np.float32)
+    bias = rng.uniform(-1, 1, c * mult).astype(np.float32)
+    if seed % 2:
+        filt, bias = with_specials(filt), with_specials(bias)
+    o = -(-h // stride)
+    model = single_op("DEPTHWISE_CONV_2D", [T((1, h, h, c), "FLOAT32"), T(filt.shape, "FLOAT32", data=filt),
+                                            T(bias.shape, "FLOAT32", data=bias)], T((1, o, o, c * mult), "FLOAT32"),
+                      padding="SAME", stride_h=stride, stride_w=stride, depth_multiplier=mult,
+                      fused_activation_function="RELU6" if seed == 2 else "NONE")
+    x = with_specials((rng.normal(size=(1, h, h, c)) * 10.0 ** rng.integers(-3, 37)).astype(np.float32))
+    assert_bitwise_matches_tflm(model, [x])
+
+
 @pytest.mark.parametrize("op", ["CONV_2D", "FULLY_CONNECTED"])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_a_bias_without_nan_as_the_last_tap_matches_the_wheel(op, seed):

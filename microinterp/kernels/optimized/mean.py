@@ -16,6 +16,7 @@ Reference invoke: float32 (its sum order matters), axes given by a non-constant 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,24 +58,63 @@ class FastMean:
                             max_scaled + abs(ref.output_zp) >= INT32_MAX)
 
     def bind(self, ctx, op, data: FastMeanData):
-        """The reference's bound float call (float32 runs the reference)."""
-        return REFERENCE.bind(ctx, op, data.ref) if data.axes is None else None
+        """The reference's bound float call (float32 runs the reference); int8 / int16 on fixed views where the
+        sums' range is small: every output is a function of its exact sum alone, so a table of the outputs by sum
+        (:func:`_table`) makes the call three NumPy calls -- the int32 sums over the axes, offset to table
+        positions, the table's outputs taken into the output."""
+        if data.axes is None:
+            return REFERENCE.bind(ctx, op, data.ref)
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        n = reduced_count(x.shape, data.axes)
+        table = _table(data, n, out.dtype)
+        if table is None or not out.flags.c_contiguous:
+            return None
+        if math.prod(x.shape[d] for d in range(x.ndim) if d not in data.axes) != out.size:
+            return None
+        kept = np.empty([1 if d in data.axes else x.shape[d] for d in range(x.ndim)], np.int32)
+        sums, flat, first = kept.reshape(-1), out.reshape(-1), np.int32(-n * data.lo)
+
+        def call() -> None:
+            np.add.reduce(x, axis=data.axes, dtype=np.int32, keepdims=True, out=kept)
+            np.add(sums, first, out=sums)
+            np.take(table, sums, out=flat)
+        return call
 
     def invoke(self, ctx, op, data: FastMeanData) -> None:
         if data.axes is None:
             REFERENCE.invoke(ctx, op, data.ref)
             return
         sums = np.add.reduce(ctx.input(op, 0), axis=data.axes, dtype=np.int32, keepdims=True).reshape(-1)
-        shifted = np.subtract(sums, data.offset, dtype=np.int64)
-        if data.wrap_in:
-            shifted = wrap_int32(shifted)
-        y = data.requantize(shifted)
-        y += data.output_zp
-        if data.wrap_out:
-            y = wrap_int32(y)
-        np.clip(y, data.lo, data.hi, out=y)
+        y = _requantized(sums, data)
         out = ctx.output(op, 0)
         out[...] = y.reshape(out.shape)
+
+
+#: Most entries a bound int8 / int16 MEAN's table of outputs by sum may have (one byte each for int8).
+TABLE_ENTRIES = 1 << 18
+
+
+def _table(data: FastMeanData, n: int, dtype: np.dtype) -> np.ndarray | None:
+    """The output for every possible sum of ``n`` inputs, ``table[sum - n * lo]``: what :meth:`FastMean.invoke`
+    computes from each (the requantization as the reference states it); None where the range of sums has more than
+    :data:`TABLE_ENTRIES` values (the sums then fit int32 with room to spare: no wrap happens)."""
+    lo, hi = n * data.lo, n * data.hi
+    if not n or hi - lo + 1 > TABLE_ENTRIES:
+        return None
+    sums = np.arange(lo, hi + 1, dtype=np.int64)
+    return _requantized(sums, data).astype(dtype)
+
+
+def _requantized(sums: np.ndarray, data: FastMeanData) -> np.ndarray:
+    """``clamp(MBQM(sum - zp_in * N) + zp_out)`` of int32 sums, the wraps where prepare could not rule them out."""
+    shifted = np.subtract(sums, data.offset, dtype=np.int64)
+    if data.wrap_in:
+        shifted = wrap_int32(shifted)
+    y = data.requantize(shifted)
+    y += data.output_zp
+    if data.wrap_out:
+        y = wrap_int32(y)
+    return np.clip(y, data.lo, data.hi, out=y)
 
 
 KERNEL = FastMean()

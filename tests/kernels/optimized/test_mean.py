@@ -75,3 +75,18 @@ def test_fallbacks():
               T((2, 1, 1, 4), "INT8", **quant("INT8", 0.1, 2)), keep_dims=True)
     assert Interpreter(m).runtime.op_data[0].axes is None
     check(m, np.random.default_rng(2), overrides={1: np.array([1, 2], np.int32)})
+
+
+@pytest.mark.parametrize("type_name,shape,axes,bound", [
+    ("INT8", (1, 7, 7, 16), [1, 2], True),          # 49 x 256 sums: a table
+    ("INT16", (3, 2, 5), [1], True),                # 2 x 65536 sums: a table
+    ("INT16", (1, 7, 7, 8), [1, 2], False),         # 49 x 65536 sums: too many, the invoke
+])
+def test_small_sum_ranges_bind_a_table_of_outputs(type_name, shape, axes, bound):
+    """Where the range of sums is small the bound call looks every output up by its sum (the table built by the
+    invoke's own requantization); both forms match the wheel and the reference."""
+    m = _mean(shape, axes, False, type_name, q_in=(0.05, -7 if type_name == "INT8" else 0), q_out=(0.02, 5 if
+              type_name == "INT8" else 0))
+    call = Interpreter(m).runtime.graph.calls[0][0]
+    assert (getattr(call, "__name__", "") == "call") is bound
+    check(m, np.random.default_rng(11))
