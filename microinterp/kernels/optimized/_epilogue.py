@@ -72,7 +72,7 @@ except ImportError:     # NumPy < 2
 
 _LIMIT = 1 << 53
 _F32_EXACT = 1 << 24
-_SMALL_GEMM = 1 << 15    # below this many multiply-adds, plain np.matmul (no BLAS thread-count calls)
+SMALL_GEMM = 1 << 15     # below this many multiply-adds, plain np.matmul (no BLAS thread-count calls)
 _TILE = 512          # per-channel vectors are tiled to about this length so NumPy's inner loops are long
 
 def gemm_weights(weights: np.ndarray, folded_bias: np.ndarray, ignored: np.ndarray | None = None) -> np.ndarray:
@@ -110,7 +110,7 @@ def gemm_weights_from(src: np.ndarray, offset: int, abs_sum: np.ndarray, folded_
 def gemm(a: np.ndarray, b: np.ndarray, role: str) -> np.ndarray:
     """``a @ b`` into the work buffer ``role`` (single-threaded BLAS for all but tiny products)."""
     out = work_buffer(role, (a.shape[0], b.shape[1]), b.dtype)
-    if a.shape[0] * a.shape[1] * b.shape[1] < _SMALL_GEMM:
+    if a.shape[0] * a.shape[1] * b.shape[1] < SMALL_GEMM:
         return np.matmul(a, b, out=out)
     return matmul(a, b, out=out)
 
@@ -217,6 +217,40 @@ class Epilogue:
         rows = t.size // self.channels if self.channels else 0
         if rows:
             self._merged(t, out, rows, folded=True)
+
+    def bind(self, acc: np.ndarray, out: np.ndarray, folded: bool = False):
+        """:meth:`__call__` (``folded``: :meth:`finish`) of the fixed buffers ``acc`` and ``out`` as a call without
+        arguments, its work buffers its own and every view resolved once (small layers, where a call's Python costs
+        as much as its passes); None when a channel takes the int64 path."""
+        rows = acc.size // self.channels if self.channels else 0
+        if self._fallback is not None or not self._any_fast or not rows or not acc.flags.c_contiguous:
+            return None
+        shape, a, ratio, offset = self._tiles.get(rows) or self._tiled(rows)
+        src = acc.reshape(shape)
+        t = src if folded else np.empty(shape, np.float64)
+        tmp = np.empty(shape, np.float64) if self._signed else None
+        u, top, add, eps, uniform = out.reshape(shape).view(np.uint8), self._top, self._add, self._eps, self._uniform
+        skip_offset = folded and not self._signed           # the fold put the offset in the product
+
+        def call() -> None:
+            if not folded:
+                if src.dtype == np.float64:
+                    np.multiply(src, a, out=t)
+                else:
+                    np.copyto(t, src)
+                    np.multiply(t, a, out=t)
+            if tmp is not None:
+                _clip(t, -eps, eps, out=tmp)
+                if not uniform:
+                    np.multiply(tmp, ratio, out=tmp)
+                np.add(t, tmp, out=t)
+            if not skip_offset:
+                np.add(t, offset, out=t)
+            _clip(t, 0.0, top, out=t)
+            u[...] = t
+            if add:
+                np.add(u, add, out=u)
+        return call
 
     # -- invoke ------------------------------------------------------------------------------------------------------
     def _tiled(self, rows: int) -> tuple:

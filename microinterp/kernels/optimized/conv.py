@@ -44,13 +44,14 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from .._blas import matmul
 from .._qutil import unpack_int4
 from .._weight_stats import ChannelStats, accumulator_range
 from ..base import HostBudget
 from ..conv import KERNEL as REFERENCE
 from ..conv import ConvData, ConvTiler, regular_steps
 from ._buffers import claimed_buffer, still_claimed, work_buffer
-from ._epilogue import Epilogue, gemm, gemm_weights
+from ._epilogue import SMALL_GEMM, Epilogue, gemm, gemm_weights
 from ._group import GROUP_BYTES, block_rows, group_done, group_for
 
 _FOLD_BELOW = 48     # folded GEMM (float64, requantization scale inside) for 1x1 filters with C_in below this: the
@@ -64,6 +65,9 @@ _FOLD_OUTPUTS = 1 << 17     # ... and at most this many outputs: on larger layer
 #: VGG16's largest layer (224x224 rows of 577 columns) takes ~230 MB.
 _MAX_PLAN_BYTES = 512 << 20
 _SCATTER_COST = 128     # constant channels skip the GEMM when K (C_out - live) >= this times the live channels
+#: Layers with at most this many outputs bind their plan (:meth:`ConvPlan.bind`): their own accumulator and epilogue
+#: buffers (float64: 1 MB at most), the Python of a call saved where it costs as much as the passes.
+BIND_OUTPUTS = 1 << 16
 #: Out of core, a band geometry whose im2col block and image take at most this many bytes keeps them (within the
 #: interpreter's host budget); larger ones share one block (:class:`Im2col` ``shared=True``).
 OWN_IM2COL_BYTES = 1 << 20
@@ -157,6 +161,18 @@ class Im2col:
         if not kept or cols is not self.cols:
             self._bind(cols, image)
 
+    def filler(self, x: np.ndarray):
+        """:meth:`fill` of the fixed input view ``x`` into this geometry's own block, as a call without arguments."""
+        source, target = x[self.source], self.target
+        if self.image is None:
+            return lambda: np.copyto(target, source)
+        interior, windows = self.image[self.interior], self.cols_source
+
+        def fill() -> None:
+            np.copyto(interior, source)
+            np.copyto(target, windows)
+        return fill
+
     def release(self) -> None:
         """Another geometry claimed the shared blocks: drop the views of them."""
         self.cols = self.image = self.target = self.cols_source = None
@@ -214,6 +230,26 @@ class ConvPlan:
         if budget is None or budget.take(self.im2col.nbytes):
             self.im2col.own()
         self.rows = self.im2col.rows
+
+    def bind(self, x: np.ndarray, out: np.ndarray):
+        """:meth:`run` on the fixed views ``x`` and ``out`` as a call without arguments, for small layers (at most
+        :data:`BIND_OUTPUTS` outputs, the block the layer's own, no scatter): the im2col fill, the product into a
+        kept accumulator, the epilogue bound to it (:meth:`._epilogue.Epilogue.bind`). None otherwise."""
+        im = self.im2col
+        if im.shared or self.full is not None or out.size > BIND_OUTPUTS or not out.flags.c_contiguous:
+            return None
+        acc = np.empty((self.rows, self.weights.shape[1]), self.weights.dtype)
+        finish = self.epilogue.bind(acc, out, folded=self.folded)
+        if finish is None:
+            return None
+        fill, cols, w = im.filler(x), im.cols, self.weights
+        product = np.matmul if cols.shape[0] * cols.shape[1] * w.shape[1] < SMALL_GEMM else matmul
+
+        def call() -> None:
+            fill()
+            product(cols, w, out=acc)
+            finish()
+        return call
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         cols = self.im2col.fill(x)
@@ -437,8 +473,12 @@ class Conv2D:
         return FastConvData(**base, plan=_plan(ctx, op, data))
 
     def bind(self, ctx, op, data: FastConvData):
-        """Where no optimized plan applies (float32): the reference kernel's bound call."""
-        return REFERENCE.bind(ctx, op, data) if data.plan is None else None
+        """Where no optimized plan applies (float32): the reference kernel's bound call; a small layer's plan bound
+        to the arena views (:meth:`ConvPlan.bind`)."""
+        if data.plan is None:
+            return REFERENCE.bind(ctx, op, data)
+        out = ctx.output(op, 0)
+        return data.plan.bind(ctx.input(op, 0), out.reshape(data.plan.rows, out.shape[-1]))
 
     def invoke(self, ctx, op, data: FastConvData) -> None:
         if data.plan is None:

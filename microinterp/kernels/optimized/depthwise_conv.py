@@ -53,13 +53,15 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from .._blas import matmul
+from .._float_dot import c_einsum
 from .._qutil import unpack_int4
 from .._weight_stats import accumulator_range
 from ..conv import regular_steps
 from ..depthwise_conv import KERNEL as REFERENCE
 from ..depthwise_conv import DepthwiseData, DepthwiseTiler
 from ._buffers import work_buffer
-from ._epilogue import Epilogue, gemm_weights
+from ._epilogue import SMALL_GEMM, Epilogue, gemm_weights
+from .conv import BIND_OUTPUTS
 
 _FOLD = True    # one input channel (the GEMM scheme): requantization scale folded into float64 weights when
                 # Epilogue.fold allows it (the float64 GEMM costs less than the epilogue passes it saves; the taps
@@ -136,8 +138,11 @@ class OptimizedDepthwiseConv2D:
         return _plan(ctx, op, data)
 
     def bind(self, ctx, op, data: OptimizedDepthwiseData):
-        """The reference's bound float call where the reference runs (no plan): float32 with constant operands."""
-        return REFERENCE.bind(ctx, op, data) if data.plan is None else None
+        """The reference's bound float call where the reference runs (no plan): float32 with constant operands; a
+        small layer's plan bound to the arena views (:func:`_bind_plan`)."""
+        if data.plan is None:
+            return REFERENCE.bind(ctx, op, data)
+        return _bind_plan(data, ctx.input(op, 0), ctx.output(op, 0))
 
     def invoke(self, ctx, op, data: OptimizedDepthwiseData) -> None:
         plan = data.plan
@@ -272,6 +277,51 @@ def _run_taps(plan: _TapsPlan, x: np.ndarray) -> None:
             np.add(acc, tmp, out=acc)
     if plan.bias is not None:
         np.add(acc, plan.bias, out=acc)
+
+
+def _bind_plan(data: OptimizedDepthwiseData, x: np.ndarray, out: np.ndarray):
+    """What :meth:`OptimizedDepthwiseConv2D.invoke` runs, on the fixed views ``x`` and ``out`` as a call without
+    arguments, for small layers (at most :data:`.conv.BIND_OUTPUTS` outputs; the GEMM scheme in one block): the
+    copies, ``c_einsum`` (what ``np.einsum`` calls) or the product, the epilogue bound to the plan's accumulator
+    (:meth:`._epilogue.Epilogue.bind`). None otherwise."""
+    plan = data.plan
+    if out.size > BIND_OUTPUTS or not out.flags.c_contiguous:
+        return None
+    if isinstance(plan, _TapsPlan):
+        finish = data.epilogue.bind(plan.acc, out, folded=data.folded)
+        if finish is None:
+            return None
+        acc, tmp, bias = plan.acc, plan.tmp, plan.bias
+        phases = [(ph.dst, None if ph.dst is None else x[:, ph.src[0], ph.src[1], :, None], ph.windows, ph.weights,
+                   acc if k == 0 else tmp) for k, ph in enumerate(plan.phases)]
+
+        def taps() -> None:
+            for dst, src, windows, weights, target in phases:
+                if dst is not None:
+                    np.copyto(dst, src)
+                c_einsum("ijnyz,ijz->nyz", windows, weights, out=target)
+                if target is tmp:
+                    np.add(acc, tmp, out=acc)
+            if bias is not None:
+                np.add(acc, bias, out=acc)
+            finish()
+        return taps
+    if plan.step != plan.windows.shape[2]:
+        return None
+    finish = data.epilogue.bind(plan.acc, out, folded=data.folded)
+    if finish is None:
+        return None
+    dst, src = plan.dst, None if plan.dst is None else x[:, plan.src[0], plan.src[1], 0]
+    cols_taps, windows, cols_t, weights, acc = plan.cols_taps, plan.windows, plan.cols.T, plan.weights, plan.acc
+    product = np.matmul if cols_t.shape[0] * cols_t.shape[1] * weights.shape[1] < SMALL_GEMM else matmul
+
+    def gemm() -> None:
+        if dst is not None:
+            np.copyto(dst, src)
+        np.copyto(cols_taps, windows)
+        product(cols_t, weights, out=acc)
+        finish()
+    return gemm
 
 
 def _gemm_plan(data: DepthwiseData, operand: np.ndarray, zp_in: int, in_shape, out_shape, kernel) -> _GemmPlan:

@@ -307,3 +307,28 @@ def test_shared_im2col_blocks_are_rewritten_when_another_geometry_used_them():
         got = shared[turn].fill(x).copy()
         assert shared[turn].holds() and not any(g.holds() for i, g in enumerate(shared) if i != turn)
         assert np.array_equal(got, owned[turn].fill(x))
+
+
+@pytest.mark.parametrize("params", [
+    {"kh": 3, "kw": 3, "c_in": 3, "act": "NONE", "zp_out": 5},            # signed rounding, zp-filled image
+    {"kh": 1, "kw": 1, "c_in": 5, "act": "RELU"},                           # read straight from the input
+    {"kh": 2, "kw": 2, "c_in": 4, "n": 2, "stride": (2, 1), "act": "RELU6"},
+])
+def test_small_layers_bind_their_plan(params):
+    """A small layer runs its plan bound to the arena views (ConvPlan.bind, Epilogue.bind): the same outputs as
+    the plan's own run, invoke after invoke, and as the wheel; a layer above BIND_OUTPUTS keeps the invoke."""
+    rng = np.random.default_rng(4)
+    model, (shape, kind) = build(rng, **params)
+    it = Interpreter(model)
+    call, data = it.runtime.graph.calls[0][0], it.runtime.op_data[0]
+    assert getattr(call, "__name__", "") == "call"
+    out = np.empty(it.get_output_details(0)["shape"], np.int8)
+    for _ in range(3):
+        x = random_tensor(rng, shape, kind)
+        it.set_input(x)
+        it.invoke()
+        data.plan.run(x, out.reshape(data.plan.rows, -1))
+        np.testing.assert_array_equal(it.get_output(), out)
+        assert_matches_tflm(model, [x])
+    big, _ = build(rng, kh=1, kw=1, c_in=4, c_out=64, h=40, w=30)
+    assert not hasattr(Interpreter(big).runtime.graph.calls[0][0], "__name__")

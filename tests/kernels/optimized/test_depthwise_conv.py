@@ -213,3 +213,24 @@ def test_one_channel_batches_run_in_blocks_of_samples(monkeypatch, samples):
         (plan.cols.shape[0] + plan.acc.shape[1])
     monkeypatch.setattr(opt, "_BLOCK_BYTES", samples * per_sample + per_sample // 2)
     assert _run(*case).runtime.op_data[0].plan.step == samples
+
+
+@pytest.mark.parametrize("params", [
+    {"c_in": 3, "mult": 2, "stride": (2, 2), "act": "NONE", "zp_out": 7},      # taps, two column phases, signed
+    {"c_in": 4, "kh": 3, "kw": 3, "padding": "SAME", "act": "RELU"},            # taps, one phase
+    {"c_in": 1, "mult": 4, "act": "RELU6"},                                     # one channel: GEMM, folded
+])
+def test_small_layers_bind_their_plan(params):
+    """A small layer runs its plan bound to the arena views: the same outputs as the plan's invoke (the reference
+    interpreter too), invoke after invoke, and as the wheel."""
+    rng = np.random.default_rng(6)
+    model, (shape, kind) = build(rng, op=DW, **params)
+    it, ref = Interpreter(model), Interpreter(model, optimized=False)
+    assert getattr(it.runtime.graph.calls[0][0], "__name__", "") in ("taps", "gemm")
+    for _ in range(3):
+        x = random_tensor(rng, shape, kind)
+        for i in (it, ref):
+            i.set_input(x)
+            i.invoke()
+        np.testing.assert_array_equal(it.get_output(), ref.get_output())
+        assert_matches_tflm(model, [x])
