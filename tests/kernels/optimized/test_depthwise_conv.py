@@ -17,6 +17,7 @@ from microinterp.testing.single_op import assert_matches_tflm, random_tensor
 from microinterp.testing.tflm import compare_optimized
 
 from ..test_conv import ACTS, build
+from .test_conv import optimized_equals_reference_over_invokes
 
 DW = "DEPTHWISE_CONV_2D"
 ZPS = [-128, 127, 0, -1, 64]
@@ -175,13 +176,7 @@ def test_repeated_invokes_keep_the_padding():
     """The padded buffers persist between invokes; each invoke must only overwrite the image interior."""
     rng = np.random.default_rng(3)
     model, (shape, kind) = build(rng, op=DW, h=7, w=8, c_in=3, mult=2, kh=3, kw=3, stride=(2, 2), zp_in=90)
-    it_opt, it_ref = Interpreter(model), Interpreter(model, optimized=False)
-    for _ in range(3):
-        x = random_tensor(rng, shape, kind)
-        for it in (it_opt, it_ref):
-            it.set_input(x)
-            it.invoke()
-        np.testing.assert_array_equal(it_opt.get_output(), it_ref.get_output())
+    optimized_equals_reference_over_invokes(model, [random_tensor(rng, shape, kind) for _ in range(3)])
 
 
 def test_non_constant_filter_falls_back():
@@ -225,12 +220,8 @@ def test_small_layers_bind_their_plan(params):
     interpreter too), invoke after invoke, and as the wheel."""
     rng = np.random.default_rng(6)
     model, (shape, kind) = build(rng, op=DW, **params)
-    it, ref = Interpreter(model), Interpreter(model, optimized=False)
-    assert getattr(it.runtime.graph.calls[0][0], "__name__", "") in ("taps", "gemm")
-    for _ in range(3):
-        x = random_tensor(rng, shape, kind)
-        for i in (it, ref):
-            i.set_input(x)
-            i.invoke()
-        np.testing.assert_array_equal(it.get_output(), ref.get_output())
+    assert getattr(Interpreter(model).runtime.graph.calls[0][0], "__name__", "") in ("taps", "gemm")
+    inputs = [random_tensor(rng, shape, kind) for _ in range(3)]
+    optimized_equals_reference_over_invokes(model, inputs)
+    for x in inputs:
         assert_matches_tflm(model, [x])
