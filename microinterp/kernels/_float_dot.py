@@ -300,7 +300,8 @@ class BoundDot:
     def _keep_sums(self, sums, totals: np.ndarray) -> None:
         """``sums()`` computes the totals into ``totals`` (a kept buffer; it returns them as ``[N, C]``); the NaN
         test reads the buffer flat."""
-        self.sums, self.flat, self.ones = sums, totals.reshape(-1), np.ones(totals.size, np.float32)
+        self.sums, self.ones = sums, np.ones(totals.size, np.float32)
+        self.flat_dot = totals.reshape(-1).dot        # the bound method: no dispatch through np.dot
 
     def _keep(self, a: np.ndarray, b: np.ndarray, shape: tuple[int, int, int], axis: int,
               skip: np.ndarray | None) -> None:
@@ -314,7 +315,7 @@ class BoundDot:
         accumulation) computes the totals without the NaN repair, for callers that know no NaN can arise."""
         if self.sums is not None:
             total = self.sums()
-            if math.isnan(np.dot(self.flat, self.ones)):
+            if math.isnan(self.flat_dot(self.ones)):
                 _repair_nans(total, self.inputs_of, None, self.nan_from)     # a NaN somewhere (or inf - inf)
             return total
         if self.block is None:
@@ -473,7 +474,7 @@ class BiasClamp:
     def __init__(self, bias: np.ndarray | None, nan_from: str, lo: Any, hi: Any, out: np.ndarray):
         self.bias, self.nan_from, self.out = bias, nan_from, out
         self.bias_nan = bias is not None and bool(np.isnan(bias).any())     # a constant bias: known once
-        self.lo, self.hi = np.float32(lo), np.float32(hi)
+        self.lo, self.hi = np.array(lo, np.float32), np.array(hi, np.float32)   # 0-d arrays: the clip's cheapest
 
     def __call__(self, acc: np.ndarray) -> None:
         if self.bias_nan:

@@ -12,6 +12,7 @@ Maxima are associative, so the taps are applied separably (x taps, then y taps),
 from __future__ import annotations
 
 import numpy as np
+from numpy._core import umath as np_umath
 
 from ..quant import QMIN
 from .binary_common import FLT_LOWEST, clamp_float_, clamp_into
@@ -65,8 +66,8 @@ class MaxPool2D:
             np.fmax(y_taps[0], lowest, out=best)
             for tap in y_taps[1:]:
                 np.fmax(tap, best, out=best)
-            if (src_bits == _MINUS_ZERO_BITS).any():     # a -0.0 tap: make zero signs exact
-                _fix_zero_signs(best, band, data, ys, xs)
+            if np_umath.minimum.reduce(src_bits, axis=None) == _MINUS_ZERO_BITS:     # a -0.0 tap (the least
+                _fix_zero_signs(best, band, data, ys, xs)                           # int32): exact zero signs
             clamp_into(best, lo, hi, out)
         return call
 

@@ -28,6 +28,7 @@ SRDHM / RDBPOT per element. Likewise the int16 exp look-up is tabulated for all 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -181,6 +182,8 @@ class Softmax:
         scaled = data.beta != 1.0       # (x - max) * 1.f is x - max, NaN, -0.f and infinities included
         sums = total if sums_by_row else running[:, -1]
         divisor = sums[:, None]
+        # a NaN total shows in the totals' dot product with ones (a total is a sum of e in [0, 1], or NaN)
+        ones = np.ones(rows.shape[0], np.float32)
 
         def call() -> None:       # under the runtime's quiet errstate
             np.fmax.reduce(rows, axis=1, keepdims=True, initial=lowest, out=top)     # std::max: NaN never wins
@@ -195,7 +198,8 @@ class Softmax:
             else:                 # one row: its running sums, the last one the total
                 np.cumsum(e, axis=1, dtype=np.float32, out=running)
             np.divide(e, divisor, out=dst)
-            nan_rows_as_x86(e, sums, dst)
+            if math.isnan(np.dot(sums, ones)):
+                nan_rows_as_x86(e, sums, dst)
         return call
 
     def invoke(self, ctx, op, data: SoftmaxData) -> None:
