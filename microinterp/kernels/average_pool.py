@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .binary_common import clamp_float_, clamp_into
+from .binary_common import bind_clamp_into, clamp_float_
 from .pooling_common import (
     PoolData,
     PoolTiler,
@@ -58,7 +58,7 @@ class AveragePool2D:
         taps = [band[:, ky:ky + ys:sh, kx:kx + xs:sw] for ky in range(data.filter_h) for kx in range(data.filter_w)]
         total = np.empty(out.shape, np.float32)
         count = data.count[:, :, None].astype(np.float32)
-        lo, hi, zero = data.act_min, data.act_max, np.float32(0.0)
+        zero, clamp = np.float32(0.0), bind_clamp_into(total, data.act_min, data.act_max, out)
 
         def call() -> None:       # under the runtime's quiet errstate
             if dst is not None:
@@ -67,7 +67,7 @@ class AveragePool2D:
             for tap in taps[1:]:  # y taps outer, x taps inner: one float32 add per tap, as TFLM
                 np.add(total, tap, out=total)
             np.divide(total, count, out=total)
-            clamp_into(total, lo, hi, out)
+            clamp()
         return call
 
     def invoke(self, ctx, op, data: PoolData) -> None:

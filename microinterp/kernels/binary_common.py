@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy._core import umath as np_umath
+from numpy._core.multiarray import copyto as _copyto
 
 from ..quant import INT32_MAX, INT32_MIN, activation_range_float
 from ._broadcast import laid_out, refreshed
@@ -50,10 +51,55 @@ def int32_activation_range(activation: str) -> tuple[int, int]:
 
 
 def clamp_float_(x: np.ndarray, lo: np.float32, hi: np.float32) -> np.ndarray:
-    """In place ``std::min(std::max(x, lo), hi)`` with C++ semantics (signed zeros kept, NaN passes)."""
-    np.copyto(x, lo, where=x < lo)
-    np.copyto(x, hi, where=hi < x)
+    """In place ``std::min(std::max(x, lo), hi)`` with C++ semantics (signed zeros kept, NaN passes): the masked
+    copy of ``lo``, then a nonzero ``hi`` by the clip ufunc with ``-inf`` below (it only moves values past a
+    nonzero bound, keeping NaN bits and ``-0.f``), a zero one by a second masked copy. The bounds as 0-d arrays:
+    a scalar costs the masked copy three times its work on small tensors."""
+    lo0, hi0 = np.array(lo, np.float32), np.array(hi, np.float32)
+    _copyto(x, lo0, where=x < lo0)
+    if hi != 0:
+        np_umath.clip(x, _NEG_INF, hi0, out=x)
+    else:
+        _copyto(x, hi0, where=hi0 < x)
     return x
+
+
+def bind_clamp(x: np.ndarray, lo: np.float32, hi: np.float32) -> Callable[[], None]:
+    """:func:`clamp_float_` of the fixed array ``x`` as a call without arguments: its mask and bounds kept (without
+    a zero bound, the clip ufunc alone: see :func:`clamp_into`)."""
+    lo0, hi0, mask = np.array(lo, np.float32), np.array(hi, np.float32), np.empty(x.shape, bool)
+    clip, less = np_umath.clip, np_umath.less
+    if lo != 0 and hi != 0:
+        return lambda: clip(x, lo0, hi0, out=x)
+    if hi != 0:
+        def low() -> None:
+            less(x, lo0, out=mask)
+            _copyto(x, lo0, where=mask)
+            clip(x, _NEG_INF, hi0, out=x)
+        return low
+
+    def both() -> None:
+        less(x, lo0, out=mask)
+        _copyto(x, lo0, where=mask)
+        less(hi0, x, out=mask)
+        _copyto(x, hi0, where=mask)
+    return both
+
+
+def bind_clamp_into(x: np.ndarray, lo: np.float32, hi: np.float32, out: np.ndarray) -> Callable[[], None]:
+    """:func:`clamp_into` of fixed arrays as a call without arguments (``x`` overwritten where a bound is zero)."""
+    if lo != 0 and hi != 0:
+        clip, lo0, hi0 = np_umath.clip, np.array(lo, np.float32), np.array(hi, np.float32)
+        return lambda: clip(x, lo0, hi0, out=out)
+    clamp = bind_clamp(x, lo, hi)
+
+    def into() -> None:
+        clamp()
+        _copyto(out, x)
+    return into
+
+
+_NEG_INF = np.array(-np.inf, np.float32)
 
 
 def clamp_into(x: np.ndarray, lo: np.float32, hi: np.float32, out: np.ndarray) -> None:
@@ -170,9 +216,9 @@ def float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.ndarra
 def bind_float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.ndarray, shape: tuple[int, ...],
                       lo: np.float32, hi: np.float32) -> Callable[[], None] | None:
     """:func:`float_binary` as a call without arguments on fixed views (the interpreter's ``bind``), or None when the
-    output is not a contiguous view of the broadcast shape. Without an activation (``lo, hi = -+FLT_MAX``) the clamp is
-    NumPy's clip ufunc in place, exact there: it only maps +-inf to +-FLT_MAX and keeps every NaN's bits; with a zero
-    bound (RELU, RELU6) it stays :func:`clamp_float_`, which keeps ``-0.f`` as ``std::max`` does."""
+    output is not a contiguous view of the broadcast shape. The clamp is :func:`bind_clamp`: without an activation
+    (``lo, hi = -+FLT_MAX``) NumPy's clip ufunc in place, exact there: it only maps +-inf to +-FLT_MAX and keeps every
+    NaN's bits; with a zero bound (RELU, RELU6) the masked copy, which keeps ``-0.f`` as ``std::max`` does."""
     if not out.size:
         return _nothing             # an empty output: nothing to compute
     y = out.reshape(shape)
@@ -185,22 +231,18 @@ def bind_float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.n
     (x1, x2), y, refreshes = laid_out((x1, x2), y)     # a short broadcast inner loop made long
     if never_both or (k is not None and numpy_keeps(ufunc, x1, x2, y, k)):
         k = None        # two NaNs never meet (a constant operand without any), or NumPy keeps the right one
-    if lo != 0 and hi != 0:
-        clip = np_umath.clip
+    # both_nan_as_x86's NaN test, cheaper: a contiguous output's dot with itself is NaN exactly where the output
+    # holds a NaN (squares are never negative: no inf - inf)
+    flat = y.reshape(-1) if y.flags.c_contiguous else None
+    squares = None if flat is None else flat.dot
+    clamp = bind_clamp(y, lo, hi)
 
-        def call() -> None:         # under the runtime's errstate (it ignores float errors once per invoke)
-            ufunc(x1, x2, out=y)
-            if k is not None:
-                both_nan_as_x86(k, x1, x2, y)
-            clip(y, lo, hi, out=y)
-        return refreshed(refreshes, call)
-
-    def clamped() -> None:
+    def call() -> None:         # under the runtime's errstate (it ignores float errors once per invoke)
         ufunc(x1, x2, out=y)
-        if k is not None:
+        if k is not None and (squares is None or math.isnan(squares(flat))):
             both_nan_as_x86(k, x1, x2, y)
-        clamp_float_(y, lo, hi)
-    return refreshed(refreshes, clamped)
+        clamp()
+    return refreshed(refreshes, call)
 
 
 def _nothing() -> None:

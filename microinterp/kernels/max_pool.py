@@ -15,7 +15,7 @@ import numpy as np
 from numpy._core import umath as np_umath
 
 from ..quant import QMIN
-from .binary_common import FLT_LOWEST, clamp_float_, clamp_into
+from .binary_common import FLT_LOWEST, bind_clamp_into, clamp_float_
 from .pooling_common import (
     PoolData,
     PoolTiler,
@@ -55,7 +55,7 @@ class MaxPool2D:
         best = np.empty(across[:, 0:ys:sh].shape, np.float32)
         x_taps = [band[:, :, kx:kx + xs:sw] for kx in range(data.filter_w)]
         y_taps = [across[:, ky:ky + ys:sh] for ky in range(data.filter_h)]
-        lowest, lo, hi = np.float32(FLT_LOWEST), data.act_min, data.act_max
+        lowest, clamp = np.float32(FLT_LOWEST), bind_clamp_into(best, data.act_min, data.act_max, out)
 
         def call() -> None:
             if dst is not None:
@@ -68,7 +68,7 @@ class MaxPool2D:
                 np.fmax(tap, best, out=best)
             if np_umath.minimum.reduce(src_bits, axis=None) == _MINUS_ZERO_BITS:     # a -0.0 tap (the least
                 _fix_zero_signs(best, band, data, ys, xs)                           # int32): exact zero signs
-            clamp_into(best, lo, hi, out)
+            clamp()
         return call
 
     def invoke(self, ctx, op, data: PoolData) -> None:
