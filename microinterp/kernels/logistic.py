@@ -144,7 +144,8 @@ def bind_logistic_float(x: np.ndarray, out: np.ndarray):
     """:func:`logistic_float` of the fixed float32 view ``x`` written into ``out`` (same shape) as a call without
     arguments, on kept buffers (also the float LSTM's gates); under the caller's errstate ignoring float errors."""
     t = np.empty(x.shape, np.float32)
-    expf, one = libm.into("expf"), np.float32(1.0)
+    expf, one = libm.into("expf"), np.array(1.0, np.float32)    # 0-d operands: cheaper per call than scalars
+    above, below = np.array(_SATURATE_ABOVE), np.array(_EXP_BELOW)
     high, low = np.empty(x.shape, bool), np.empty(x.shape, bool)
 
     def call() -> None:
@@ -152,9 +153,9 @@ def bind_logistic_float(x: np.ndarray, out: np.ndarray):
         expf(t, t)
         np.add(one, t, out=t)
         np.divide(one, t, out=out)
-        if np.greater(x, _SATURATE_ABOVE, out=high).any():
+        if np.greater(x, above, out=high).any():
             np.copyto(out, one, where=high)
-        if np.less(x, _EXP_BELOW, out=low).any():
+        if np.less(x, below, out=low).any():
             expf(x, t)
             np.copyto(out, t, where=low)
     return call

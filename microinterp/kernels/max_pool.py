@@ -55,7 +55,7 @@ class MaxPool2D:
         best = np.empty(across[:, 0:ys:sh].shape, np.float32)
         x_taps = [band[:, :, kx:kx + xs:sw] for kx in range(data.filter_w)]
         y_taps = [across[:, ky:ky + ys:sh] for ky in range(data.filter_h)]
-        lowest, clamp = np.float32(FLT_LOWEST), bind_clamp_into(best, data.act_min, data.act_max, out)
+        lowest, clamp = np.array(FLT_LOWEST, np.float32), bind_clamp_into(best, data.act_min, data.act_max, out)
 
         def call() -> None:
             if dst is not None:

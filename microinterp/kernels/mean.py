@@ -67,7 +67,7 @@ class Mean:
         t_view = t.reshape([x.shape[d] for d in reduced] + [x.shape[d] for d in kept])
         src = x.transpose(reduced + kept)
         total, flat = np.empty(out.size, np.float32), out.reshape(-1)
-        zero, count = np.float32(0.0), np.float32(n)
+        zero, count = np.float32(0.0), np.array(n, np.float32)
 
         def call() -> None:       # under the runtime's quiet errstate
             np.copyto(t_view, src)

@@ -93,7 +93,7 @@ class Prelu:
         view = out.reshape(np.broadcast_shapes(x.shape, alpha.shape))
         (x, alpha), view, refreshes = laid_out((x, alpha), view)     # a short broadcast inner loop made long
         keep = np.empty(x.shape, bool)
-        zero = np.float32(0.0)
+        zero = np.array(0.0, np.float32)         # 0-d: a scalar operand costs each call more
         choose = bind_select(keep, x, view, view)
 
         def call() -> None:       # under the runtime's quiet errstate (inf * 0 -> NaN, as in C)

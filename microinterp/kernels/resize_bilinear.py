@@ -129,7 +129,7 @@ class ResizeBilinear:
         wy0, wy1, wx0, wx1 = data.weights
         wy = np.stack([np.broadcast_to(t.reshape(oh, 1), (oh, ow)).reshape(pixels, 1) for t in (wy0, wy1, wy0, wy1)])
         wx = np.stack([np.broadcast_to(t.reshape(1, ow), (oh, ow)).reshape(pixels, 1) for t in (wx0, wx0, wx1, wx1)])
-        zero = np.float32(0.0)
+        zero = np.array(0.0, np.float32)
 
         def call() -> None:       # under the runtime's quiet errstate
             np.take(flat, index, axis=1, out=taps)

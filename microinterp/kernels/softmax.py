@@ -171,7 +171,7 @@ class Softmax:
         top = np.empty((rows.shape[0], 1), np.float32)
         e = np.empty(rows.shape, np.float32)
         running = np.empty(rows.shape, np.float32)
-        beta, expf, lowest = np.float32(data.beta), libm.into("expf"), FLT_LOWEST
+        beta, expf, lowest = np.array(data.beta, np.float32), libm.into("expf"), FLT_LOWEST
         sums_by_row = len(rows) >= 2 and REDUCE_ROWS_IN_ORDER
         e_t = np.empty(rows.shape[::-1], np.float32)
         total = np.empty(rows.shape[0], np.float32)

@@ -72,7 +72,7 @@ class FastMean:
         if math.prod(x.shape[d] for d in range(x.ndim) if d not in data.axes) != out.size:
             return None
         kept = np.empty([1 if d in data.axes else x.shape[d] for d in range(x.ndim)], np.int32)
-        sums, flat, first = kept.reshape(-1), out.reshape(-1), np.int32(-n * data.lo)
+        sums, flat, first = kept.reshape(-1), out.reshape(-1), np.array(-n * data.lo, np.int32)
 
         def call() -> None:
             np.add.reduce(x, axis=data.axes, dtype=np.int32, keepdims=True, out=kept)
