@@ -11,6 +11,7 @@ rows and returns the hidden state of every step and the final hidden and cell st
 from __future__ import annotations
 
 import numpy as np
+from numpy._core import umath as np_umath
 
 from .. import libm
 from ..libm import tanhf
@@ -273,6 +274,10 @@ def _accumulator_range(w: np.ndarray, x_lo: int, x_hi: int) -> tuple[int, int]:
     return int(ends.min(axis=0).sum(axis=0).min()), int(ends.max(axis=0).sum(axis=0).max())
 
 
+#: :meth:`FloatStep._finite_sequence` leaves the recurrent FC's clamp out while its sums are bounded below this
+#: (far below FLT_MAX: float32 rounding cannot carry a partial sum across it).
+_NO_CLAMP_BELOW = 1e37
+
 #: Where both operands of the LSTM's elementwise add (``AddElementWise``) or product (``reference_ops::Mul``) are NaN,
 #: the operand whose NaN TFLM's compiled loop keeps (measured against the wheel): the first, and the second.
 ADD_KEEPS, MUL_KEEPS = 0, 1
@@ -334,10 +339,17 @@ class FloatStep:
         order = np.r_[s:2 * s, 0:s, 3 * s:4 * s, 2 * s:3 * s]
         if self.w_rec_fast is None:
             w = np.ascontiguousarray(self.w_rec[order])
-            self.w_rec_fast = (w, np.ascontiguousarray(w.T))
+            # the largest |recurrent FC| per unit of |h|: every partial sum of a gate stays below it times max |h|
+            reach = float(np.abs(w.astype(np.float64)).sum(axis=1).max(initial=0.0))
+            self.w_rec_fast = (w, np.ascontiguousarray(w.T), reach)
+        w, w_t, reach = self.w_rec_fast
+        # the recurrent FC's ±FLT_MAX clamp changes nothing while its sums stay far below FLT_MAX: |h| <= 1 after the
+        # first step (o * tanh(c)), the state's own |h| before it
+        clamp_first = reach * float(np.abs(h).max(initial=0.0)) >= _NO_CLAMP_BELOW
+        clamp_later = reach >= _NO_CLAMP_BELOW
         g_in = np.ascontiguousarray(gates_in[:, :, order])
         h_t = np.empty((s, rows), np.float32)
-        dot = BoundDot(h_t, *self.w_rec_fast[:1], None, self.w_rec_fast[1])
+        dot = BoundDot(h_t, w, None, w_t)
         rec = dot.sums if dot.sums is not None else dot        # finite: no NaN for the dot to repair
         pre = np.empty((rows, 4 * s), np.float32)
         sig = np.empty((rows, 3 * s), np.float32)
@@ -345,12 +357,15 @@ class FloatStep:
         gc = np.empty((rows, 2 * s), np.float32)       # [g | c]
         gc[:, s:] = c
         cell, products, t = gc[:, s:], np.empty((rows, 2 * s), np.float32), np.empty((rows, s), np.float32)
-        lo, hi = -lc.FLT_MAX, lc.FLT_MAX
+        lo, hi = np.array(-lc.FLT_MAX, np.float32), np.array(lc.FLT_MAX, np.float32)
         clip = np.float32(d.cell_clip) if d.cell_clip > 0 else None
         for step in range(steps):
             np.copyto(h_t, h.T)
-            np.clip(rec(), lo, hi, out=pre)
-            np.add(g_in[step], pre, out=pre)
+            if clamp_later or (step == 0 and clamp_first):
+                np_umath.clip(rec(), lo, hi, out=pre)
+                np.add(g_in[step], pre, out=pre)
+            else:
+                np.add(g_in[step], rec(), out=pre)
             sigmoids()
             if d.cell_gate_tanh:
                 tanh(pre[:, 3 * s:], gc[:, :s])

@@ -280,3 +280,26 @@ def test_float_nan_payloads_and_infinities_match_the_wheel_bit_for_bit(seed):
         mine.invoke()
         wheel.run([x])
         assert np.array_equal(mine.get_output(0).view(np.uint32), wheel.output(0).view(np.uint32))
+
+
+@pytest.mark.parametrize("h0", [0.0, 0.9])
+def test_float_fast_path_keeps_the_recurrent_clamp_where_sums_can_overflow(h0):
+    """Recurrent weights near -FLT_MAX against gate inputs at +FLT_MAX: the clamped recurrent FC (-FLT_MAX) cancels
+    the input (0) where an unclamped -inf would win. The finite fast path (which leaves the clamp out only for sums
+    bounded far below FLT_MAX) against the step-by-step path on every output bit, with a zero and a large state."""
+    from types import SimpleNamespace
+
+    from microinterp.kernels.lstm_eval import FloatStep
+
+    s, steps = 2, 4
+    data = SimpleNamespace(state=s, cell_clip=0.0, cell_gate_tanh=True)
+    w_rec = np.full((4 * s, s), -3e38, np.float32)
+    step = FloatStep(data, np.zeros((4 * s, 1), np.float32), w_rec, np.zeros(4 * s, np.float32))
+    gates_in = np.full((steps, 1, 4 * s), np.finfo(np.float32).max, np.float32)
+    h, c = np.full((1, s), h0, np.float32), np.zeros((1, s), np.float32)
+    fast = step.sequence(gates_in, h.copy(), c.copy())
+    step.finite = False                 # the step-by-step path, every operation as TFLM's loop
+    slow = step.sequence(gates_in, h.copy(), c.copy())
+    for got, want in zip(fast, slow):
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
