@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..quant import activation_range, mbqm, quantize_multiplier
-from ._float_relu import relu_float
+from ._float_relu import bind_relu, relu_float
 from ._qutil import all_codes, check_scales, lookup, qparams
 from .bands import ROW_LOCAL
 
@@ -73,6 +73,13 @@ class Relu:
         act_min, act_max = activation_range("RELU", s_out, zp_out, y.type_name)
         data = ReluData(zp_in, zp_out, m, shift, act_min, act_max)
         return replace(data, lut=relu_quantized(all_codes(x.type_name), data).astype(y.dtype))
+
+    def bind(self, ctx, op, data: ReluData):
+        """float32 on fixed contiguous views: :func:`._float_relu.bind_relu` (None otherwise)."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        if data.lut is not None or not (x.flags.c_contiguous and out.flags.c_contiguous) or x.size != out.size:
+            return None
+        return bind_relu(x, out, six=False)
 
     def invoke(self, ctx, op, data: ReluData) -> None:
         x = ctx.input(op, 0)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..quant import round_half_away
-from ._float_relu import relu6_float
+from ._float_relu import bind_relu, relu6_float
 from ._qutil import all_codes, clamp_to_type, lookup, qparams, to_int32_x86
 from .bands import ROW_LOCAL
 from .relu import check_activation_types
@@ -51,6 +51,13 @@ class Relu6:
         six = int(clamp_to_type(to_int32_x86(round_half_away(ratio) + zp), x.type_name))
         zero = int(np.array(zp, dtype=np.int64).astype(x.dtype))  # C cast to int8/int16 wraps
         return Relu6Data(zero, six, relu6(all_codes(x.type_name), zero, six))
+
+    def bind(self, ctx, op, data: Relu6Data):
+        """float32 on fixed contiguous views: :func:`._float_relu.bind_relu` (None otherwise)."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        if data.lut is not None or not (x.flags.c_contiguous and out.flags.c_contiguous) or x.size != out.size:
+            return None
+        return bind_relu(x, out, six=True)
 
     def invoke(self, ctx, op, data: Relu6Data) -> None:
         x = ctx.input(op, 0)

@@ -30,3 +30,35 @@ def test_bits_equal_the_c_expression(six, n):
     (relu6_float if six else relu_float)(x, out)
     expected = np.array([_c_relu(v, six) for v in x], np.float32)
     assert np.array_equal(out.view(np.uint32), expected.view(np.uint32))
+
+
+@pytest.mark.parametrize("form", ["clip", "clip dropping -0", "bits"])
+@pytest.mark.parametrize("six", [False, True])
+@pytest.mark.parametrize("n", [1, 7, 16, 33, 1000])
+def test_bound_relu_equals_the_c_expression(six, n, form, monkeypatch):
+    """The bound form (the clip ufunc and the -0.f copy where the probe allows it, else the bits), over the same
+    words with -0.f among them, on two invokes of new values; "clip dropping -0" stands for a NumPy whose clip
+    turns -0.f into +0.f (the probe allows that), which the copy of the -0.f inputs repairs."""
+    from types import SimpleNamespace
+
+    from microinterp.kernels import _float_relu
+
+    assert _float_relu.ufuncs_keep_nan_bits()      # this NumPy: the clip form is the one that runs
+    if form == "bits":
+        monkeypatch.setattr(_float_relu, "ufuncs_keep_nan_bits", lambda: False)
+    if form == "clip dropping -0":
+        def clip(v, lo, hi, out):
+            np.clip(v, lo, hi, out=out)
+            out[out == 0] = 0.0
+
+        monkeypatch.setattr(_float_relu, "np_umath", SimpleNamespace(clip=clip))
+    rng = np.random.default_rng(n + 7)
+    x = np.empty(max(n, len(WORDS)), np.float32)
+    out = np.empty_like(x)
+    call = _float_relu.bind_relu(x, out, six)
+    for _ in range(2):
+        words = np.concatenate([np.array(WORDS, np.uint32), rng.integers(0, 2**32, n, dtype=np.uint32)])
+        x.view(np.uint32)[...] = rng.permutation(words)[:x.size]
+        call()
+        expected = np.array([_c_relu(v, six) for v in x], np.float32)
+        assert np.array_equal(out.view(np.uint32), expected.view(np.uint32))
