@@ -32,6 +32,7 @@ broadcast). Scratch requests, in order: the accumulator (``4·prod(out)`` int8, 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,7 @@ from ..quant import (
 from ._float_dot import (
     EINSUM_IN_ORDER,
     REDUCE_ROWS_IN_ORDER,
+    BiasClamp,
     _nans_as_x86,
     add_bias_x86,
     c_einsum,
@@ -152,7 +154,7 @@ class TransposeConv:
         x, out = ctx.input(op, 2), ctx.output(op, 0)
         gather = FloatGather.build(data, x.shape, ctx.input(op, 1), ctx.input(op, 3) if data.has_bias else None,
                                    0, 0, out.shape[1], out.shape[2])
-        return functools.partial(gather.run, x, out)       # under the runtime's quiet errstate
+        return gather.bound(x, out)       # under the runtime's quiet errstate
 
     def invoke(self, ctx, op, data: TransposeConvData) -> None:
         bias = ctx.input(op, 3) if data.has_bias else None
@@ -310,6 +312,28 @@ class FloatGather:
                    (np.float32(data.act_min), np.float32(data.act_max)), np.zeros(hb * in_w * c_in + 1, np.float32),
                    np.empty((rows * width, w.shape[0]), np.float32),
                    _merge(phases, rows * width, w.shape[0], hb * in_w * c_in))
+
+    def bound(self, x: np.ndarray, out: np.ndarray):
+        """:meth:`run` on fixed views as a call without arguments: for one batch with every phase merged, the copy
+        in, the merged product (its NaN test by the totals' dot with ones), the bias and the clamp of
+        :class:`._float_dot.BiasClamp` (a total from ``+0.f`` is never ``-0.f``: the clip ufunc is exact);
+        :meth:`run` otherwise."""
+        m = self.merged
+        if m is None or out.shape[0] != 1 or m.products is not None:
+            return functools.partial(self.run, x, out)
+        flat, head, src = self.flat, self.flat[:-1], x[0].reshape(-1)
+        finish = BiasClamp(self.bias, BIAS_NAN_FROM, *self.act, out[0].reshape(self.acc.shape))
+        totals, take, cols_t, w = m.totals, flat.take, m.cols_t, m.w
+        any_nan, ones = totals.reshape(-1).dot, np.ones(totals.size, np.float32)
+
+        def call() -> None:
+            np.copyto(head, src)
+            take(m.index_t, out=cols_t)
+            c_einsum("ckp,kp->cp", w, cols_t, out=totals)
+            if math.isnan(any_nan(ones)):
+                _nans_as_x86(totals.T, lambda i, j: (cols_t[:, i], w[j, :, i]), m.skip_t, SUM_NAN_FROM)
+            finish(totals.T)
+        return call
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """``out`` (the band's output rows) from ``x`` (the band's input rows), under an errstate that ignores

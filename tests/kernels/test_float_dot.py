@@ -279,6 +279,22 @@ def test_transpose_conv_keeps_the_products_nan_in_its_sums_and_the_totals_agains
     assert_bitwise_matches_tflm(model, [x])
 
 
+@pytest.mark.parametrize("words", [(0x7FC00456, 0x7FC00789), (0xFFC00456, 0x7F800001), (0x7FC00001, 0xFFC00002)])
+def test_transpose_conv_bound_einsum_keeps_the_later_products_nan(words):
+    """A finite filter (the bound merged einsum): two NaN inputs of different payloads reach each output, and the
+    wheel keeps the later product's NaN -- so does the bound call (NumPy's einsum keeps it here; the repair after
+    it would restore it where another build's would not)."""
+    filt = np.array([1.5, -2.0, 0.5, 3.0], np.float32).reshape(2, 1, 1, 2)
+    model = single_op("TRANSPOSE_CONV", [T((4,), "INT32", data=np.array([1, 1, 3, 2], np.int32)),
+                                         T(filt.shape, "FLOAT32", data=filt), T((1, 1, 3, 2), "FLOAT32")],
+                      T((1, 1, 3, 2), "FLOAT32"), padding="VALID", stride_h=1, stride_w=1,
+                      fused_activation_function="NONE")
+    x = np.zeros((1, 1, 3, 2), np.float32)
+    x.view(np.uint32)[0, 0, :2] = words
+    x[0, 0, 2] = [1.0, -1.0]
+    assert_bitwise_matches_tflm(model, [x])
+
+
 @pytest.mark.parametrize("op,h,c,stride", [("DEPTHWISE_CONV_2D", 6, 20, 1), ("DEPTHWISE_CONV_2D", 5, 17, 2),
                                            ("DEPTHWISE_CONV_2D", 1, 24, 1), ("CONV_2D", 2, 24, 1),
                                            ("CONV_2D", 7, 3, 2)])
