@@ -477,8 +477,10 @@ class Conv2D:
         to the arena views (:meth:`ConvPlan.bind`)."""
         if data.plan is None:
             return REFERENCE.bind(ctx, op, data)
-        out = ctx.output(op, 0)
-        return data.plan.bind(ctx.input(op, 0), out.reshape(data.plan.rows, out.shape[-1]))
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        if x.shape[1] != data.in_h or out.size != data.plan.rows * out.shape[-1]:
+            return None         # views of some rows (a phased segment's line buffers): the segment runs it
+        return data.plan.bind(x, out.reshape(data.plan.rows, out.shape[-1]))
 
     def invoke(self, ctx, op, data: FastConvData) -> None:
         if data.plan is None:

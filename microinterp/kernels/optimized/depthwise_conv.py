@@ -285,8 +285,8 @@ def _bind_plan(data: OptimizedDepthwiseData, x: np.ndarray, out: np.ndarray):
     copies, ``c_einsum`` (what ``np.einsum`` calls) or the product, the epilogue bound to the plan's accumulator
     (:meth:`._epilogue.Epilogue.bind`). None otherwise."""
     plan = data.plan
-    if out.size > BIND_OUTPUTS or not out.flags.c_contiguous:
-        return None
+    if out.size > BIND_OUTPUTS or not out.flags.c_contiguous or out.size != plan.acc.size or x.shape[1] != data.in_h:
+        return None             # also views of some rows (a phased segment's line buffers): the segment runs it
     if isinstance(plan, _TapsPlan):
         finish = data.epilogue.bind(plan.acc, out, folded=data.folded)
         if finish is None:

@@ -332,3 +332,17 @@ def test_small_layers_bind_their_plan(params):
         assert_matches_tflm(model, [x])
     big, _ = build(rng, kh=1, kw=1, c_in=4, c_out=64, h=40, w=30)
     assert not hasattr(Interpreter(big).runtime.graph.calls[0][0], "__name__")
+
+
+def test_layers_of_a_phased_segment_are_left_unbound():
+    """The phased planner keeps some rows of a segment's tensors (line buffers): their convolutions run inside the
+    segment, so binding them to the whole-tensor plan must decline (their views are not the plan's shapes)."""
+    from ...pager.test_fusion import resnet_block_net
+
+    model = resnet_block_net()
+    phased, whole = Interpreter(model, planner="phased"), Interpreter(model)
+    x = np.random.default_rng(0).integers(-128, 128, size=(1, 32, 32, 4)).astype(np.int8)
+    for it in (phased, whole):
+        it.set_input(x)
+        it.invoke()
+    np.testing.assert_array_equal(phased.get_output(), whole.get_output())
