@@ -39,6 +39,7 @@ from ..cost.mcu import McuProfile, get_profile
 from ..errors import ArenaOverflowError, ConfigError, HostMemoryError, InputError
 from ..kernels.base import InvokeContext, PrepareContext, prepare_ops
 from ..runtime.base import OutOfCore, reset_variable
+from ..runtime.memory import quiet_floats
 from ..storage.sd import SdImage
 from .engine import Engine
 from .fusion import ChainPlanner, find_chains
@@ -280,8 +281,11 @@ class Pager:
 
     # -- running ---------------------------------------------------------------------------------------------------------
     def invoke(self, progress: Any = None) -> None:
+        """Every op tile by tile, under the float state the in-memory runtime runs in (overflow, invalid operations
+        and underflow give their IEEE results silently, as in C: no NumPy warnings from a kernel's float work)."""
         try:
-            self.last_records = self.engine.invoke(self.buffers, progress)
+            with quiet_floats():
+                self.last_records = self.engine.invoke(self.buffers, progress)
         except MemoryError as e:
             raise HostMemoryError(f"the host ran out of memory in an out-of-core kernel ({e}); a smaller "
                                   "tile= or pools= keeps its buffers smaller") from e

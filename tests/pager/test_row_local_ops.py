@@ -79,6 +79,7 @@ def _input(seed: int) -> np.ndarray:
     return x
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")     # out of core too, float results as in C: no warnings
 @pytest.mark.parametrize("op", UNARY + BINARY + COMPARE)
 def test_row_local_op_runs_in_bands_out_of_core(tmp_path, op):
     _runs_in_bands(tmp_path, _model(op), _input(3), op)
