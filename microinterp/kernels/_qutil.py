@@ -16,6 +16,8 @@ convolutions, ...).
   against the output tensor.
 * :func:`unpack_int4` -- TFLM's ``UnpackDenseInt4IntoInt8`` for packed INT4 weights (CONV_2D, DEPTHWISE_CONV_2D,
   FULLY_CONNECTED).
+* :func:`count_nonzero` -- NumPy's C function itself, for bound calls' "any of this mask?" tests: 0.05 us where
+  ``mask.any()`` (a Python method and a reduction) takes 0.7.
 """
 
 from __future__ import annotations
@@ -27,11 +29,17 @@ import numpy as np
 
 from ..quant import INT32_MIN, QMAX, QMIN, round_half_away
 
+try:
+    from numpy._core.multiarray import count_nonzero
+except ImportError:         # another layout: the public function
+    count_nonzero = np.count_nonzero
+
 __all__ = [
     "all_codes",
     "broadcast_shape",
     "check_flat_or_broadcast",
     "clamp_to_type",
+    "count_nonzero",
     "extend_shape",
     "first_int32",
     "lookup",

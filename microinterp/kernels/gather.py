@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
+from ._qutil import count_nonzero
 from .bands import RowBands
 from .base import is_batch1_nhwc
 
@@ -128,9 +129,13 @@ class Gather:
         _, outer, axis_size, inner = data.in_view
         src, pos = x.reshape(outer, axis_size, inner), positions.reshape(-1)
         dst = out.reshape(outer, pos.size, inner)
+        # one unsigned compare finds a position below 0 (a word of 2^(bits-1) or more) or at or past the axis' size
+        unsigned = pos.view(np.dtype(f"u{pos.itemsize}"))
+        size = np.array(min(axis_size, 1 << (8 * pos.itemsize - 1)), unsigned.dtype)
+        outside = np.empty(pos.shape, bool)
 
         def call() -> None:
-            if pos.size and (pos.min() < 0 or pos.max() >= axis_size):
+            if count_nonzero(np.greater_equal(unsigned, size, out=outside)):
                 raise InputError(f"op {op.index} (GATHER): a position is outside [0, {axis_size}) "
                                  "(TFLM fails the invoke)")
             np.take(src, pos, axis=1, out=dst)

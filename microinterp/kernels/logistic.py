@@ -38,7 +38,7 @@ from ..quant import (
     mbqm,
     rdbpot,
 )
-from ._qutil import all_codes, lookup, qparams
+from ._qutil import all_codes, count_nonzero, lookup, qparams
 from .bands import ROW_LOCAL
 
 _INPUT_INTEGER_BITS = 4  # int8 path: input rescaled to Q4.27
@@ -153,9 +153,9 @@ def bind_logistic_float(x: np.ndarray, out: np.ndarray):
         expf(t, t)
         np.add(one, t, out=t)
         np.divide(one, t, out=out)
-        if np.greater(x, above, out=high).any():
+        if count_nonzero(np.greater(x, above, out=high)):
             np.copyto(out, one, where=high)
-        if np.less(x, below, out=low).any():
+        if count_nonzero(np.less(x, below, out=low)):
             expf(x, t)
             np.copyto(out, t, where=low)
     return call

@@ -41,15 +41,23 @@ def test_gather_matches_tflm(case):
     check(data, np.random.default_rng(seed), overrides=overrides)
 
 
-@pytest.mark.parametrize("positions", [[1, 4], [-1, 0]])
-def test_position_out_of_range_fails_invoke(positions):
+@pytest.mark.parametrize("positions,outside", [([1, 4], True), ([-1, 0], True), ([3, 0], False),
+                                               ([-(1 << 31), 2], True)])
+def test_position_out_of_range_fails_invoke(positions, outside):
+    """Positions given at invoke, checked as one unsigned compare: below 0 or at the axis' size fail the invoke,
+    the last position does not."""
     q = quant("INT8")
     data = model("GATHER", [T((4, 3), "INT8", **q), T((2,), "INT32")], T((2, 3), "INT8", **q), axis=0)
     interp = Interpreter(data)
-    interp.set_input(np.zeros((4, 3), np.int8), 0)
+    x = np.arange(12, dtype=np.int8).reshape(4, 3)
+    interp.set_input(x, 0)
     interp.set_input(np.array(positions, np.int32), 1)
-    with pytest.raises(InputError, match="outside"):
+    if outside:
+        with pytest.raises(InputError, match="outside"):
+            interp.invoke()
+    else:
         interp.invoke()
+        np.testing.assert_array_equal(interp.get_output(), x[positions])
 
 
 def test_refusals():
