@@ -15,6 +15,8 @@ import functools
 import numpy as np
 from numpy._core import umath as np_umath
 
+from ._qutil import bind_minus_zero_test
+
 _NEG_FIRST = np.uint32(0x80000001)
 _NEG_SPAN = np.uint32(0xFF800000 - 0x80000001)
 _SIX = np.uint32(0x40C00000)
@@ -75,18 +77,18 @@ def ufuncs_keep_nan_bits() -> bool:
 def bind_relu(x: np.ndarray, out: np.ndarray, six: bool):
     """RELU (``six``: RELU6) of the fixed view ``x`` into ``out`` as a call without arguments (both C-contiguous
     float32 of one size): the clip ufunc to ``[0, inf]`` / ``[0, 6]`` where :func:`ufuncs_keep_nan_bits` (NumPy's
-    NaN-propagating ``maximum`` runs four times slower), then the ``-0.f`` inputs copied through (found by the int32
-    minimum: ``-0.f`` is the least word); else :func:`relu_float` / :func:`relu6_float`."""
+    NaN-propagating ``maximum`` runs four times slower), then the ``-0.f`` inputs copied through (found by
+    :func:`._qutil.bind_minus_zero_test`); else :func:`relu_float` / :func:`relu6_float`."""
     if not ufuncs_keep_nan_bits():
         fn = relu6_float if six else relu_float
         return lambda: fn(x, out)
     src, dst = x.reshape(-1), out.reshape(-1)
-    bits, least = src.view(np.int32), np.minimum.reduce
+    bits, has_minus_zero = src.view(np.int32), bind_minus_zero_test(src)
     zero, top = np.array(0.0, np.float32), np.array(6.0 if six else np.inf, np.float32)
     clip = np_umath.clip
 
     def call() -> None:
         clip(src, zero, top, out=dst)
-        if least(bits, axis=None) == _MINUS_ZERO:
+        if has_minus_zero():
             np.copyto(dst, src, where=bits == _MINUS_ZERO)
     return call

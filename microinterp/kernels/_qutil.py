@@ -17,7 +17,7 @@ convolutions, ...).
 * :func:`unpack_int4` -- TFLM's ``UnpackDenseInt4IntoInt8`` for packed INT4 weights (CONV_2D, DEPTHWISE_CONV_2D,
   FULLY_CONNECTED).
 * :func:`count_nonzero` -- NumPy's C function itself, for bound calls' "any of this mask?" tests: 0.05 us where
-  ``mask.any()`` (a Python method and a reduction) takes 0.7.
+  ``mask.any()`` (a Python method and a reduction) takes 0.7; :func:`bind_minus_zero_test` uses it.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ except ImportError:         # another layout: the public function
 
 __all__ = [
     "all_codes",
+    "bind_minus_zero_test",
     "broadcast_shape",
     "check_flat_or_broadcast",
     "clamp_to_type",
@@ -212,3 +213,19 @@ def unpack_int4(packed: np.ndarray, out: np.ndarray) -> np.ndarray:
     flat[0::2] = ((b[:(n + 1) // 2] << 4) >> 4)
     flat[1::2] = b[:n // 2] >> 4
     return out
+
+
+#: From this many elements :func:`bind_minus_zero_test` reduces instead of comparing into a mask.
+MINUS_ZERO_REDUCE_FROM = 4096
+
+
+def bind_minus_zero_test(x: np.ndarray) -> Callable[[], bool]:
+    """Whether the fixed float32 array ``x`` holds a ``-0.f``, as a call: its word, ``0x80000000``, is the least
+    int32, so on large arrays one minimum reduction tells; on small ones a compare into a kept mask and
+    :func:`count_nonzero` cost less than the reduction's call."""
+    bits = x.view(np.int32)
+    if bits.size >= MINUS_ZERO_REDUCE_FROM:
+        least = np.minimum.reduce
+        return lambda: least(bits, axis=None) == INT32_MIN
+    mask, word = np.empty(bits.shape, bool), np.int32(INT32_MIN)
+    return lambda: bool(count_nonzero(np.equal(bits, word, out=mask)))

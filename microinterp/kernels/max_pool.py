@@ -12,9 +12,9 @@ Maxima are associative, so the taps are applied separably (x taps, then y taps),
 from __future__ import annotations
 
 import numpy as np
-from numpy._core import umath as np_umath
 
 from ..quant import QMIN
+from ._qutil import bind_minus_zero_test
 from .binary_common import FLT_LOWEST, bind_clamp_into, clamp_float_
 from .pooling_common import (
     PoolData,
@@ -48,7 +48,7 @@ class MaxPool2D:
         if fixed is None:
             return None
         band, dst, src = fixed
-        src_bits = src.view(np.int32)
+        has_minus_zero = bind_minus_zero_test(src)
         sh, sw = data.stride_h, data.stride_w
         ys, xs = (data.out_h - 1) * sh + 1, (data.out_w - 1) * sw + 1
         across = np.empty(band[:, :, 0:xs:sw].shape, np.float32)
@@ -66,8 +66,8 @@ class MaxPool2D:
             np.fmax(y_taps[0], lowest, out=best)
             for tap in y_taps[1:]:
                 np.fmax(tap, best, out=best)
-            if np_umath.minimum.reduce(src_bits, axis=None) == _MINUS_ZERO_BITS:     # a -0.0 tap (the least
-                _fix_zero_signs(best, band, data, ys, xs)                           # int32): exact zero signs
+            if has_minus_zero():      # a -0.0 tap: make zero signs exact
+                _fix_zero_signs(best, band, data, ys, xs)
             clamp()
         return call
 

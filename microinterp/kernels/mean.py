@@ -68,11 +68,12 @@ class Mean:
         src = x.transpose(reduced + kept)
         total, flat = np.empty(out.size, np.float32), out.reshape(-1)
         zero, count = np.float32(0.0), np.array(n, np.float32)
+        total_dot, ones = total.dot, np.ones(out.size, np.float32)     # NaN where a total is (or inf - inf)
 
         def call() -> None:       # under the runtime's quiet errstate
             np.copyto(t_view, src)
             np.add.reduce(t, axis=0, out=total, initial=zero)
-            if math.isnan(np.add.reduce(total)):
+            if math.isnan(total_dot(ones)):
                 bad = np.flatnonzero(np.isnan(total))
                 total[bad] = rc.float_sum(np.ascontiguousarray(t[:, bad].T))
             np.divide(total, count, out=flat)

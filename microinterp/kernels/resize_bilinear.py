@@ -130,6 +130,7 @@ class ResizeBilinear:
         wy = np.stack([np.broadcast_to(t.reshape(oh, 1), (oh, ow)).reshape(pixels, 1) for t in (wy0, wy1, wy0, wy1)])
         wx = np.stack([np.broadcast_to(t.reshape(1, ow), (oh, ow)).reshape(pixels, 1) for t in (wx0, wx0, wx1, wx1)])
         zero = np.array(0.0, np.float32)
+        dst_dot, ones = out.reshape(-1).dot, np.ones(out.size, np.float32)    # NaN where an output is (or inf - inf)
 
         def call() -> None:       # under the runtime's quiet errstate
             np.take(flat, index, axis=1, out=taps)
@@ -137,7 +138,7 @@ class ResizeBilinear:
             np.multiply(taps, wx, out=taps)
             np.add.reduce(taps, axis=1, out=dst)
             np.add(dst, zero, out=dst)
-            if math.isnan(np.add.reduce(dst, axis=None)):
+            if math.isnan(dst_dot(ones)):
                 nan_sums_as_x86(np.moveaxis(taps, 1, -1).reshape(-1, 4), dst.reshape(-1))
         return call
 
