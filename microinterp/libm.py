@@ -194,11 +194,11 @@ def ceilf(x) -> np.ndarray:
 
 def into(name: str):
     """``f(x, out)``: the C function ``name`` of every element of the float32 array ``x`` written into the float32
-    array ``out`` (the real ufunc with ``out=`` where :data:`BACKEND` is ``libm-ufunc``, else a copy of the result),
+    array ``out`` (the real ufunc itself where :data:`BACKEND` is ``libm-ufunc``, else a copy of the result),
     for kernels bound to fixed views; the caller ignores float errors (the runtime's errstate)."""
     fn = _FUNCS[name]
     if isinstance(fn, np.ufunc):
-        return lambda x, out: fn(x, out=out)
+        return fn               # a ufunc takes its output as the second positional argument: no wrapper call
 
     def copy(x, out):
         out[...] = fn(np.asarray(x, np.float32))

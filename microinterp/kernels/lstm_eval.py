@@ -358,27 +358,31 @@ class FloatStep:
         gc[:, s:] = c
         cell, products, t = gc[:, s:], np.empty((rows, 2 * s), np.float32), np.empty((rows, s), np.float32)
         lo, hi = np.array(-lc.FLT_MAX, np.float32), np.array(lc.FLT_MAX, np.float32)
-        clip = np.float32(d.cell_clip) if d.cell_clip > 0 else None
+        # the cell clip as the clip ufunc (finite values: min(max()) and max(min()) agree, the bounds are nonzero)
+        clip = (np.array(-d.cell_clip, np.float32), np.array(d.cell_clip, np.float32)) if d.cell_clip > 0 else None
+        # every view the loop uses, made once (a slice costs about 0.15 us)
+        h_in, cell_pre, g_gate, if_sig, o_sig = h_t.T, pre[:, 3 * s:], gc[:, :s], sig[:, :2 * s], sig[:, 2 * s:]
+        ig, fc, g_steps, h_steps = products[:, :s], products[:, s:], list(g_in), list(hs)
+        add, multiply, copyto, clip_ufunc = np.add, np.multiply, np.copyto, np_umath.clip
         for step in range(steps):
-            np.copyto(h_t, h.T)
+            copyto(h_in, h)
             if clamp_later or (step == 0 and clamp_first):
-                np_umath.clip(rec(), lo, hi, out=pre)
-                np.add(g_in[step], pre, out=pre)
+                clip_ufunc(rec(), lo, hi, out=pre)
+                add(g_steps[step], pre, out=pre)
             else:
-                np.add(g_in[step], rec(), out=pre)
+                add(g_steps[step], rec(), out=pre)
             sigmoids()
             if d.cell_gate_tanh:
-                tanh(pre[:, 3 * s:], gc[:, :s])
+                tanh(cell_pre, g_gate)
             else:
-                gc[:, :s] = pre[:, 3 * s:]
-            np.multiply(sig[:, :2 * s], gc, out=products)          # [i g | f c]
-            np.add(products[:, :s], products[:, s:], out=cell)
+                copyto(g_gate, cell_pre)
+            multiply(if_sig, gc, out=products)          # [i g | f c]
+            add(ig, fc, out=cell)
             if clip is not None:
-                np.minimum(clip, cell, out=cell)
-                np.maximum(cell, -clip, out=cell)
+                clip_ufunc(cell, clip[0], clip[1], out=cell)
             tanh(cell, t)
-            h = hs[step]
-            np.multiply(t, sig[:, 2 * s:], out=h)
+            h = h_steps[step]
+            multiply(t, o_sig, out=h)
         return hs, h, cell.copy()
 
     def _gates(self, pre: np.ndarray, c: np.ndarray, exact: bool):

@@ -118,6 +118,7 @@ def cases(draw):
 @example(({"kind": "INT8", "w_zp": 5, "batch": 2, "steps": 4}, 0))        # weight zero points are applied
 @example(({"kind": "INT8", "act": "RELU", "batch": 2}, 0))               # non-TANH cell gate stays raw
 @example(({"kind": "FLOAT32", "act": "NONE"}, 0))
+@example(({"kind": "FLOAT32", "cell_clip": 0.5, "batch": 2, "steps": 4, "w_factor": 4.0}, 3))   # the cell clip
 def test_matches_tflm_over_several_invokes(case):
     params, seed = case
     rng = np.random.default_rng(seed)
