@@ -145,8 +145,16 @@ def _einsum_sums(cols_t: np.ndarray, w: np.ndarray, w_t: np.ndarray | None, skip
     layout = einsum_layout(n, c, w, w_t) if skip_t is None and cols_t.flags.c_contiguous else None
     if layout is None:
         return None
-    totals = np.empty((c, n) if layout == "kn,ck->cn" else (n, c), np.float32)
-    return functools.partial(einsum_dot, layout, cols_t, w, w_t, totals), totals
+    if layout == "kn,kc->nc":      # c_einsum returns its output: the [N, C] totals themselves
+        totals = np.empty((n, c), np.float32)
+        return functools.partial(c_einsum, layout, cols_t, w_t, out=totals), totals
+    totals = np.empty((c, n), np.float32)
+    as_nc = totals.T
+
+    def sums() -> np.ndarray:
+        c_einsum(layout, cols_t, w, out=totals)
+        return as_nc
+    return sums, totals
 
 
 def _taps_einsum_sums(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray | None):
