@@ -58,6 +58,8 @@ Host-side work buffers come from a per-thread pool (:func:`._buffers.work_buffer
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ...quant import Requantizer, wrap_int32
@@ -220,8 +222,8 @@ class Epilogue:
 
     def bind(self, acc: np.ndarray, out: np.ndarray, folded: bool = False):
         """:meth:`__call__` (``folded``: :meth:`finish`) of the fixed buffers ``acc`` and ``out`` as a call without
-        arguments, its work buffers its own and every view resolved once (small layers, where a call's Python costs
-        as much as its passes); None when a channel takes the int64 path."""
+        arguments: :meth:`_passes` on buffers of its own and views resolved once (small layers, where a call's
+        Python costs as much as its passes); None when a channel takes the int64 path."""
         rows = acc.size // self.channels if self.channels else 0
         if self._fallback is not None or not self._any_fast or not rows or not acc.flags.c_contiguous:
             return None
@@ -229,28 +231,8 @@ class Epilogue:
         src = acc.reshape(shape)
         t = src if folded else np.empty(shape, np.float64)
         tmp = np.empty(shape, np.float64) if self._signed else None
-        u, top, add, eps, uniform = out.reshape(shape).view(np.uint8), self._top, self._add, self._eps, self._uniform
-        skip_offset = folded and not self._signed           # the fold put the offset in the product
-
-        def call() -> None:
-            if not folded:
-                if src.dtype == np.float64:
-                    np.multiply(src, a, out=t)
-                else:
-                    np.copyto(t, src)
-                    np.multiply(t, a, out=t)
-            if tmp is not None:
-                _clip(t, -eps, eps, out=tmp)
-                if not uniform:
-                    np.multiply(tmp, ratio, out=tmp)
-                np.add(t, tmp, out=t)
-            if not skip_offset:
-                np.add(t, offset, out=t)
-            _clip(t, 0.0, top, out=t)
-            u[...] = t
-            if add:
-                np.add(u, add, out=u)
-        return call
+        return functools.partial(self._passes, src, t, tmp, out.reshape(shape).view(np.uint8), a, ratio, offset,
+                                 folded)
 
     # -- invoke ------------------------------------------------------------------------------------------------------
     def _tiled(self, rows: int) -> tuple:
@@ -279,31 +261,30 @@ class Epilogue:
     def _merged(self, acc: np.ndarray, out: np.ndarray, rows: int, folded: bool = False) -> None:
         shape, a, ratio, offset = self._tiles.get(rows) or self._tiled(rows)
         src = acc.reshape(shape)
-        if folded:                                          # src = x a (+ offset unless signed), exact
-            t = src
-            if not self._signed:
-                self._clamp_store(t, out, shape)
-                return
-        else:
-            t = work_buffer("epilogue_t", shape, np.float64)
+        t = src if folded else work_buffer("epilogue_t", shape, np.float64)
+        tmp = work_buffer("epilogue_sigma", shape, np.float64) if self._signed else None
+        self._passes(src, t, tmp, out.reshape(shape).view(np.uint8), a, ratio, offset, folded)
+
+    def _passes(self, src: np.ndarray, t: np.ndarray, tmp: np.ndarray | None, u: np.ndarray, a, ratio, offset,
+                folded: bool) -> None:
+        """The merged rounding of ``src`` (the work shape, :meth:`_tiled`) into ``u`` (the output's bytes): ``T = x a
+        [+ sigma c] + offset`` in ``t`` (float64; ``t`` is ``src`` when ``folded``: the product is already ``x a``,
+        plus the offset unless the rounding is signed), then ``u = floor(clip(T, 0, act_max - act_min)) + act_min``
+        modulo 256 (``tmp``: the signed rounding's sigma term)."""
+        if not folded:
             if src.dtype == np.float64:
                 np.multiply(src, a, out=t)
             else:
                 np.copyto(t, src)                           # float32 -> float64 first: mixed ufuncs are slow
                 np.multiply(t, a, out=t)
         if self._signed:
-            tmp = work_buffer("epilogue_sigma", shape, np.float64)
             _clip(t, -self._eps, self._eps, out=tmp)        # sigma * eps
             if not self._uniform:
                 np.multiply(tmp, ratio, out=tmp)            # sigma * c  (ratio = c / eps: a power of two, or 0)
             np.add(t, tmp, out=t)
-        np.add(t, offset, out=t)
-        self._clamp_store(t, out, shape)
-
-    def _clamp_store(self, t: np.ndarray, out: np.ndarray, shape: tuple) -> None:
-        """``out = floor(clip(t, 0, act_max - act_min)) + act_min`` (``t`` overwritten)."""
+        if not folded or self._signed:                      # a fold without the sign put the offset in the product
+            np.add(t, offset, out=t)
         _clip(t, 0.0, self._top, out=t)
-        u = out.reshape(shape).view(np.uint8)
         u[...] = t                                          # truncation = floor (t >= 0)
         if self._add:
             np.add(u, self._add, out=u)                     # + act_min modulo 256

@@ -48,6 +48,7 @@ converter-made int8 models).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -265,14 +266,20 @@ def _phase(data: DepthwiseData, w: np.ndarray, qxs: list[int], zp_in: int, in_sh
     return _Phase(buf, dst, src, windows, np.tile(w, (1, 1, ow)), kxs)
 
 
-def _run_taps(plan: _TapsPlan, x: np.ndarray) -> None:
-    """Per phase one sum of products over its taps (einsum's float loops; exact, see the module docstring)."""
+def _tap_sources(plan: _TapsPlan, x: np.ndarray) -> list[np.ndarray | None]:
+    """The view of ``x`` each phase copies into its buffer (None: the phase is all padding)."""
+    return [None if ph.dst is None else x[:, ph.src[0], ph.src[1], :, None] for ph in plan.phases]
+
+
+def _run_taps(plan: _TapsPlan, x: np.ndarray, sources: list[np.ndarray | None] | None = None) -> None:
+    """Per phase one sum of products over its taps (einsum's float loops, ``c_einsum`` being what ``np.einsum``
+    calls; exact, see the module docstring); ``sources``: :func:`_tap_sources` of ``x``, made once by a bound
+    call."""
     acc, tmp = plan.acc, plan.tmp
-    for k, ph in enumerate(plan.phases):
-        if ph.dst is not None:
-            rows, cols = ph.src
-            np.copyto(ph.dst, x[:, rows, cols, :, None])
-        np.einsum("ijnyz,ijz->nyz", ph.windows, ph.weights, out=acc if k == 0 else tmp)
+    for k, (ph, src) in enumerate(zip(plan.phases, sources or _tap_sources(plan, x))):
+        if src is not None:
+            np.copyto(ph.dst, src)
+        c_einsum("ijnyz,ijz->nyz", ph.windows, ph.weights, out=acc if k == 0 else tmp)
         if k:
             np.add(acc, tmp, out=acc)
     if plan.bias is not None:
@@ -282,46 +289,26 @@ def _run_taps(plan: _TapsPlan, x: np.ndarray) -> None:
 def _bind_plan(data: OptimizedDepthwiseData, x: np.ndarray, out: np.ndarray):
     """What :meth:`OptimizedDepthwiseConv2D.invoke` runs, on the fixed views ``x`` and ``out`` as a call without
     arguments, for small layers (at most :data:`.conv.BIND_OUTPUTS` outputs; the GEMM scheme in one block): the
-    copies, ``c_einsum`` (what ``np.einsum`` calls) or the product, the epilogue bound to the plan's accumulator
-    (:meth:`._epilogue.Epilogue.bind`). None otherwise."""
+    sources resolved once, the epilogue bound to the plan's accumulator (:meth:`._epilogue.Epilogue.bind`), a small
+    product without BLAS's thread calls. None otherwise."""
     plan = data.plan
     if out.size > BIND_OUTPUTS or not out.flags.c_contiguous or out.size != plan.acc.size or x.shape[1] != data.in_h:
         return None             # also views of some rows (a phased segment's line buffers): the segment runs it
-    if isinstance(plan, _TapsPlan):
-        finish = data.epilogue.bind(plan.acc, out, folded=data.folded)
-        if finish is None:
-            return None
-        acc, tmp, bias = plan.acc, plan.tmp, plan.bias
-        phases = [(ph.dst, None if ph.dst is None else x[:, ph.src[0], ph.src[1], :, None], ph.windows, ph.weights,
-                   acc if k == 0 else tmp) for k, ph in enumerate(plan.phases)]
-
-        def taps() -> None:
-            for dst, src, windows, weights, target in phases:
-                if dst is not None:
-                    np.copyto(dst, src)
-                c_einsum("ijnyz,ijz->nyz", windows, weights, out=target)
-                if target is tmp:
-                    np.add(acc, tmp, out=acc)
-            if bias is not None:
-                np.add(acc, bias, out=acc)
-            finish()
-        return taps
-    if plan.step != plan.windows.shape[2]:
+    if isinstance(plan, _GemmPlan) and plan.step != plan.windows.shape[2]:
         return None
     finish = data.epilogue.bind(plan.acc, out, folded=data.folded)
     if finish is None:
         return None
-    dst, src = plan.dst, None if plan.dst is None else x[:, plan.src[0], plan.src[1], 0]
-    cols_taps, windows, cols_t, weights, acc = plan.cols_taps, plan.windows, plan.cols.T, plan.weights, plan.acc
-    product = np.matmul if cols_t.shape[0] * cols_t.shape[1] * weights.shape[1] < SMALL_GEMM else matmul
+    if isinstance(plan, _TapsPlan):
+        sources = _tap_sources(plan, x)
 
-    def gemm() -> None:
-        if dst is not None:
-            np.copyto(dst, src)
-        np.copyto(cols_taps, windows)
-        product(cols_t, weights, out=acc)
-        finish()
-    return gemm
+        def taps() -> None:
+            _run_taps(plan, x, sources)
+            finish()
+        return taps
+    src = None if plan.dst is None else x[:, plan.src[0], plan.src[1], 0]
+    small = plan.cols.shape[0] * plan.cols.shape[1] * plan.weights.shape[1] < SMALL_GEMM
+    return functools.partial(_run_gemm, plan, x, lambda acc, y: finish(), out, src, np.matmul if small else matmul)
 
 
 def _gemm_plan(data: DepthwiseData, operand: np.ndarray, zp_in: int, in_shape, out_shape, kernel) -> _GemmPlan:
@@ -344,17 +331,18 @@ def _gemm_plan(data: DepthwiseData, operand: np.ndarray, zp_in: int, in_shape, o
                      np.ascontiguousarray(operand), np.zeros((step * per, m), operand.dtype), step)
 
 
-def _run_gemm(plan: _GemmPlan, x: np.ndarray, finish, out: np.ndarray) -> None:
+def _run_gemm(plan: _GemmPlan, x: np.ndarray, finish, out: np.ndarray, src: np.ndarray | None = None,
+             product=matmul) -> None:
     """im2col (tap-major), GEMM and ``finish(acc, out)`` (the epilogue), a block of ``plan.step`` samples at a
     time: a batched model's whole im2col would leave the cache between its copy, its GEMM and the epilogue
-    (micro_speech at batch 64: 10 MB); a block of about :data:`_BLOCK_BYTES` stays in it."""
+    (micro_speech at batch 64: 10 MB); a block of about :data:`_BLOCK_BYTES` stays in it. ``src``: the view of
+    ``x`` the image interior is copied from, made once by a bound call; ``product``: its one-block product."""
     if plan.dst is not None:
-        rows, cols = plan.src
-        np.copyto(plan.dst, x[:, rows, cols, 0])
+        np.copyto(plan.dst, src if src is not None else x[:, plan.src[0], plan.src[1], 0])
     n, step = plan.windows.shape[2], plan.step
     if step == n:
         np.copyto(plan.cols_taps, plan.windows)     # im2col in one copy, tap-major
-        matmul(plan.cols.T, plan.weights, out=plan.acc)
+        product(plan.cols.T, plan.weights, out=plan.acc)
         finish(plan.acc, out)
         return
     per = plan.windows.shape[3] * plan.windows.shape[4]
