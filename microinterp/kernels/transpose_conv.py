@@ -50,7 +50,7 @@ from ._float_dot import (
     EINSUM_IN_ORDER,
     REDUCE_ROWS_IN_ORDER,
     BiasClamp,
-    _nans_as_x86,
+    _repair_nans,
     add_bias_x86,
     c_einsum,
     sequential_dot_core,
@@ -315,24 +315,17 @@ class FloatGather:
 
     def bound(self, x: np.ndarray, out: np.ndarray):
         """:meth:`run` on fixed views as a call without arguments: for one batch with every phase merged, the copy
-        in, the merged product (its NaN test by the totals' dot with ones), the bias and the clamp of
-        :class:`._float_dot.BiasClamp` (a total from ``+0.f`` is never ``-0.f``: the clip ufunc is exact);
-        :meth:`run` otherwise."""
+        in, the merged product, the bias and the clamp of :class:`._float_dot.BiasClamp` (a total from ``+0.f`` is
+        never ``-0.f``: the clip ufunc is exact); :meth:`run` otherwise."""
         m = self.merged
-        if m is None or out.shape[0] != 1 or m.products is not None:
+        if m is None or out.shape[0] != 1:
             return functools.partial(self.run, x, out)
         flat, head, src = self.flat, self.flat[:-1], x[0].reshape(-1)
         finish = BiasClamp(self.bias, BIAS_NAN_FROM, *self.act, out[0].reshape(self.acc.shape))
-        totals, take, cols_t, w = m.totals, flat.take, m.cols_t, m.w
-        any_nan, ones = totals.reshape(-1).dot, np.ones(totals.size, np.float32)
 
         def call() -> None:
             np.copyto(head, src)
-            take(m.index_t, out=cols_t)
-            c_einsum("ckp,kp->cp", w, cols_t, out=totals)
-            if math.isnan(any_nan(ones)):
-                _nans_as_x86(totals.T, lambda i, j: (cols_t[:, i], w[j, :, i]), m.skip_t, SUM_NAN_FROM)
-            finish(totals.T)
+            finish(m.dot(flat))
         return call
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
@@ -374,6 +367,7 @@ class Merged:
     cols_t: np.ndarray          # buffers: the gathered inputs, the products, the totals
     products: np.ndarray | None     # None: by einsum (no tap skipped, pixels more than one)
     totals: np.ndarray
+    ones: np.ndarray            # the NaN test's other operand: one per total
 
     def dot(self, flat: np.ndarray) -> np.ndarray:
         """``[pixels, C_out]`` totals: the products of every tap, skipped ones ``-0.f``, added in order from ``0.f``
@@ -386,8 +380,10 @@ class Merged:
             if self.skip_t is not None:
                 np.copyto(self.products, np.float32(-0.0), where=self.skip_t[None])
             np.add.reduce(self.products, axis=1, out=self.totals, initial=np.float32(0.0))
-        return _nans_as_x86(self.totals.T, lambda i, j: (self.cols_t[:, i], self.w[j, :, i]), self.skip_t,
-                            SUM_NAN_FROM)
+        if math.isnan(self.totals.reshape(-1).dot(self.ones)):      # a NaN total (or inf - inf in this sum)
+            _repair_nans(self.totals.T, lambda i, j: (self.cols_t[:, i], self.w[j, :, i]), self.skip_t,
+                         SUM_NAN_FROM)
+        return self.totals.T
 
 
 def _merge(phases: tuple[Phase, ...], pixels: int, c_out: int, zero: int) -> Merged | None:
@@ -408,7 +404,7 @@ def _merge(phases: tuple[Phase, ...], pixels: int, c_out: int, zero: int) -> Mer
     finite = all(ph.skip_t is None for ph in phases) and bool(np.isfinite(w).all())
     products = None if finite and EINSUM_IN_ORDER and pixels > 1 else np.empty((c_out, k, pixels), np.float32)
     return Merged(index_t, None if finite else skip_t, w, np.empty((k, pixels), np.float32), products,
-                  np.empty((c_out, pixels), np.float32))
+                  np.empty((c_out, pixels), np.float32), np.ones(c_out * pixels, np.float32))
 
 
 KERNEL = TransposeConv()
