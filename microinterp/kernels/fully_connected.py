@@ -369,10 +369,15 @@ def _bind_float(x: np.ndarray, out: np.ndarray, data: FullyConnectedData, filt: 
     fixed views -- the prepared weights, or the filter's own view when it is given at invoke --, the bias, the
     activation clamp into the output."""
     rows = x.reshape(-1)[:data.batches * data.accum].reshape(data.batches, data.accum)
+    w_t, refresh_w = data.weights, None
     if data.weights is not None:
         w = data.weights.T                      # [depth, accum] view of the prepared [accum, depth] weights
     elif filt.flags.c_contiguous:
         w = filt.reshape(-1, data.accum)[:data.depth]
+        # a filter given at invoke: its transpose kept and refreshed, so one batch's sums can run as the
+        # channels-innermost einsum (without it one row of outputs forms a block of products)
+        w_t = np.empty(w.shape[::-1], np.float32)
+        refresh_w = (w_t, w.T)
     else:
         return None
     cols_t = np.ones((data.accum + 1, data.batches), np.float32)
@@ -380,12 +385,14 @@ def _bind_float(x: np.ndarray, out: np.ndarray, data: FullyConnectedData, filt: 
     if tap is not None:             # the bias as a last tap over a kept row of ones
         dot, bias = BoundDot(cols_t, tap[0], None, tap[1]), None
     else:
-        dot, bias = BoundDot(cols_t[:-1], w, None, data.weights), data.bias
+        dot, bias = BoundDot(cols_t[:-1], w, None, w_t), data.bias
     finish = BiasClamp(bias, "bias", data.act_min, data.act_max, out.reshape(data.batches, data.depth))
     taps = cols_t[:-1]
 
     def call() -> None:
         np.copyto(taps, rows.T)
+        if refresh_w is not None:
+            np.copyto(*refresh_w)
         finish(dot())
     return call
 

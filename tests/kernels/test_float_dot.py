@@ -11,8 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from microinterp import Interpreter
 from microinterp.kernels import _float_dot
 from microinterp.kernels._float_dot import sequential_dot
+from microinterp.testing.tflm import TflmRunner
 
 from .single_op_models import T, assert_bitwise_matches_tflm, single_op, with_specials
 
@@ -200,6 +202,27 @@ def test_float_fully_connected_with_special_values_matches_the_wheel(batches, ac
                       fused_activation_function=act)
     x = with_specials((rng.normal(size=(batches, accum)) * 1e3).astype(np.float32))
     assert_bitwise_matches_tflm(model, [x] if const_w else [x, w])
+
+
+@pytest.mark.parametrize("batches,depth", [(1, 5), (1, 1), (3, 4)])
+def test_float_fully_connected_with_weights_given_at_invoke_matches_the_wheel(batches, depth):
+    """A filter that is a model input (a resource variable's value in the population): one batch sums through the
+    kept transpose of the filter, refreshed at every invoke -- two invokes with different weights and the same
+    interpreter, against the wheel."""
+    rng = np.random.default_rng(depth)
+    model = single_op("FULLY_CONNECTED", [T((batches, 6), "FLOAT32"), T((depth, 6), "FLOAT32"),
+                                          T((depth,), "FLOAT32", data=rng.uniform(-1, 1, depth).astype(np.float32))],
+                      T((batches, depth), "FLOAT32"), fused_activation_function="NONE")
+    it = Interpreter(model)
+    for _ in range(2):
+        x = (rng.normal(size=(batches, 6)) * 1e3).astype(np.float32)
+        w = rng.uniform(-2, 2, (depth, 6)).astype(np.float32)
+        it.set_input(x, 0)
+        it.set_input(w, 1)
+        it.invoke()
+        wheel = TflmRunner(model, preserve_all=False)
+        wheel.run([x, w])
+        assert np.array_equal(it.get_output(0).view(np.uint32), wheel.output(0).view(np.uint32))
 
 
 @settings(max_examples=40, deadline=None)
