@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ._qutil import copyto
+
 #: Elements an inner loop should reach before a layout is worth changing.
 MIN_RUN = 1024
 #: Outputs smaller than this keep NumPy's own layout (the refresh would cost more than the loop saves).
@@ -84,7 +86,7 @@ def long_inner(operands: Sequence[np.ndarray], out: np.ndarray
             views.append(np.ascontiguousarray(source))
             continue
         buffer = np.empty(whole, x.dtype)
-        refreshes.append(functools.partial(np.copyto, buffer, source))
+        refreshes.append(functools.partial(copyto, buffer, source))
         views.append(buffer)
     return views, out.reshape(cut), refreshes
 

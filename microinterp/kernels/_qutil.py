@@ -17,7 +17,8 @@ convolutions, ...).
 * :func:`unpack_int4` -- TFLM's ``UnpackDenseInt4IntoInt8`` for packed INT4 weights (CONV_2D, DEPTHWISE_CONV_2D,
   FULLY_CONNECTED).
 * :func:`count_nonzero` -- NumPy's C function itself, for bound calls' "any of this mask?" tests: 0.05 us where
-  ``mask.any()`` (a Python method and a reduction) takes 0.7; :func:`bind_minus_zero_test` uses it.
+  ``mask.any()`` (a Python method and a reduction) takes 0.7; :func:`bind_minus_zero_test` uses it. :func:`copyto`
+  and :func:`concatenate` likewise, for bound calls (no ``__array_function__`` dispatch).
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ import numpy as np
 
 from ..quant import INT32_MIN, QMAX, QMIN, round_half_away
 
-try:
-    from numpy._core.multiarray import count_nonzero
-except ImportError:         # another layout: the public function
-    count_nonzero = np.count_nonzero
+try:    # NumPy's C functions themselves: the public names add an __array_function__ dispatch (0.1-0.5 us a call)
+    from numpy._core.multiarray import concatenate, copyto, count_nonzero
+except ImportError:         # another layout: the public functions
+    concatenate, copyto, count_nonzero = np.concatenate, np.copyto, np.count_nonzero
 
 __all__ = [
     "all_codes",
@@ -40,6 +41,8 @@ __all__ = [
     "broadcast_shape",
     "check_flat_or_broadcast",
     "clamp_to_type",
+    "concatenate",
+    "copyto",
     "count_nonzero",
     "extend_shape",
     "first_int32",
@@ -126,7 +129,7 @@ def bind_select(mask: np.ndarray, a: np.ndarray, b: np.ndarray, out: np.ndarray)
     element (45 against 12 us for 27 648 elements); small ones are the masked copy."""
     if out.size < SELECT_BLEND_SIZE:
         if b is out:
-            return functools.partial(np.copyto, out, a, where=mask)
+            return functools.partial(copyto, out, a, where=mask)
 
         def masked() -> None:
             np.copyto(out, b)

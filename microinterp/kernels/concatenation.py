@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ._qutil import qparams
+from ._qutil import concatenate, qparams
 from .bands import RowLocalTiler, Tiler
 from .base import is_batch1_nhwc
 
@@ -95,7 +95,7 @@ class Concatenation:
     def bind(self, ctx, op, data: ConcatenationData):
         """The same concatenation on the fixed views, as a call without arguments."""
         parts = tuple(ctx.input(op, k) for k in range(len(op.inputs)))
-        return functools.partial(np.concatenate, parts, axis=data.axis, out=ctx.output(op, 0))
+        return functools.partial(concatenate, parts, axis=data.axis, out=ctx.output(op, 0))
 
     def invoke(self, ctx, op, data: ConcatenationData) -> None:
         parts = [ctx.input(op, k) for k in range(len(op.inputs))]

@@ -120,7 +120,7 @@ class Gather:
         pos = data.positions.reshape(data.pos_view)
         index = (((np.arange(batch)[:, None, None, None] * outer + np.arange(outer)[None, :, None, None]) * axis_size
                   + pos[:, None, :, None]) * inner + np.arange(inner)[None, None, None, :]).reshape(-1)
-        return functools.partial(np.take, x.reshape(-1), index, out=out.reshape(-1))
+        return functools.partial(x.reshape(-1).take, index, None, out.reshape(-1))     # the method: no dispatch
 
     @staticmethod
     def _bind_runtime(op, data: GatherData, x: np.ndarray, positions: np.ndarray, out: np.ndarray):

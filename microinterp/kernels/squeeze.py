@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._qutil import copyto
 from .streams import INVOKE
 
 MAX_DIMS = 8
@@ -37,7 +38,7 @@ def bind_copy(out: np.ndarray, x: np.ndarray):
     dst, src = out.reshape(-1), x.reshape(-1)
     if not np.shares_memory(dst, out):
         return None
-    return functools.partial(np.copyto, dst, src)
+    return functools.partial(copyto, dst, src)
 
 
 def _nothing() -> None:
