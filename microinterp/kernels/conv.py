@@ -42,7 +42,7 @@ import numpy as np
 from ..quant import Requantizer, activation_range, activation_range_float, mbqm_int64, quantize_multiplier
 from ._blas import matmul
 from ._float_dot import BiasClamp, BoundDot, add_bias_x86, bias_as_tap, sequential_dot_t
-from ._qutil import unpack_int4
+from ._qutil import copyto, unpack_int4
 from .bands import Tiler
 from .base import is_batch1_nhwc
 from .padding import (
@@ -288,7 +288,7 @@ class BoundFloatConv:
     def __call__(self) -> None:
         if self.dst is not None:
             self.dst[...] = self.src
-        np.copyto(self.cols_view, self.win_t)
+        copyto(self.cols_view, self.win_t)
         self.finish(self.dot())     # under the runtime's quiet errstate (runtime.memory.quiet_floats)
 
 

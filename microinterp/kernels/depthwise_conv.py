@@ -27,6 +27,7 @@ import numpy as np
 
 from ..quant import Requantizer, activation_range_float
 from ._float_dot import BiasClamp, BoundDot, add_bias_x86, sequential_taps
+from ._qutil import copyto
 from .conv import (
     ConvRows,
     check_strides,
@@ -235,7 +236,7 @@ class BoundFloatDepthwise:
     def __call__(self) -> None:
         if self.dst is not None:
             self.dst[...] = self.src
-        np.copyto(self.xs_view, self.win_t)
+        copyto(self.xs_view, self.win_t)
         # under the runtime's quiet errstate (runtime.memory.quiet_floats)
         total = self.dot()
         self.finish(total if self.shape is None else total.reshape(self.shape))

@@ -68,7 +68,7 @@ from ..quant import (
 )
 from ._blas import matmul
 from ._float_dot import BiasClamp, BoundDot, bias_as_tap
-from ._qutil import unpack_int4
+from ._qutil import copyto, unpack_int4
 from ._step_requant import StepRequantizer, requantization_steps
 from ._weight_stats import ChannelStats, fill_transposed
 from .bands import Tiler
@@ -390,9 +390,9 @@ def _bind_float(x: np.ndarray, out: np.ndarray, data: FullyConnectedData, filt: 
     taps = cols_t[:-1]
 
     def call() -> None:
-        np.copyto(taps, rows.T)
+        copyto(taps, rows.T)
         if refresh_w is not None:
-            np.copyto(*refresh_w)
+            copyto(*refresh_w)
         finish(dot())
     return call
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from . import reduce_common as rc
 from ._float_dot import REDUCE_ROWS_IN_ORDER
+from ._qutil import copyto
 from .reduce_common import fold_mean_multiplier
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16")
@@ -71,7 +72,7 @@ class Mean:
         total_dot, ones = total.dot, np.ones(out.size, np.float32)     # NaN where a total is (or inf - inf)
 
         def call() -> None:       # under the runtime's quiet errstate
-            np.copyto(t_view, src)
+            copyto(t_view, src)
             np.add.reduce(t, axis=0, out=total, initial=zero)
             if math.isnan(total_dot(ones)):
                 bad = np.flatnonzero(np.isnan(total))

@@ -51,7 +51,7 @@ from ..quant import (
     wrap_int32,
 )
 from ._float_dot import QUIET, REDUCE_ROWS_IN_ORDER
-from ._qutil import qparams
+from ._qutil import copyto, qparams
 from .bands import ROW_NORMALISED
 from .binary_common import FLT_LOWEST
 
@@ -193,7 +193,7 @@ class Softmax:
             expf(e, e)
             if sums_by_row:       # the C loop's sequential float32 sums, all rows at once
                 for block_t, block in blocks:
-                    np.copyto(block_t, block)
+                    copyto(block_t, block)
                 np.add.reduce(e_t, axis=0, out=total)
             else:                 # one row: its running sums, the last one the total
                 np.cumsum(e, axis=1, dtype=np.float32, out=running)

@@ -55,6 +55,7 @@ from ._float_dot import (
     c_einsum,
     sequential_dot_core,
 )
+from ._qutil import copyto
 from .bands import RowBands
 from .base import is_batch1_nhwc
 from .conv import eval_strides
@@ -324,7 +325,7 @@ class FloatGather:
         finish = BiasClamp(self.bias, BIAS_NAN_FROM, *self.act, out[0].reshape(self.acc.shape))
 
         def call() -> None:
-            np.copyto(head, src)
+            copyto(head, src)
             finish(m.dot(flat))
         return call
 

@@ -39,13 +39,14 @@ persistent multipliers) is exactly the reference prepare's.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, fields
 
 import numpy as np
 
 from .._blas import matmul
-from .._qutil import unpack_int4
+from .._qutil import copyto, unpack_int4
 from .._weight_stats import ChannelStats, accumulator_range
 from ..base import HostBudget
 from ..conv import KERNEL as REFERENCE
@@ -165,12 +166,12 @@ class Im2col:
         """:meth:`fill` of the fixed input view ``x`` into this geometry's own block, as a call without arguments."""
         source, target = x[self.source], self.target
         if self.image is None:
-            return lambda: np.copyto(target, source)
+            return functools.partial(copyto, target, source)
         interior, windows = self.image[self.interior], self.cols_source
 
         def fill() -> None:
-            np.copyto(interior, source)
-            np.copyto(target, windows)
+            copyto(interior, source)
+            copyto(target, windows)
         return fill
 
     def release(self) -> None:
