@@ -54,7 +54,7 @@ class Mean:
 
     def bind(self, ctx, op, data: MeanData):
         """float32 over constant axes into two or more outputs, on fixed views: the input copied reduced-axes-first
-        into a kept ``[N, outputs]`` buffer, its rows added in order from ``+0.f`` (outputs that end NaN folded again
+        into a kept ``[N, outputs]`` buffer (read in place where it is laid out so already), its rows added in order from ``+0.f`` (outputs that end NaN folded again
         one by one, as x86 picks NaN operands), the division by ``N`` into the output (None otherwise)."""
         x, out = ctx.input(op, 0), ctx.output(op, 0)
         axes = data.io.axes
@@ -64,15 +64,19 @@ class Mean:
         kept = [d for d in range(x.ndim) if d not in axes]
         reduced = sorted(axes)
         n = rc.reduced_count(x.shape, axes)
-        t = np.empty((n, out.size), np.float32)
-        t_view = t.reshape([x.shape[d] for d in reduced] + [x.shape[d] for d in kept])
         src = x.transpose(reduced + kept)
+        if src.flags.c_contiguous:      # the reduced axes lead already (the mean over a sequence): no copy
+            t, t_view = src.reshape(n, out.size), None
+        else:
+            t = np.empty((n, out.size), np.float32)
+            t_view = t.reshape([x.shape[d] for d in reduced] + [x.shape[d] for d in kept])
         total, flat = np.empty(out.size, np.float32), out.reshape(-1)
         zero, count = np.float32(0.0), np.array(n, np.float32)
         total_dot, ones = total.dot, np.ones(out.size, np.float32)     # NaN where a total is (or inf - inf)
 
         def call() -> None:       # under the runtime's quiet errstate
-            copyto(t_view, src)
+            if t_view is not None:
+                copyto(t_view, src)
             np.add.reduce(t, axis=0, out=total, initial=zero)
             if math.isnan(total_dot(ones)):
                 bad = np.flatnonzero(np.isnan(total))
