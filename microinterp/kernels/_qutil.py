@@ -37,6 +37,7 @@ except ImportError:         # another layout: the public functions
 
 __all__ = [
     "all_codes",
+    "bind_copies",
     "bind_minus_zero_test",
     "broadcast_shape",
     "check_flat_or_broadcast",
@@ -232,3 +233,17 @@ def bind_minus_zero_test(x: np.ndarray) -> Callable[[], bool]:
         return lambda: least(bits, axis=None) == INT32_MIN
     mask, word = np.empty(bits.shape, bool), np.int32(INT32_MIN)
     return lambda: bool(count_nonzero(np.equal(bits, word, out=mask)))
+
+
+def bind_copies(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> Callable[[], None] | None:
+    """``dst[...] = src`` for every pair of fixed views, as a call without arguments (None when a pair's shapes
+    differ -- views of some rows of a tensor, a phased segment's line buffers, whose op the segment runs)."""
+    if any(dst.shape != src.shape for dst, src in pairs):
+        return None
+    if len(pairs) == 1:
+        return functools.partial(copyto, *pairs[0])
+
+    def copies() -> None:
+        for dst, src in pairs:
+            copyto(dst, src)
+    return copies

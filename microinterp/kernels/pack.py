@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._qutil import bind_copies
+
 SUPPORTED = ("FLOAT32", "INT8", "INT16", "INT32", "INT64")
 
 
@@ -48,6 +50,11 @@ class Pack:
         if y.shape != expected:
             raise ctx.fail(op, f"output shape {y.shape} differs from the packed shape {expected}")
         return PackData(axis, count)
+
+    def bind(self, ctx, op, data: PackData):
+        """On fixed views: input ``k`` copied into the output's slice ``k`` along the axis (the slices taken once)."""
+        slices = np.moveaxis(ctx.output(op, 0), data.axis, 0)
+        return bind_copies([(slices[k, ...], ctx.input(op, k)) for k in range(data.count)])    # [k, ...]: a view
 
     def invoke(self, ctx, op, data: PackData) -> None:
         ctx.output(op, 0)[...] = np.stack([ctx.input(op, k) for k in range(data.count)], axis=data.axis)

@@ -14,6 +14,7 @@ then the rounding branch is taken with the 0.5 offset. Prepare checks: see :mod:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +56,17 @@ class ResizeNearestNeighbor:
         half = bool(op.options.get("half_pixel_centers", False))
         return ResizeNearestData(nearest_indices(x.shape[1], out_h, align, half),
                                  nearest_indices(x.shape[2], out_w, align, half))
+
+    def bind(self, ctx, op, data: ResizeNearestData):
+        """On fixed contiguous views: every output pixel's source pixel as a position in the flattened image,
+        computed once, one ``take`` of whole pixels per invoke (None for views of some rows: a phased segment's)."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        n, h, w, c = x.shape
+        if not (x.flags.c_contiguous and out.flags.c_contiguous) or out.shape[1:3] != (len(data.rows), len(data.cols)) \
+                or (len(data.rows) and int(data.rows.max()) >= h) or (len(data.cols) and int(data.cols.max()) >= w):
+            return None
+        index = (data.rows[:, None] * w + data.cols[None, :]).reshape(-1)
+        return functools.partial(x.reshape(n, h * w, c).take, index, 1, out.reshape(n, index.size, c))
 
     def invoke(self, ctx, op, data: ResizeNearestData) -> None:
         resize_rows(data, ctx.input(op, 0), 0, ctx.output(op, 0), 0)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._qutil import first_int32
+from ._qutil import bind_copies, first_int32
 from .bands import SplitRows
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16", "INT32")
@@ -49,11 +49,24 @@ def check_split(ctx, op, x, axis_value: int, equal_parts: bool) -> SplitData:
     return SplitData(axis, tuple(bounds))
 
 
-def split_invoke(ctx, op, data: SplitData, x: np.ndarray) -> None:
+def _parts(ctx, op, data: SplitData, x: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Every output with the slice of ``x`` along the axis it receives."""
     index = [slice(None)] * x.ndim
+    pairs = []
     for k in range(len(data.bounds) - 1):
         index[data.axis] = slice(data.bounds[k], data.bounds[k + 1])
-        ctx.output(op, k)[...] = x[tuple(index)]
+        pairs.append((ctx.output(op, k), x[tuple(index)]))
+    return pairs
+
+
+def split_invoke(ctx, op, data: SplitData, x: np.ndarray) -> None:
+    for out, part in _parts(ctx, op, data, x):
+        out[...] = part
+
+
+def bind_split(ctx, op, data: SplitData, x: np.ndarray):
+    """:func:`split_invoke` on fixed views: the slices taken once, one copy per output."""
+    return bind_copies(_parts(ctx, op, data, x))
 
 
 class Split:
@@ -68,6 +81,9 @@ class Split:
         if axis_t.data is None:
             raise ctx.fail(op, "Non-constant >axis< tensor is not supported")
         return check_split(ctx, op, x, first_int32(ctx, op, axis_t, "axis"), equal_parts=True)
+
+    def bind(self, ctx, op, data: SplitData):
+        return bind_split(ctx, op, data, ctx.input(op, 1))
 
     def invoke(self, ctx, op, data: SplitData) -> None:
         split_invoke(ctx, op, data, ctx.input(op, 1))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ._qutil import first_int32
 from .bands import SplitRows
-from .split import SplitData, check_split, split_invoke
+from .split import SplitData, bind_split, check_split, split_invoke
 
 
 class SplitV:
@@ -26,6 +26,9 @@ class SplitV:
         if axis_t.data is None:
             raise ctx.fail(op, "Non-constant >axis< tensor is not supported")
         return check_split(ctx, op, x, first_int32(ctx, op, axis_t, "axis"), equal_parts=False)
+
+    def bind(self, ctx, op, data: SplitData):
+        return bind_split(ctx, op, data, ctx.input(op, 0))
 
     def invoke(self, ctx, op, data: SplitData) -> None:
         split_invoke(ctx, op, data, ctx.input(op, 0))
