@@ -16,8 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._qutil import bind_copies
 from ..pad import KERNEL as REFERENCE
 from ..pad import PadData
+
+#: Outputs of at most this many elements are filled whole before the copy (two calls); larger ones slab by slab.
+WHOLE_FILL_BELOW = 4096
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,7 @@ class FastPadData:
     slabs: tuple[tuple[slice, ...], ...]    # disjoint regions that get the fill value
     whole_input: bool                       # the box has the input's shape: copy the input view as it is
     count: int                              # elements of the box
+    out_shape: tuple[int, ...] = ()         # the output tensor's
 
 
 def border_slabs(out_shape: tuple[int, ...], box: tuple[slice, ...]) -> tuple[tuple[slice, ...], ...]:
@@ -47,7 +52,21 @@ class FastPad:
         ref = self.reference.prepare(ctx, op)
         x, y = ctx.input(op, 0), ctx.output(op, 0)
         count = int(np.prod(ref.box_shape, dtype=np.int64))
-        return FastPadData(ref, border_slabs(y.shape, ref.out_slices), ref.box_shape == x.shape, count)
+        return FastPadData(ref, border_slabs(y.shape, ref.out_slices), ref.box_shape == x.shape, count,
+                           tuple(y.shape))
+
+    def bind(self, ctx, op, data: FastPadData):
+        """On fixed views with a constant fill and the box the input's shape: the fill and the copy as NumPy's own
+        ``copyto`` calls on views taken once -- a small output filled whole (two calls), a larger one slab by slab
+        (None otherwise, and for views of some rows: a phased segment's)."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        if data.ref.fill is None or not data.whole_input or out.shape != data.out_shape \
+                or x.shape != data.ref.box_shape:
+            return None
+        fill = np.array(data.ref.fill, out.dtype)
+        regions = [out] if out.size <= WHOLE_FILL_BELOW else [out[slab] for slab in data.slabs]
+        return bind_copies([(region, np.broadcast_to(fill, region.shape)) for region in regions]
+                           + [(out[data.ref.out_slices], x)])
 
     def invoke(self, ctx, op, data: FastPadData) -> None:
         out = ctx.output(op, 0)
