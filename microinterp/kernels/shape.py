@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._qutil import bind_copies
+
 
 @dataclass(frozen=True)
 class ShapeData:
@@ -27,6 +29,11 @@ class Shape:
         if y.num_elements != len(x.shape):
             raise ctx.fail(op, f"output has {y.num_elements} elements, the input has {len(x.shape)} dims")
         return ShapeData(tuple(x.shape))
+
+    def bind(self, ctx, op, data: ShapeData):
+        """The dims written by one copy of a kept array (the output's memory may hold other tensors in between)."""
+        out = ctx.output(op, 0).reshape(-1)
+        return bind_copies([(out, np.asarray(data.dims, dtype=np.int32).reshape(out.shape))])
 
     def invoke(self, ctx, op, data: ShapeData) -> None:
         ctx.output(op, 0).reshape(-1)[...] = np.asarray(data.dims, dtype=np.int32)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._qutil import bind_copies
 from ._space_depth import check_block_op, check_output_shape
 
 
@@ -27,6 +28,16 @@ class SpaceToDepth:
         want = (n, h // bs, w // bs, c * bs * bs)
         check_output_shape(ctx, op, y, want)
         return SpaceToDepthData(bs)
+
+    def bind(self, ctx, op, data: SpaceToDepthData):
+        """On fixed views: the blocks' view of the input taken once, one copy into the output viewed alike."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        n, h, w, c = x.shape
+        bs = data.block
+        if not out.flags.c_contiguous or out.size != x.size:
+            return None
+        blocks = x.reshape(n, h // bs, bs, w // bs, bs, c).transpose(0, 1, 3, 2, 4, 5)
+        return bind_copies([(out.reshape(blocks.shape), blocks)])
 
     def invoke(self, ctx, op, data: SpaceToDepthData) -> None:
         x, out = ctx.input(op, 0), ctx.output(op, 0)

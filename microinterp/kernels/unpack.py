@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from ._qutil import bind_copies
+
 SUPPORTED = ("FLOAT32", "INT8", "INT16", "INT32")
 
 
@@ -44,6 +48,11 @@ class Unpack:
                 raise ctx.fail(op, f"output {k} is {t.type_name}{list(t.shape)}, expected "
                                    f"{x.type_name}{list(expected)}")
         return UnpackData(axis, num)
+
+    def bind(self, ctx, op, data: UnpackData):
+        """On fixed views: output ``k`` copied from the input's slice ``k`` along the axis (taken once)."""
+        slices = np.moveaxis(ctx.input(op, 0), data.axis, 0)
+        return bind_copies([(ctx.output(op, k), slices[k, ...]) for k in range(data.num)])
 
     def invoke(self, ctx, op, data: UnpackData) -> None:
         x = ctx.input(op, 0)

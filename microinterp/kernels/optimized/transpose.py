@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .._qutil import bind_copies
 from ..transpose import KERNEL as REFERENCE
 from ..transpose import TransposeData
 
@@ -27,6 +28,13 @@ class FastTransposeData:
 
 
 class FastTranspose:
+    def bind(self, ctx, op, data: FastTransposeData):
+        """On fixed views: the transposed view taken once; one copy, or one per index of a short last axis."""
+        view, out = ctx.input(op, 0).transpose(data.ref.perm), ctx.output(op, 0)
+        if not data.slices:
+            return bind_copies([(out, view)])
+        return bind_copies([(out[..., k], view[..., k]) for k in range(data.slices)])
+
     def prepare(self, ctx, op) -> FastTransposeData:
         ref = REFERENCE.prepare(ctx, op)
         shape = ctx.output(op, 0).shape
