@@ -43,6 +43,8 @@ from typing import Any
 import numpy as np
 from numpy._core import umath as np_umath
 
+from ._qutil import copyto
+
 #: Products formed at once (float32 elements) per block.
 BLOCK_ELEMENTS = 1 << 18
 _MINUS_ZERO = np.float32(-0.0)
@@ -330,7 +332,7 @@ class BoundDot:
             return self.fallback()
         np.multiply(self.a, self.b, out=self.block)
         if self.skip is not None:
-            np.copyto(self.block, _MINUS_ZERO, where=self.skip)
+            copyto(self.block, _MINUS_ZERO, where=self.skip)
         np.add.reduce(self.block, axis=self.axis, out=self.totals, initial=_ZERO)
         return _nans_as_x86(self.result, self.inputs_of, self.skip_t, self.nan_from)
 
@@ -353,7 +355,7 @@ def _fold(k: int, n: int, c: int, products, skip_t: np.ndarray | None) -> np.nda
         for j in range(k):
             products(j, j + 1, product)
             if skip_t is not None:
-                np.copyto(product[0], _MINUS_ZERO, where=skip_t[j][:, None])
+                copyto(product[0], _MINUS_ZERO, where=skip_t[j][:, None])
             np.add(total, product[0], out=total)
         return total
     step = max(1, min(k, BLOCK_ELEMENTS // m - 1))
@@ -361,7 +363,7 @@ def _fold(k: int, n: int, c: int, products, skip_t: np.ndarray | None) -> np.nda
         block = np.empty((k, n, c), np.float32)
         products(0, k, block)
         if skip_t is not None:
-            np.copyto(block, _MINUS_ZERO, where=skip_t[:, :, None])
+            copyto(block, _MINUS_ZERO, where=skip_t[:, :, None])
         np.add.reduce(block, axis=0, out=total, initial=_ZERO)
         return total
     block = np.empty((step + 1, n, c), np.float32)
@@ -371,7 +373,7 @@ def _fold(k: int, n: int, c: int, products, skip_t: np.ndarray | None) -> np.nda
         rows[0] = total
         products(k0, k1, rows[1:])
         if skip_t is not None:
-            np.copyto(rows[1:], _MINUS_ZERO, where=skip_t[k0:k1, :, None])
+            copyto(rows[1:], _MINUS_ZERO, where=skip_t[k0:k1, :, None])
         np.add.reduce(rows, axis=0, out=total)
     return total
 
@@ -388,7 +390,7 @@ def _pixels_inner(cols_t: np.ndarray, w: np.ndarray, step: int, skip_t: np.ndarr
         rows[:, 0] = total
         np.multiply(w[:, k0:k1, None], cols_t[None, k0:k1, :], out=rows[:, 1:])
         if skip_t is not None:
-            np.copyto(rows[:, 1:], _MINUS_ZERO, where=skip_t[None, k0:k1, :])
+            copyto(rows[:, 1:], _MINUS_ZERO, where=skip_t[None, k0:k1, :])
         np.add.reduce(rows, axis=1, out=total)
     return np.ascontiguousarray(total.T)
 
@@ -457,7 +459,7 @@ def add_bias_x86(acc: np.ndarray, bias: np.ndarray, nan_from: str = "total") -> 
         np.add(acc, bias, out=acc)
     both = np.isnan(before) & np.isnan(bias)
     chosen = before if nan_from == "total" else np.broadcast_to(bias, acc.shape)
-    np.copyto(acc.view(np.uint32), chosen.view(np.uint32) | QUIET, where=both)
+    copyto(acc.view(np.uint32), chosen.view(np.uint32) | QUIET, where=both)
 
 
 def bias_as_tap(w: np.ndarray, bias: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:

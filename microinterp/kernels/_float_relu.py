@@ -15,7 +15,7 @@ import functools
 import numpy as np
 from numpy._core import umath as np_umath
 
-from ._qutil import bind_minus_zero_test
+from ._qutil import bind_minus_zero_test, copyto
 
 _NEG_FIRST = np.uint32(0x80000001)
 _NEG_SPAN = np.uint32(0xFF800000 - 0x80000001)
@@ -42,7 +42,7 @@ def relu6_float(x: np.ndarray, out: np.ndarray) -> None:
     kept = np.multiply(u, _outside(u, _NEG_FIRST, _NEG_SPAN), dtype=np.uint32)
     big = ~_outside(kept, _ABOVE_SIX_FIRST, _ABOVE_SIX_SPAN)
     if big.any():
-        np.copyto(kept, _SIX, where=big)
+        copyto(kept, _SIX, where=big)
     out[...] = kept.view(np.float32).reshape(out.shape)
 
 
@@ -90,5 +90,5 @@ def bind_relu(x: np.ndarray, out: np.ndarray, six: bool):
     def call() -> None:
         clip(src, zero, top, out=dst)
         if has_minus_zero():
-            np.copyto(dst, src, where=bits == _MINUS_ZERO)
+            copyto(dst, src, where=bits == _MINUS_ZERO)
     return call

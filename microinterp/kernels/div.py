@@ -34,7 +34,7 @@ from ..quant import (
     srdhm,
     wrap_int32,
 )
-from ._qutil import broadcast_shape, check_scales, qparams
+from ._qutil import broadcast_shape, check_scales, copyto, qparams
 from .bands import ROW_LOCAL
 from .binary_common import (
     apply_int8_table,
@@ -172,7 +172,7 @@ def _bind_int32(a: np.ndarray, b: np.ndarray, y: np.ndarray, lo: int, hi: int):
         np.divide(a, b, out=q)
         np.trunc(q, out=q)
         np.clip(q, *lo_hi, out=q)
-        np.copyto(y, q, casting="unsafe")
+        copyto(y, q, casting="unsafe")
     return call
 
 

@@ -38,7 +38,7 @@ from ..quant import (
     mbqm,
     rdbpot,
 )
-from ._qutil import all_codes, count_nonzero, lookup, qparams
+from ._qutil import all_codes, copyto, count_nonzero, lookup, qparams
 from .bands import ROW_LOCAL
 
 _INPUT_INTEGER_BITS = 4  # int8 path: input rescaled to Q4.27
@@ -154,10 +154,10 @@ def bind_logistic_float(x: np.ndarray, out: np.ndarray):
         np.add(one, t, out=t)
         np.divide(one, t, out=out)
         if count_nonzero(np.greater(x, above, out=high)):
-            np.copyto(out, one, where=high)
+            copyto(out, one, where=high)
         if count_nonzero(np.less(x, below, out=low)):
             expf(x, t)
-            np.copyto(out, t, where=low)
+            copyto(out, t, where=low)
     return call
 
 

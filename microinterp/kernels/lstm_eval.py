@@ -18,6 +18,7 @@ from ..libm import tanhf
 from ..quant import INT32_MAX, INT32_MIN, Requantizer, mbqm_int64, wrap_int32
 from . import lstm_common as lc
 from ._float_dot import BoundDot, add_bias_x86, sequential_dot_core
+from ._qutil import copyto
 from ._step_requant import requantization_steps
 from .binary_common import both_nan_as_x86
 from .logistic import bind_logistic_float, logistic_float
@@ -319,7 +320,7 @@ class FloatStep:
         zero = np.float32(0.0)
         with np.errstate(all="ignore"):
             for t in range(steps):
-                np.copyto(h_t, h.T)
+                copyto(h_t, h.T)
                 rec = lc.clamp_float(dot() + zero)
                 pre = gates_in[t] + rec
                 if exact:
@@ -363,7 +364,7 @@ class FloatStep:
         # every view the loop uses, made once (a slice costs about 0.15 us)
         h_in, cell_pre, g_gate, if_sig, o_sig = h_t.T, pre[:, 3 * s:], gc[:, :s], sig[:, :2 * s], sig[:, 2 * s:]
         ig, fc, g_steps, h_steps = products[:, :s], products[:, s:], list(g_in), list(hs)
-        add, multiply, copyto, clip_ufunc = np.add, np.multiply, np.copyto, np_umath.clip
+        add, multiply, clip_ufunc = np.add, np.multiply, np_umath.clip
         for step in range(steps):
             copyto(h_in, h)
             if clamp_later or (step == 0 and clamp_first):

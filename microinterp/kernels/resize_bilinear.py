@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._float_dot import QUIET, REDUCE_ROWS_IN_ORDER
+from ._qutil import copyto
 from ._resize import prepare_resize
 from .bands import RowBands
 from .base import is_batch1_nhwc
@@ -124,7 +125,7 @@ class ResizeBilinear:
                 np.multiply(taps, w, out=products)
                 np.add.reduce(products, axis=1, out=acc)      # |sum| <= 128 * 2^20: no int32 wrap
                 rounded = (np.abs(acc) + (1 << 19)) >> 20        # C truncation of (acc +- 2^19) / 2^20
-                np.copyto(dst, np.where(acc < 0, -rounded, rounded), casting="unsafe")
+                copyto(dst, np.where(acc < 0, -rounded, rounded), casting="unsafe")
             return integer
         wy0, wy1, wx0, wx1 = data.weights
         wy = np.stack([np.broadcast_to(t.reshape(oh, 1), (oh, ow)).reshape(pixels, 1) for t in (wy0, wy1, wy0, wy1)])

@@ -379,7 +379,7 @@ class Merged:
         else:
             np.multiply(self.w, self.cols_t[None], out=self.products)
             if self.skip_t is not None:
-                np.copyto(self.products, np.float32(-0.0), where=self.skip_t[None])
+                copyto(self.products, np.float32(-0.0), where=self.skip_t[None])
             np.add.reduce(self.products, axis=1, out=self.totals, initial=np.float32(0.0))
         if math.isnan(self.totals.reshape(-1).dot(self.ones)):      # a NaN total (or inf - inf in this sum)
             _repair_nans(self.totals.T, lambda i, j: (self.cols_t[:, i], self.w[j, :, i]), self.skip_t,

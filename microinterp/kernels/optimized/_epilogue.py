@@ -64,6 +64,7 @@ import numpy as np
 
 from ...quant import Requantizer, wrap_int32
 from .._blas import matmul
+from .._qutil import copyto
 from .._weight_stats import fill_transposed
 from ._buffers import work_buffer
 
@@ -275,7 +276,7 @@ class Epilogue:
             if src.dtype == np.float64:
                 np.multiply(src, a, out=t)
             else:
-                np.copyto(t, src)                           # float32 -> float64 first: mixed ufuncs are slow
+                copyto(t, src)                           # float32 -> float64 first: mixed ufuncs are slow
                 np.multiply(t, a, out=t)
         if self._signed:
             _clip(t, -self._eps, self._eps, out=tmp)        # sigma * eps

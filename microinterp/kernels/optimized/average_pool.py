@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from .._qutil import copyto
 from ..average_pool import KERNEL as REFERENCE
 from ..pooling_common import PoolData, band_geometry
 
@@ -97,7 +98,7 @@ class FastAveragePool2D:
         acc /= data.count_f
         np.maximum(acc, data.act_min, out=acc)
         np.minimum(acc, data.act_max, out=acc)
-        np.copyto(out, acc, casting="unsafe")       # float -> int truncates toward zero
+        copyto(out, acc, casting="unsafe")       # float -> int truncates toward zero
 
 
 def _window_sums(data: FastPoolData, x: np.ndarray) -> None:
@@ -111,7 +112,7 @@ def _window_sums(data: FastPoolData, x: np.ndarray) -> None:
 
 def _strided_sum(out: np.ndarray, terms: list[np.ndarray]) -> None:
     if len(terms) == 1:
-        np.copyto(out, terms[0])
+        copyto(out, terms[0])
         return
     np.add(terms[0], terms[1], out=out)
     for t in terms[2:]:

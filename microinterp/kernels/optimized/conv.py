@@ -187,10 +187,10 @@ class Im2col:
         if self.shared:
             self._claim()
         if self.image is None:
-            np.copyto(self.target, x[self.source])
+            copyto(self.target, x[self.source])
         else:
-            np.copyto(self.image[self.interior], x[self.source])
-            np.copyto(self.target, self.cols_source)
+            copyto(self.image[self.interior], x[self.source])
+            copyto(self.target, self.cols_source)
         return self.cols
 
 
@@ -323,7 +323,7 @@ class ConvBands:
         (their accumulators are not used)."""
         ct, k = w.shape[0], self.k
         w2 = w.reshape(ct, k)
-        np.copyto(op[:, :k], w2)
+        copyto(op[:, :k], w2)
         folded_bias = -self.zp_in * w2.sum(axis=1, dtype=np.int64)
         if bias is not None:
             folded_bias += bias.reshape(-1).astype(np.int64)

@@ -55,7 +55,7 @@ import numpy as np
 
 from .._blas import matmul
 from .._float_dot import c_einsum
-from .._qutil import unpack_int4
+from .._qutil import copyto, unpack_int4
 from .._weight_stats import accumulator_range
 from ..conv import regular_steps
 from ..depthwise_conv import KERNEL as REFERENCE
@@ -278,7 +278,7 @@ def _run_taps(plan: _TapsPlan, x: np.ndarray, sources: list[np.ndarray | None] |
     acc, tmp = plan.acc, plan.tmp
     for k, (ph, src) in enumerate(zip(plan.phases, sources or _tap_sources(plan, x))):
         if src is not None:
-            np.copyto(ph.dst, src)
+            copyto(ph.dst, src)
         c_einsum("ijnyz,ijz->nyz", ph.windows, ph.weights, out=acc if k == 0 else tmp)
         if k:
             np.add(acc, tmp, out=acc)
@@ -338,10 +338,10 @@ def _run_gemm(plan: _GemmPlan, x: np.ndarray, finish, out: np.ndarray, src: np.n
     (micro_speech at batch 64: 10 MB); a block of about :data:`_BLOCK_BYTES` stays in it. ``src``: the view of
     ``x`` the image interior is copied from, made once by a bound call; ``product``: its one-block product."""
     if plan.dst is not None:
-        np.copyto(plan.dst, src if src is not None else x[:, plan.src[0], plan.src[1], 0])
+        copyto(plan.dst, src if src is not None else x[:, plan.src[0], plan.src[1], 0])
     n, step = plan.windows.shape[2], plan.step
     if step == n:
-        np.copyto(plan.cols_taps, plan.windows)     # im2col in one copy, tap-major
+        copyto(plan.cols_taps, plan.windows)     # im2col in one copy, tap-major
         product(plan.cols.T, plan.weights, out=plan.acc)
         finish(plan.acc, out)
         return
@@ -349,7 +349,7 @@ def _run_gemm(plan: _GemmPlan, x: np.ndarray, finish, out: np.ndarray, src: np.n
     out2 = out.reshape(n * per, -1)
     for s0 in range(0, n, step):
         b = min(n, s0 + step) - s0
-        np.copyto(plan.cols_taps[:, :, :b], plan.windows[:, :, s0:s0 + b])
+        copyto(plan.cols_taps[:, :, :b], plan.windows[:, :, s0:s0 + b])
         acc = plan.acc[:b * per]
         matmul(plan.cols[:, :b * per].T, plan.weights, out=acc)
         finish(acc, out2[s0 * per:(s0 + b) * per])
@@ -398,7 +398,7 @@ class DepthwiseBands:
         c_out = w.shape[3]
         operand = work_buffer("depthwise_band_operand", (kh * kw + 1, c_out), self.dtype)
         w2 = w.reshape(kh * kw, c_out)
-        np.copyto(operand[:-1], w2)
+        copyto(operand[:-1], w2)
         folded = -self.zp_in * w2.sum(axis=0, dtype=np.int64)
         if bias is not None:
             folded += bias.reshape(-1)
@@ -406,7 +406,7 @@ class DepthwiseBands:
         if self.epilogue.constant.any():
             operand[:, self.epilogue.constant] = 0
         if isinstance(plan, _GemmPlan):
-            np.copyto(plan.weights, operand)
+            copyto(plan.weights, operand)
             return
         taps = operand[:-1].reshape(kh, kw, c_out)
         for ph in plan.phases:

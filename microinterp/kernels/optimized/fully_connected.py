@@ -29,6 +29,7 @@ from functools import partial
 
 import numpy as np
 
+from .._qutil import copyto
 from .._weight_stats import ChannelStats, fill_transposed
 from ..base import HostBudget
 from ..fully_connected import KERNEL as REFERENCE
@@ -105,7 +106,7 @@ class FullyConnectedPlan:
 
     def run(self, x: np.ndarray, out: np.ndarray) -> None:
         """``out``: the output tensor (``batches * depth`` values, C-contiguous)."""
-        np.copyto(self.cols[:, :self.accum], x.reshape(-1)[:self.inputs].reshape(len(self.cols), self.accum))
+        copyto(self.cols[:, :self.accum], x.reshape(-1)[:self.inputs].reshape(len(self.cols), self.accum))
         if not self.chunk:
             self.epilogue(gemm(self.cols, self.weights, "fc_acc"), out)
             return
@@ -122,7 +123,7 @@ class FullyConnectedPlan:
             return self.weights[k0:k1]
         src, offset, constant = self.source
         block = work_buffer("fc_slice", (src.shape[0], k1 - k0), np.float32)
-        np.copyto(block, src[:, k0:k1])         # int8 to float32 in the copy: exact
+        copyto(block, src[:, k0:k1])         # int8 to float32 in the copy: exact
         if offset:
             block += offset
         block[constant] = 0
@@ -171,7 +172,7 @@ class FullyConnectedBands:
         n, length = self.accum // self.slice, self.slice
         main = n * length
         xf = work_buffer("fc_band_x", (self.accum,), np.float32)
-        np.copyto(xf, x.reshape(-1)[:self.accum])
+        copyto(xf, x.reshape(-1)[:self.accum])
         acc = np.zeros(len(block), np.float64)
         if n:       # the slices of every row, [n, channels, L], a view (rows are accum apart)
             slices = np.lib.stride_tricks.as_strided(block, (n, len(block), length),
@@ -193,7 +194,7 @@ def fc_band(data: FastFullyConnectedData, x: np.ndarray, w: np.ndarray, out: np.
     bands = data.bands
     ct = w.shape[0]
     group = group_for(memo, "band_group", c0, ct, bands.group, bands.accum, np.float32)
-    np.copyto(group.block[group.filled:group.filled + ct], w.reshape(ct, -1)[:, :bands.accum])
+    copyto(group.block[group.filled:group.filled + ct], w.reshape(ct, -1)[:, :bands.accum])
     group.filled += ct
     c1 = c0 + ct
     if group_done(memo, group, c1, ct, bands.depth, bands.group):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._qutil import copyto
 from ..streams import INVOKE
 from ._common import options
 
@@ -51,7 +52,7 @@ class Window:
             np.multiply(rows, w, out=raw, dtype=np.int32)
             np.right_shift(raw, shift, out=raw)
             np.clip(raw, -32768, 32767, out=raw)
-            np.copyto(dst, raw, casting="unsafe")
+            copyto(dst, raw, casting="unsafe")
         return call
 
     def invoke(self, ctx, op, data: WindowData) -> None:
