@@ -39,6 +39,7 @@ except ImportError:         # another layout: the public functions
 __all__ = [
     "all_codes",
     "bind_copies",
+    "bind_lookup",
     "bind_minus_zero_test",
     "broadcast_shape",
     "check_flat_or_broadcast",
@@ -120,6 +121,15 @@ def lookup(lut: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.take(lut, np.ascontiguousarray(x).view(f"u{x.dtype.itemsize}"))
 
 
+def bind_lookup(lut: np.ndarray, x: np.ndarray, out: np.ndarray) -> Callable[[], None] | None:
+    """:func:`lookup` of the fixed view ``x`` into ``out`` as a call without arguments: the unsigned view of ``x``
+    taken once and the table's own ``take`` into the output (None unless both are contiguous, of one size, and the
+    table has the output's type)."""
+    if not (x.flags.c_contiguous and out.flags.c_contiguous) or x.size != out.size or lut.dtype != out.dtype:
+        return None
+    return functools.partial(lut.take, x.view(f"u{x.dtype.itemsize}").reshape(-1), None, out.reshape(-1))
+
+
 #: Below this many elements :func:`bind_select` is one masked copy (three plain loops cost more there).
 SELECT_BLEND_SIZE = 2048
 
@@ -134,8 +144,8 @@ def bind_select(mask: np.ndarray, a: np.ndarray, b: np.ndarray, out: np.ndarray)
             return functools.partial(copyto, out, a, where=mask)
 
         def masked() -> None:
-            np.copyto(out, b)
-            np.copyto(out, a, where=mask)
+            copyto(out, b)
+            copyto(out, a, where=mask)
         return masked
     au, bu, yu, m = a.view(np.uint32), b.view(np.uint32), out.view(np.uint32), mask.view(np.uint8)
     t = np.empty(out.shape, np.uint32)

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import libm
 from ..quant import round_half_away_f32
-from ._qutil import all_codes, check_scales, lookup, qparams, select, to_int32_x86
+from ._qutil import all_codes, bind_lookup, check_scales, lookup, qparams, select, to_int32_x86
 from .bands import ROW_LOCAL
 
 
@@ -53,6 +53,10 @@ class Elu:
         check_scales(ctx, op, x, y)
         (s_in, zp_in), (s_out, zp_out) = qparams(x), qparams(y)
         return EluData(elu_table(s_in, zp_in, s_out, zp_out))
+
+    def bind(self, ctx, op, data: EluData):
+        """int8 on fixed views: the table's lookup (:func:`._qutil.bind_lookup`); None for float32."""
+        return None if data.lut is None else bind_lookup(data.lut, ctx.input(op, 0), ctx.output(op, 0))
 
     def invoke(self, ctx, op, data: EluData) -> None:
         x, out = ctx.input(op, 0), ctx.output(op, 0)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
-from ._qutil import all_codes, check_scales, lookup, qparams, select
+from ._qutil import all_codes, bind_lookup, check_scales, lookup, qparams, select
 from .bands import ROW_LOCAL
 
 
@@ -74,6 +74,10 @@ class LeakyRelu:
         m_a, s_a = quantize_multiplier(s_in * alpha / s_out)  # all doubles, left to right as in the wheel
         data = LeakyReluData(alpha, zp_in, zp_out, m_id, s_id, m_a, s_a, QMIN[y.type_name], QMAX[y.type_name])
         return replace(data, lut=leaky_relu_quantized(all_codes(x.type_name), data).astype(y.dtype))
+
+    def bind(self, ctx, op, data: LeakyReluData):
+        """int8 / int16 on fixed views: the table's lookup (:func:`._qutil.bind_lookup`); None for float32."""
+        return None if data.lut is None else bind_lookup(data.lut, ctx.input(op, 0), ctx.output(op, 0))
 
     def invoke(self, ctx, op, data: LeakyReluData) -> None:
         x = ctx.input(op, 0)

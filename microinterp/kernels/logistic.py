@@ -38,7 +38,7 @@ from ..quant import (
     mbqm,
     rdbpot,
 )
-from ._qutil import all_codes, copyto, count_nonzero, lookup, qparams
+from ._qutil import all_codes, bind_lookup, copyto, count_nonzero, lookup, qparams
 from .bands import ROW_LOCAL
 
 _INPUT_INTEGER_BITS = 4  # int8 path: input rescaled to Q4.27
@@ -109,11 +109,12 @@ class Logistic:
         raise ctx.fail(op, f"unsupported type {x.type_name}")
 
     def bind(self, ctx, op, data: LogisticData):
-        """float32 on fixed views: :func:`logistic_float` into a kept buffer and the output (None otherwise)."""
+        """float32 on fixed views: :func:`logistic_float` into a kept buffer and the output; int8 / int16: the
+        table's lookup (:func:`._qutil.bind_lookup`)."""
         x, out = ctx.input(op, 0), ctx.output(op, 0)
-        if data.mode != "float" or not x.size:
+        if not x.size:
             return None
-        return bind_logistic_float(x, out)
+        return bind_logistic_float(x, out) if data.mode == "float" else bind_lookup(data.table, x, out)
 
     def invoke(self, ctx, op, data: LogisticData) -> None:
         x = ctx.input(op, 0)

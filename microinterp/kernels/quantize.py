@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, round_half_away, wrap_int32
-from ._qutil import all_codes, check_scales, lookup, qparams, to_int32_x86
+from ._qutil import all_codes, bind_lookup, check_scales, lookup, qparams, to_int32_x86
 from .bands import ROW_LOCAL
 
 #: Eval's supported (input, output) type pairs.
@@ -114,6 +114,10 @@ class Quantize:
         else:
             lut = requantize(codes, data).astype(y.dtype)
         return replace(data, mode="lut", lut=lut)
+
+    def bind(self, ctx, op, data: QuantizeData):
+        """An 8/16-bit input on fixed views: the table's lookup (:func:`._qutil.bind_lookup`); None otherwise."""
+        return bind_lookup(data.lut, ctx.input(op, 0), ctx.output(op, 0)) if data.mode == "lut" else None
 
     def invoke(self, ctx, op, data: QuantizeData) -> None:
         x = ctx.input(op, 0)

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import libm
 from ..quant import fixed_point_tanh, tanh_int16
-from ._qutil import all_codes, lookup, qparams
+from ._qutil import all_codes, bind_lookup, lookup, qparams
 from .bands import ROW_LOCAL
 from .logistic import int8_function, int8_input_params, int16_input_params
 
@@ -59,6 +59,10 @@ class Tanh:
         if x.type_name == "FLOAT32":
             return TanhData("float", 0, 0, 0, 0)
         raise ctx.fail(op, f"unsupported type {x.type_name}")
+
+    def bind(self, ctx, op, data: TanhData):
+        """int8 / int16 on fixed views: the table's lookup (:func:`._qutil.bind_lookup`); None for float32."""
+        return None if data.mode == "float" else bind_lookup(data.table, ctx.input(op, 0), ctx.output(op, 0))
 
     def invoke(self, ctx, op, data: TanhData) -> None:
         x = ctx.input(op, 0)
