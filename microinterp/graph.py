@@ -67,6 +67,37 @@ class ResourceVariables:
             raise fail(f"resource variable {rid} holds {buf.size} bytes, the output tensor has {flat.size}")
         flat[...] = buf
 
+    def bind_read(self, handle: np.ndarray, out: np.ndarray, fail: Callable[[str], Exception]) -> Callable[[], None]:
+        """:meth:`read` of the id ``handle`` holds at each call into the fixed view ``out``, as a call without
+        arguments: the flat byte view taken once, the copy direct when the id names a buffer of the output's size
+        (anything else goes through :meth:`read`, which raises what it raises)."""
+        ids, flat = handle.reshape(-1), out.reshape(-1).view(np.uint8)
+        buffers = self.buffers
+
+        def call() -> None:
+            rid = int(ids[0])
+            buf = buffers[rid] if 0 <= rid < len(buffers) else None
+            if buf is None or buf.size != flat.size:
+                self.read(rid, out, fail)
+                return
+            flat[...] = buf
+        return call
+
+    def bind_assign(self, handle: np.ndarray, value: np.ndarray, fail: Callable[[str], Exception]) -> Callable[[], None]:
+        """:meth:`assign` of the fixed view ``value`` to the id ``handle`` holds at each call, as :meth:`bind_read`
+        reads."""
+        ids, raw = handle.reshape(-1), value.reshape(-1).view(np.uint8)
+        buffers = self.buffers
+
+        def call() -> None:
+            rid = int(ids[0])
+            buf = buffers[rid] if 0 <= rid < len(buffers) else None
+            if buf is None or buf.size != raw.size:
+                self.assign(rid, value, fail)
+                return
+            buf[...] = raw
+        return call
+
     def _buffer(self, rid: int, fail: Callable[[str], Exception]) -> np.ndarray:
         if not 0 <= rid < len(self.names):
             raise fail(f"resource variable {rid} does not exist")

@@ -46,6 +46,13 @@ class AssignVariable:
             resources.allocate(rid, ctx.arena, value)
         return AssignData(resources)
 
+    def bind(self, ctx, op, data: AssignData):
+        """On a contiguous value: :meth:`~microinterp.graph.ResourceVariables.bind_assign` (None otherwise)."""
+        value = ctx.input(op, 1)
+        if not value.flags.c_contiguous:
+            return None
+        return data.resources.bind_assign(ctx.input(op, 0), value, lambda rule: InvokeError(op.index, op.key, rule))
+
     def invoke(self, ctx, op, data: AssignData) -> None:
         rid = int(ctx.input(op, 0).reshape(-1)[0])
         data.resources.assign(rid, ctx.input(op, 1), lambda rule: InvokeError(op.index, op.key, rule))

@@ -28,6 +28,13 @@ class ReadVariable:
             raise ctx.fail(op, f"the handle must be one RESOURCE, got {handle.type_name} {handle.shape}")
         return ReadData(resources)
 
+    def bind(self, ctx, op, data: ReadData):
+        """On a contiguous output: :meth:`~microinterp.graph.ResourceVariables.bind_read` (None otherwise)."""
+        out = ctx.output(op, 0)
+        if not out.flags.c_contiguous:
+            return None
+        return data.resources.bind_read(ctx.input(op, 0), out, lambda rule: InvokeError(op.index, op.key, rule))
+
     def invoke(self, ctx, op, data: ReadData) -> None:
         rid = int(ctx.input(op, 0).reshape(-1)[0])
         data.resources.read(rid, ctx.output(op, 0), lambda rule: InvokeError(op.index, op.key, rule))
