@@ -69,33 +69,30 @@ class ResourceVariables:
 
     def bind_read(self, handle: np.ndarray, out: np.ndarray, fail: Callable[[str], Exception]) -> Callable[[], None]:
         """:meth:`read` of the id ``handle`` holds at each call into the fixed view ``out``, as a call without
-        arguments: the flat byte view taken once, the copy direct when the id names a buffer of the output's size
-        (anything else goes through :meth:`read`, which raises what it raises)."""
-        ids, flat = handle.reshape(-1), out.reshape(-1).view(np.uint8)
-        buffers = self.buffers
+        arguments (:meth:`_bound_copy`)."""
+        return self._bound_copy(handle, out.reshape(-1).view(np.uint8), False, lambda rid: self.read(rid, out, fail))
+
+    def bind_assign(self, handle: np.ndarray, value: np.ndarray, fail: Callable[[str], Exception]) -> Callable[[], None]:
+        """:meth:`assign` of the fixed view ``value`` to the id ``handle`` holds at each call (:meth:`_bound_copy`)."""
+        return self._bound_copy(handle, value.reshape(-1).view(np.uint8), True,
+                                lambda rid: self.assign(rid, value, fail))
+
+    def _bound_copy(self, handle: np.ndarray, flat: np.ndarray, into_buffer: bool,
+                    checked: Callable[[int], None]) -> Callable[[], None]:
+        """The copy between the tensor's flat bytes ``flat`` and the buffer of the id ``handle`` holds, direct when
+        the id names a buffer of that size, else ``checked(rid)`` (:meth:`read` / :meth:`assign`, which raise what
+        they raise)."""
+        ids, buffers = handle.reshape(-1), self.buffers
 
         def call() -> None:
             rid = int(ids[0])
             buf = buffers[rid] if 0 <= rid < len(buffers) else None
             if buf is None or buf.size != flat.size:
-                self.read(rid, out, fail)
-                return
-            flat[...] = buf
-        return call
-
-    def bind_assign(self, handle: np.ndarray, value: np.ndarray, fail: Callable[[str], Exception]) -> Callable[[], None]:
-        """:meth:`assign` of the fixed view ``value`` to the id ``handle`` holds at each call, as :meth:`bind_read`
-        reads."""
-        ids, raw = handle.reshape(-1), value.reshape(-1).view(np.uint8)
-        buffers = self.buffers
-
-        def call() -> None:
-            rid = int(ids[0])
-            buf = buffers[rid] if 0 <= rid < len(buffers) else None
-            if buf is None or buf.size != raw.size:
-                self.assign(rid, value, fail)
-                return
-            buf[...] = raw
+                checked(rid)
+            elif into_buffer:
+                buf[...] = flat
+            else:
+                flat[...] = buf
         return call
 
     def _buffer(self, rid: int, fail: Callable[[str], Exception]) -> np.ndarray:
