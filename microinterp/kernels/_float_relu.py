@@ -15,7 +15,7 @@ import functools
 import numpy as np
 from numpy._core import umath as np_umath
 
-from ._qutil import bind_minus_zero_test, copyto
+from ._qutil import bind_lookup, bind_minus_zero_test, copyto
 
 _NEG_FIRST = np.uint32(0x80000001)
 _NEG_SPAN = np.uint32(0xFF800000 - 0x80000001)
@@ -92,3 +92,13 @@ def bind_relu(x: np.ndarray, out: np.ndarray, six: bool):
         if has_minus_zero():
             copyto(dst, src, where=bits == _MINUS_ZERO)
     return call
+
+
+def bind_relu_op(x: np.ndarray, out: np.ndarray, lut: np.ndarray | None, six: bool):
+    """The bound call of RELU (``six``: RELU6) on the op's views: the quantized kinds' table lookup
+    (:func:`._qutil.bind_lookup`), float32 :func:`bind_relu` on contiguous views of one size (None otherwise)."""
+    if lut is not None:
+        return bind_lookup(lut, x, out)
+    if not (x.flags.c_contiguous and out.flags.c_contiguous) or x.size != out.size:
+        return None
+    return bind_relu(x, out, six)

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..quant import activation_range, mbqm, quantize_multiplier
-from ._float_relu import bind_relu, relu_float
-from ._qutil import all_codes, bind_lookup, check_scales, lookup, qparams
+from ._float_relu import bind_relu_op, relu_float
+from ._qutil import all_codes, check_scales, lookup, qparams
 from .bands import ROW_LOCAL
 
 SUPPORTED_TYPES = ("FLOAT32", "INT8", "INT16")
@@ -75,14 +75,8 @@ class Relu:
         return replace(data, lut=relu_quantized(all_codes(x.type_name), data).astype(y.dtype))
 
     def bind(self, ctx, op, data: ReluData):
-        """float32 on fixed contiguous views: :func:`._float_relu.bind_relu`; the quantized kinds: the table's
-        lookup (:func:`._qutil.bind_lookup`)."""
-        x, out = ctx.input(op, 0), ctx.output(op, 0)
-        if data.lut is not None:
-            return bind_lookup(data.lut, x, out)
-        if not (x.flags.c_contiguous and out.flags.c_contiguous) or x.size != out.size:
-            return None
-        return bind_relu(x, out, six=False)
+        """:func:`._float_relu.bind_relu_op`: the table's lookup, or the float32 clip."""
+        return bind_relu_op(ctx.input(op, 0), ctx.output(op, 0), data.lut, six=False)
 
     def invoke(self, ctx, op, data: ReluData) -> None:
         x = ctx.input(op, 0)

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..quant import round_half_away
-from ._float_relu import bind_relu, relu6_float
-from ._qutil import all_codes, bind_lookup, clamp_to_type, lookup, qparams, to_int32_x86
+from ._float_relu import bind_relu_op, relu6_float
+from ._qutil import all_codes, clamp_to_type, lookup, qparams, to_int32_x86
 from .bands import ROW_LOCAL
 from .relu import check_activation_types
 
@@ -53,14 +53,8 @@ class Relu6:
         return Relu6Data(zero, six, relu6(all_codes(x.type_name), zero, six))
 
     def bind(self, ctx, op, data: Relu6Data):
-        """float32 on fixed contiguous views: :func:`._float_relu.bind_relu`; the quantized kinds: the table's
-        lookup (:func:`._qutil.bind_lookup`)."""
-        x, out = ctx.input(op, 0), ctx.output(op, 0)
-        if data.lut is not None:
-            return bind_lookup(data.lut, x, out)
-        if not (x.flags.c_contiguous and out.flags.c_contiguous) or x.size != out.size:
-            return None
-        return bind_relu(x, out, six=True)
+        """:func:`._float_relu.bind_relu_op`: the table's lookup, or the float32 clip."""
+        return bind_relu_op(ctx.input(op, 0), ctx.output(op, 0), data.lut, six=True)
 
     def invoke(self, ctx, op, data: Relu6Data) -> None:
         x = ctx.input(op, 0)
