@@ -58,6 +58,8 @@ class AveragePool2D:
         taps = [band[:, ky:ky + ys:sh, kx:kx + xs:sw] for ky in range(data.filter_h) for kx in range(data.filter_w)]
         total = np.empty(out.shape, np.float32)
         count = data.count[:, :, None].astype(np.float32)
+        if total.size <= 1 << 16:   # the divisors laid out over the channels: [oh, ow, 1] made NumPy loop per pixel
+            count = np.ascontiguousarray(np.broadcast_to(count, total.shape))
         zero, clamp = np.array(0.0, np.float32), bind_clamp_into(total, data.act_min, data.act_max, out)
 
         def call() -> None:       # under the runtime's quiet errstate

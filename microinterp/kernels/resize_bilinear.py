@@ -71,6 +71,11 @@ def int_axis(in_size: int, out_size: int, align_corners: bool, half_pixel_center
     return np.minimum(lower, in_size - 1), upper, (1 << 10) - w1, w1
 
 
+#: A bound float resize whose taps hold at most this many elements per sample keeps its weights laid out over the
+#: channels (products with long inner loops instead of one loop per pixel of a few channels).
+LAID_OUT_WEIGHTS = 1 << 16
+
+
 @dataclass(frozen=True)
 class ResizeBilinearData:
     integer: bool
@@ -130,15 +135,18 @@ class ResizeBilinear:
         wy0, wy1, wx0, wx1 = data.weights
         wy = np.stack([np.broadcast_to(t.reshape(oh, 1), (oh, ow)).reshape(pixels, 1) for t in (wy0, wy1, wy0, wy1)])
         wx = np.stack([np.broadcast_to(t.reshape(1, ow), (oh, ow)).reshape(pixels, 1) for t in (wx0, wx0, wx1, wx1)])
-        zero = np.array(0.0, np.float32)
+        if taps[0].size <= LAID_OUT_WEIGHTS:     # few channels made NumPy loop per pixel: weights laid out in full
+            wy, wx = (np.ascontiguousarray(np.broadcast_to(v, taps.shape[1:])) for v in (wy, wx))
+        zero, take = np.float32(0.0), flat.take
         dst_dot, ones = out.reshape(-1).dot, np.ones(out.size, np.float32)    # NaN where an output is (or inf - inf)
 
         def call() -> None:       # under the runtime's quiet errstate
-            np.take(flat, index, axis=1, out=taps)
+            take(index, 1, taps)
             np.multiply(taps, wy, out=taps)
             np.multiply(taps, wx, out=taps)
-            np.add.reduce(taps, axis=1, out=dst)
-            np.add(dst, zero, out=dst)
+            # from +0.f: the same sums as the four terms plus 0.f (0.f + t0 is t0 but for a zero's sign, and a
+            # running sum from +0.f never becomes -0.f)
+            np.add.reduce(taps, axis=1, out=dst, initial=zero)
             if math.isnan(dst_dot(ones)):
                 nan_sums_as_x86(np.moveaxis(taps, 1, -1).reshape(-1, 4), dst.reshape(-1))
         return call
