@@ -60,6 +60,10 @@ _ACCUMULATION_INTEGER_BITS = 12
 EXPONENT_ERROR = "softmax: reciprocal exponent out of [0, 31] (TFLITE_CHECK in TFLM)"
 
 
+#: Rows shorter than this take the bound float softmax's transposed form (:func:`_bind_narrow`); of at most
+#: FEW_COLUMNS elements, their maxima are taken column by column.
+NARROW_ROWS = 16
+FEW_COLUMNS = 4
 #: Rows per block of the bound float softmax's transposing copy (both sides of a block stay in cache).
 TRANSPOSE_ROWS = 64
 
@@ -184,6 +188,8 @@ class Softmax:
         divisor = sums[:, None]
         # a NaN total shows in the totals' dot product with ones (a total is a sum of e in [0, 1], or NaN)
         ones = np.ones(rows.shape[0], np.float32)
+        if sums_by_row and rows.shape[1] < NARROW_ROWS:
+            return _bind_narrow(rows, dst, e_t, total, top[:, 0], beta if scaled else None, ones)
 
         def call() -> None:       # under the runtime's quiet errstate
             np.fmax.reduce(rows, axis=1, keepdims=True, initial=lowest, out=top)     # std::max: NaN never wins
@@ -213,6 +219,36 @@ class Softmax:
         else:
             result = _softmax_int16(rows, data)
         out[...] = result.reshape(out.shape)                  # cast to the output type on assignment
+
+
+def _bind_narrow(rows: np.ndarray, dst: np.ndarray, e_t: np.ndarray, total: np.ndarray, top: np.ndarray,
+                 beta: np.ndarray | None, ones: np.ndarray):
+    """The bound float softmax of many short rows, on the transposed exponentials ``e_t`` (``[W, R]``): every
+    operation's inner loop runs over the rows (a ``[R, 1]`` operand against rows of a few elements made NumPy loop
+    per row), the reduction over ``e_t``'s rows is the C loop's sequential sums, the quotients go into the output
+    seen transposed. The same operations on the same values as the general form."""
+    rows_t, dst_t, e = rows.T, dst.T, e_t.T
+    # the maxima column by column where there are few (a reduction along rows this short costs more); a maximum's
+    # zero sign cannot matter: x - max is then a zero, and expf gives 1 either way
+    columns, lowest = (list(rows_t) if len(rows_t) <= FEW_COLUMNS else None), np.array(FLT_LOWEST, np.float32)
+
+    def call() -> None:       # under the runtime's quiet errstate
+        if columns is None:
+            np.fmax.reduce(rows, axis=1, initial=FLT_LOWEST, out=top)     # std::max: NaN never wins
+        else:
+            np.fmax(columns[0], lowest, out=top)
+            for column in columns[1:]:
+                np.fmax(column, top, out=top)
+        np.subtract(rows_t, top, out=e_t)
+        if beta is not None:
+            np.multiply(e_t, beta, out=e_t)
+        expf(e_t, e_t)
+        np.add.reduce(e_t, axis=0, out=total)
+        np.divide(e_t, total, out=dst_t)
+        if math.isnan(np.dot(total, ones)):
+            nan_rows_as_x86(e, total, dst)
+    expf = libm.into("expf")
+    return call
 
 
 def _softmax_float(rows: np.ndarray, beta: float) -> np.ndarray:
