@@ -88,7 +88,7 @@ def _tap_by_tap(cols_t: np.ndarray, w_t: np.ndarray) -> np.ndarray:
 
 
 def _einsum_in_order() -> bool:
-    """Whether every einsum the kernels use (:func:`einsum_dot`, the depthwise and gathered-filter forms) gives the
+    """Whether every einsum the kernels use (:func:`_einsum_sums`, the depthwise and gathered-filter forms) gives the
     tap-by-tap sums bit for bit: on ``0 + 1 + 1 + 1e8 + 1 + ...`` (``1e8`` in order; a reassociation counts the
     later ones), on ``-(1 + 2^-11) + (1 + 2^-12)^2`` (``0`` unfused, ``2^-24`` fused) and on random taps, with
     operands aligned and not."""
@@ -127,7 +127,7 @@ EINSUM_IN_ORDER = _einsum_in_order()
 
 
 def einsum_layout(n: int, c: int, w: np.ndarray, w_t: np.ndarray | None) -> str | None:
-    """The einsum for ``N`` inputs x ``C`` filters (:func:`einsum_dot`): ``"kn,ck->cn"`` (pixels innermost, ``w``
+    """The einsum for ``N`` inputs x ``C`` filters (:func:`_einsum_sums`): ``"kn,ck->cn"`` (pixels innermost, ``w``
     ``[C, K]`` C-contiguous) where there are at least as many pixels as channels, ``"kn,kc->nc"`` (``w_t`` ``[K, C]``
     C-contiguous) otherwise; None when the innermost output axis would have length 1 (the taps would be summed in
     vector lanes), for a single output, or without :data:`EINSUM_IN_ORDER`."""
@@ -141,8 +141,10 @@ def einsum_layout(n: int, c: int, w: np.ndarray, w_t: np.ndarray | None) -> str 
 
 
 def _einsum_sums(cols_t: np.ndarray, w: np.ndarray, w_t: np.ndarray | None, skip_t: np.ndarray | None):
-    """:func:`einsum_dot` of these operands into kept totals, as ``(call, totals)``; None where a tap is left out,
-    ``cols_t`` is not C-contiguous or :func:`einsum_layout` declines."""
+    """The sequential sums by einsum of these operands (``cols_t`` ``[K, N]``, ``w`` ``[C, K]``, ``w_t`` its
+    ``[K, C]`` transpose or None) into kept totals, as ``(call, totals)``: the call returns them as ``[N, C]`` (the
+    ``"kn,kc->nc"`` output itself, or a kept transposed view of the ``"kn,ck->cn"`` one); None where a tap is left
+    out, ``cols_t`` is not C-contiguous or :func:`einsum_layout` declines."""
     n, c = cols_t.shape[1], w.shape[0]
     layout = einsum_layout(n, c, w, w_t) if skip_t is None and cols_t.flags.c_contiguous else None
     if layout is None:
@@ -169,15 +171,6 @@ def _taps_einsum_sums(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray | N
         return None
     totals = np.empty((n, c), np.float32)
     return functools.partial(c_einsum, "knc,kc->nc", xs_t, taps, out=totals), totals
-
-
-def einsum_dot(layout: str, cols_t: np.ndarray, w: np.ndarray, w_t: np.ndarray | None,
-               out: np.ndarray) -> np.ndarray:
-    """The sequential sums by einsum (``layout`` from :func:`einsum_layout`; ``cols_t`` ``[K, N]`` C-contiguous)
-    into ``out`` (``[C, N]`` or ``[N, C]``, the layout's output); returns them as ``[N, C]``."""
-    if layout == "kn,ck->cn":
-        return c_einsum(layout, cols_t, w, out=out).T
-    return c_einsum(layout, cols_t, w_t, out=out)
 
 
 def sequential_dot(cols: np.ndarray, w: np.ndarray, skip: np.ndarray | None = None,

@@ -93,16 +93,17 @@ def test_numpy_einsum_adds_in_order_where_its_baseline_has_no_fma():
 def test_both_einsum_layouts_are_the_c_loop(n, c, k, layout, specials, seed):
     """Every layout :func:`einsum_layout` may choose, on every shape it may choose it for (its innermost output axis
     longer than 1), gives the C loop's bits -- NaN outputs after the x86 repair, as the kernels call it."""
-    subscripts = {"cn": "kn,ck->cn", "nc": "kn,kc->nc"}[layout]
     if (n if layout == "cn" else c) < 2:
         return
     rng = np.random.default_rng(seed)
     cols, w = _values(rng, (n, k), specials), _values(rng, (c, k), specials)
     cols_t, w_t = np.ascontiguousarray(cols.T), np.ascontiguousarray(w.T)
-    out = np.empty((c, n) if layout == "cn" else (n, c), np.float32)
+    # the kernels' own sums: "cn" where the filter is C-contiguous and no transpose is kept, "nc" where the filter
+    # is a transposed view (a FULLY_CONNECTED's prepared weights) and its contiguous transpose is given
+    sums, _ = _float_dot._einsum_sums(cols_t, w, None, None) if layout == "cn" else \
+        _float_dot._einsum_sums(cols_t, w_t.T, w_t, None)
     with np.errstate(all="ignore"):
-        total = _float_dot.einsum_dot(subscripts, cols_t, w, w_t, out)
-        total = _float_dot._nans_as_x86(np.ascontiguousarray(total), lambda i, j: (cols_t[:, i], w[j]), None)
+        total = _float_dot._nans_as_x86(np.ascontiguousarray(sums()), lambda i, j: (cols_t[:, i], w[j]), None)
     assert _same(total, _scalar(cols, w))
 
 
