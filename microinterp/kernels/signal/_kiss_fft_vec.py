@@ -195,24 +195,17 @@ class VectorKissFFT:
             np.take(zi, self.perm, axis=1, out=z[:, 1])
             z = self.gather(z)
             return z[:, 0], z[:, 1]
-        if frames < FRAMES_LAST:
-            fr, fi = zr[:, self.perm], zi[:, self.perm]
-            for p, m, groups, tws in self.stages:
-                shape = (frames, groups, p, m)
-                out_r, out_i = np.empty(shape, fr.dtype), np.empty(shape, fr.dtype)
-                self.bfly[p](fr.reshape(shape), fi.reshape(shape), tws, m, groups, out_r, out_i)
-                fr, fi = out_r.reshape(frames, self.n), out_i.reshape(frames, self.n)
-            return fr, fi
-        # the frames innermost in memory ([n, frames]), seen as [frames, groups, p, m]: every operation's inner loop
-        # runs over the frames, however short m is
-        fr, fi = zr.T[self.perm], zi.T[self.perm]
+        last = frames >= FRAMES_LAST
+        # from FRAMES_LAST frames on, the frames innermost in memory ([n, frames]), seen as [frames, groups, p, m]:
+        # every operation's inner loop runs over the frames, however short m is; fewer keep [frames, n]
+        fr, fi = (zr.T[self.perm], zi.T[self.perm]) if last else (zr[:, self.perm], zi[:, self.perm])
         for p, m, groups, tws in self.stages:
             out_r, out_i = np.empty_like(fr), np.empty_like(fi)
-            vr, vi, vo_r, vo_i = (v.reshape(groups, p, m, frames).transpose(3, 0, 1, 2)
-                                  for v in (fr, fi, out_r, out_i))
+            vr, vi, vo_r, vo_i = (v.reshape(groups, p, m, frames).transpose(3, 0, 1, 2) if last
+                                  else v.reshape(frames, groups, p, m) for v in (fr, fi, out_r, out_i))
             self.bfly[p](vr, vi, tws, m, groups, vo_r, vo_i)
             fr, fi = out_r, out_i
-        return fr.T, fi.T
+        return (fr.T, fi.T) if last else (fr, fi)
 
     def _twiddled(self, xr, xi, tws, p):
         """Every component divided by ``p`` (``C_FIXDIV``), and components ``1 ..`` times their twiddles (none on a
