@@ -18,9 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._common import U64, options
-
-U32_MAX = (1 << 32) - 1
+from ._common import U32, U64, options
 
 
 @dataclass(frozen=True)
@@ -55,7 +53,7 @@ class Taps:
             matrix[f:f + width, i] += np.asarray(weights[w:w + width], np.float64)
             if i < channels:        # channel i's unweighted sum goes to work[i + 1]; the last one is dropped
                 matrix[f:f + width, i + 1] += np.asarray(unweights[w:w + width], np.float64)
-        bound = float(np.abs(matrix).sum(axis=0).max(initial=0.0)) * float(U32_MAX)
+        bound = float(np.abs(matrix).sum(axis=0).max(initial=0.0)) * float(U32)
         return cls(matrix, channels, bound < 2.0 ** 53)
 
     def sums(self, spectrum: np.ndarray, work: np.ndarray) -> None:
