@@ -55,10 +55,17 @@ def read_wav(path: str | os.PathLike) -> np.ndarray:
 
 def windows(samples: np.ndarray, frames: int = FRAMES) -> np.ndarray:
     """``frames`` windows of 480 samples, 320 apart (a short clip is zero-padded at the end)."""
+    return _window_views([samples], frames)[0].copy()
+
+
+def _window_views(clips: Sequence[np.ndarray], frames: int) -> np.ndarray:
+    """``[clips, frames, 480]``: every clip's windows as views of one zero-padded copy of the samples they reach."""
     need = (frames - 1) * STRIDE + WINDOW
-    padded = np.zeros(max(need, samples.size), np.int16)
-    padded[:samples.size] = samples
-    return np.lib.stride_tricks.sliding_window_view(padded, WINDOW)[:(frames - 1) * STRIDE + 1:STRIDE].copy()
+    samples = np.zeros((len(clips), need), np.int16)
+    for row, c in zip(samples, clips):
+        c = np.asarray(c, np.int16).reshape(-1)[:need]
+        row[:c.size] = c
+    return np.lib.stride_tricks.sliding_window_view(samples, WINDOW, axis=1)[:, ::STRIDE]
 
 
 def features(preprocessor: Interpreter, samples: np.ndarray) -> np.ndarray:
@@ -81,13 +88,7 @@ def features_batch(preprocessor: str | os.PathLike | bytes, clips: Sequence[np.n
 
     if not len(clips):
         return np.zeros((0, FRAMES, 0), np.int8)
-    need = (FRAMES - 1) * STRIDE + WINDOW
-    samples = np.zeros((len(clips), need), np.int16)                 # every clip zero-padded, as windows() pads
-    for row, c in zip(samples, clips):
-        c = np.asarray(c, np.int16).reshape(-1)[:need]
-        row[:c.size] = c
-    frames = np.lib.stride_tricks.sliding_window_view(samples, WINDOW, axis=1)[:, ::STRIDE]    # [clips, 49, 480]
-    out = run_streams(preprocessor, frames, streams=streams)
+    out = run_streams(preprocessor, _window_views(clips, FRAMES), streams=streams)
     return out.reshape(len(clips), FRAMES, -1)
 
 
