@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy._core import umath as np_umath
 
 from ..errors import InvokeError
 from ..quant import (
@@ -166,12 +167,12 @@ def _bind_int32(a: np.ndarray, b: np.ndarray, y: np.ndarray, lo: int, hi: int):
     it, since ``1/|b| > |k| 2^-52`` whenever ``|a| = |k b| < 2^52`` -- and a whole number, so the store into int32
     is exact (the clamp to the activation range comes first)."""
     q = np.empty(y.shape, np.float64)
-    lo_hi = (np.float64(lo), np.float64(hi))
+    lo_hi = (np.array(lo, np.float64), np.array(hi, np.float64))     # 0-d bounds for the clip ufunc itself
 
     def call() -> None:
         np.divide(a, b, out=q)
         np.trunc(q, out=q)
-        np.clip(q, *lo_hi, out=q)
+        np_umath.clip(q, *lo_hi, out=q)
         copyto(y, q, casting="unsafe")
     return call
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy._core import umath as np_umath
 
 from .._qutil import copyto
 from ..streams import INVOKE
@@ -46,12 +47,14 @@ class Window:
         x, w, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
         rows, dst = x.reshape(-1, w.shape[0]), out.reshape(-1, w.shape[0])
         raw = np.empty(rows.shape, np.int32)
-        shift = np.int32(data.shift)
+        # 0-d operands and the clip ufunc itself: np.clip's Python wrapper and scalar operands cost more than the
+        # passes on one window
+        shift, lo, hi = np.array(data.shift, np.int32), np.array(-32768, np.int32), np.array(32767, np.int32)
 
         def call() -> None:
             np.multiply(rows, w, out=raw, dtype=np.int32)
             np.right_shift(raw, shift, out=raw)
-            np.clip(raw, -32768, 32767, out=raw)
+            np_umath.clip(raw, lo, hi, out=raw)
             copyto(dst, raw, casting="unsafe")
         return call
 
