@@ -172,24 +172,23 @@ class Softmax:
             return None
         rows = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
         dst = out.reshape(rows.shape)
-        top = np.empty((rows.shape[0], 1), np.float32)
-        e = np.empty(rows.shape, np.float32)
-        running = np.empty(rows.shape, np.float32)
         beta, expf, lowest = np.array(data.beta, np.float32), libm.into("expf"), FLT_LOWEST
+        scaled = data.beta != 1.0       # (x - max) * 1.f is x - max, NaN, -0.f and infinities included
         sums_by_row = len(rows) >= 2 and REDUCE_ROWS_IN_ORDER
         e_t = np.empty(rows.shape[::-1], np.float32)
         total = np.empty(rows.shape[0], np.float32)
-        # the transposing copy in blocks of rows whose two sides stay in cache (2048 x 128: 225 -> 88 us)
-        blocks = [(e_t[:, r:r + TRANSPOSE_ROWS], e[r:r + TRANSPOSE_ROWS].T)
-                  for r in range(0, rows.shape[0], TRANSPOSE_ROWS)]
-
-        scaled = data.beta != 1.0       # (x - max) * 1.f is x - max, NaN, -0.f and infinities included
-        sums = total if sums_by_row else running[:, -1]
-        divisor = sums[:, None]
         # a NaN total shows in the totals' dot product with ones (a total is a sum of e in [0, 1], or NaN)
         ones = np.ones(rows.shape[0], np.float32)
         if sums_by_row and rows.shape[1] < NARROW_ROWS:
-            return _bind_narrow(rows, dst, e_t, total, top[:, 0], beta if scaled else None, ones)
+            return _bind_narrow(rows, dst, e_t, total, beta if scaled else None, ones)
+        top = np.empty((rows.shape[0], 1), np.float32)
+        e = np.empty(rows.shape, np.float32)
+        running = np.empty(rows.shape, np.float32)
+        # the transposing copy in blocks of rows whose two sides stay in cache (2048 x 128: 225 -> 88 us)
+        blocks = [(e_t[:, r:r + TRANSPOSE_ROWS], e[r:r + TRANSPOSE_ROWS].T)
+                  for r in range(0, rows.shape[0], TRANSPOSE_ROWS)]
+        sums = total if sums_by_row else running[:, -1]
+        divisor = sums[:, None]
 
         def call() -> None:       # under the runtime's quiet errstate
             np.fmax.reduce(rows, axis=1, keepdims=True, initial=lowest, out=top)     # std::max: NaN never wins
@@ -221,13 +220,14 @@ class Softmax:
         out[...] = result.reshape(out.shape)                  # cast to the output type on assignment
 
 
-def _bind_narrow(rows: np.ndarray, dst: np.ndarray, e_t: np.ndarray, total: np.ndarray, top: np.ndarray,
-                 beta: np.ndarray | None, ones: np.ndarray):
+def _bind_narrow(rows: np.ndarray, dst: np.ndarray, e_t: np.ndarray, total: np.ndarray, beta: np.ndarray | None,
+                 ones: np.ndarray):
     """The bound float softmax of many short rows, on the transposed exponentials ``e_t`` (``[W, R]``): every
     operation's inner loop runs over the rows (a ``[R, 1]`` operand against rows of a few elements made NumPy loop
     per row), the reduction over ``e_t``'s rows is the C loop's sequential sums, the quotients go into the output
     seen transposed. The same operations on the same values as the general form."""
     rows_t, dst_t, e = rows.T, dst.T, e_t.T
+    top, expf = np.empty(rows.shape[0], np.float32), libm.into("expf")
     # the maxima column by column where there are few (a reduction along rows this short costs more); a maximum's
     # zero sign cannot matter: x - max is then a zero, and expf gives 1 either way
     columns, lowest = (list(rows_t) if len(rows_t) <= FEW_COLUMNS else None), np.array(FLT_LOWEST, np.float32)
@@ -247,7 +247,6 @@ def _bind_narrow(rows: np.ndarray, dst: np.ndarray, e_t: np.ndarray, total: np.n
         np.divide(e_t, total, out=dst_t)
         if math.isnan(np.dot(total, ones)):
             nan_rows_as_x86(e, total, dst)
-    expf = libm.into("expf")
     return call
 
 
