@@ -310,9 +310,8 @@ class FloatStep:
         hs = np.empty((steps, rows, s), np.float32)
         # with finite weights, gate inputs (the input FCs, clamped) and state, no NaN arises (the gates are bounded,
         # the cell grows by at most one a step): no two NaNs meet and NumPy's operands are as good as x86's; else
-        # every add and product keeps the operand's NaN TFLM's loops keep
-        exact = not (self.finite and all(np.isfinite(a).all() for a in (gates_in, h, c)))
-        if not exact:
+        # (below) every add and product keeps the operand's NaN TFLM's loops keep
+        if self.finite and all(np.isfinite(a).all() for a in (gates_in, h, c)):
             with np.errstate(all="ignore"):
                 return self._finite_sequence(gates_in, h, c, hs)
         h_t = np.empty((s, rows), np.float32)            # the recurrent FC's input, refreshed every step
@@ -323,9 +322,8 @@ class FloatStep:
                 copyto(h_t, h.T)
                 rec = lc.clamp_float(dot() + zero)
                 pre = gates_in[t] + rec
-                if exact:
-                    both_nan_as_x86(ADD_KEEPS, gates_in[t], rec, pre)
-                h, c = self._gates(pre, c, exact)
+                both_nan_as_x86(ADD_KEEPS, gates_in[t], rec, pre)
+                h, c = self._gates(pre, c)
                 hs[t] = h
         return hs, h, c
 
@@ -386,24 +384,23 @@ class FloatStep:
             multiply(t, o_sig, out=h)
         return hs, h, cell.copy()
 
-    def _gates(self, pre: np.ndarray, c: np.ndarray, exact: bool):
+    def _gates(self, pre: np.ndarray, c: np.ndarray):
+        """One step's gates, cell and output where a NaN may arise: every add and product with the NaN TFLM's loop
+        keeps where two meet."""
         s = self.d.state
         sig = logistic_float(pre)           # elementwise: the forget, input and output gates in one call
         f, i, o = sig[:, :s], sig[:, s:2 * s], sig[:, 3 * s:]
         g = tanhf(pre[:, 2 * s:3 * s]) if self.d.cell_gate_tanh else pre[:, 2 * s:3 * s]
         fc, ig = f * c, i * g
-        if exact:
-            both_nan_as_x86(MUL_KEEPS, f, c, fc)
-            both_nan_as_x86(MUL_KEEPS, i, g, ig)
+        both_nan_as_x86(MUL_KEEPS, f, c, fc)
+        both_nan_as_x86(MUL_KEEPS, i, g, ig)
         fc, ig = lc.clamp_float(fc), lc.clamp_float(ig)
         c = fc + ig
-        if exact:
-            both_nan_as_x86(ADD_KEEPS, fc, ig, c)
+        both_nan_as_x86(ADD_KEEPS, fc, ig, c)
         if self.d.cell_clip > 0:
             clip = np.float32(self.d.cell_clip)
             c = np.maximum(np.minimum(clip, c), -clip)
         t = tanhf(c)
         h = t * o
-        if exact:
-            both_nan_as_x86(MUL_KEEPS, t, o, h)
+        both_nan_as_x86(MUL_KEEPS, t, o, h)
         return lc.clamp_float(h), c
