@@ -110,12 +110,15 @@ def gemm_weights_from(src: np.ndarray, offset: int, abs_sum: np.ndarray, folded_
     return out
 
 
+def product_for(a: np.ndarray, b: np.ndarray):
+    """The function that multiplies operands of these shapes: ``np.matmul`` for tiny products (below
+    :data:`SMALL_GEMM` multiply-adds, no BLAS thread-count calls), else the single-threaded BLAS ``matmul``."""
+    return np.matmul if a.shape[0] * a.shape[1] * b.shape[1] < SMALL_GEMM else matmul
+
+
 def gemm(a: np.ndarray, b: np.ndarray, role: str) -> np.ndarray:
-    """``a @ b`` into the work buffer ``role`` (single-threaded BLAS for all but tiny products)."""
-    out = work_buffer(role, (a.shape[0], b.shape[1]), b.dtype)
-    if a.shape[0] * a.shape[1] * b.shape[1] < SMALL_GEMM:
-        return np.matmul(a, b, out=out)
-    return matmul(a, b, out=out)
+    """``a @ b`` into the work buffer ``role`` (:func:`product_for`)."""
+    return product_for(a, b)(a, b, out=work_buffer(role, (a.shape[0], b.shape[1]), b.dtype))
 
 
 class Epilogue:

@@ -45,14 +45,13 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .._blas import matmul
 from .._qutil import copyto, unpack_int4
 from .._weight_stats import ChannelStats, accumulator_range
 from ..base import HostBudget
 from ..conv import KERNEL as REFERENCE
 from ..conv import ConvData, ConvTiler, regular_steps
 from ._buffers import claimed_buffer, still_claimed, work_buffer
-from ._epilogue import SMALL_GEMM, Epilogue, gemm, gemm_weights
+from ._epilogue import Epilogue, gemm, gemm_weights, product_for
 from ._group import GROUP_BYTES, block_rows, group_done, group_for
 
 _FOLD_BELOW = 48     # folded GEMM (float64, requantization scale inside) for 1x1 filters with C_in below this: the
@@ -244,7 +243,7 @@ class ConvPlan:
         if finish is None:
             return None
         fill, cols, w = im.filler(x), im.cols, self.weights
-        product = np.matmul if cols.shape[0] * cols.shape[1] * w.shape[1] < SMALL_GEMM else matmul
+        product = product_for(cols, w)
 
         def call() -> None:
             fill()

@@ -61,7 +61,7 @@ from ..conv import regular_steps
 from ..depthwise_conv import KERNEL as REFERENCE
 from ..depthwise_conv import DepthwiseData, DepthwiseTiler
 from ._buffers import work_buffer
-from ._epilogue import SMALL_GEMM, Epilogue, gemm_weights
+from ._epilogue import Epilogue, gemm_weights, product_for
 from .conv import BIND_OUTPUTS
 
 _FOLD = True    # one input channel (the GEMM scheme): requantization scale folded into float64 weights when
@@ -307,8 +307,8 @@ def _bind_plan(data: OptimizedDepthwiseData, x: np.ndarray, out: np.ndarray):
             finish()
         return taps
     src = None if plan.dst is None else x[:, plan.src[0], plan.src[1], 0]
-    small = plan.cols.shape[0] * plan.cols.shape[1] * plan.weights.shape[1] < SMALL_GEMM
-    return functools.partial(_run_gemm, plan, x, lambda acc, y: finish(), out, src, np.matmul if small else matmul)
+    return functools.partial(_run_gemm, plan, x, lambda acc, y: finish(), out, src,
+                             product_for(plan.cols.T, plan.weights))
 
 
 def _gemm_plan(data: DepthwiseData, operand: np.ndarray, zp_in: int, in_shape, out_shape, kernel) -> _GemmPlan:
