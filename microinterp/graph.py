@@ -72,7 +72,8 @@ class ResourceVariables:
         arguments (:meth:`_bound_copy`)."""
         return self._bound_copy(handle, out.reshape(-1).view(np.uint8), False, lambda rid: self.read(rid, out, fail))
 
-    def bind_assign(self, handle: np.ndarray, value: np.ndarray, fail: Callable[[str], Exception]) -> Callable[[], None]:
+    def bind_assign(self, handle: np.ndarray, value: np.ndarray,
+                    fail: Callable[[str], Exception]) -> Callable[[], None]:
         """:meth:`assign` of the fixed view ``value`` to the id ``handle`` holds at each call (:meth:`_bound_copy`)."""
         return self._bound_copy(handle, value.reshape(-1).view(np.uint8), True,
                                 lambda rid: self.assign(rid, value, fail))

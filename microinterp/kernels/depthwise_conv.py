@@ -181,9 +181,8 @@ class BoundFloatDepthwise:
     """A float DEPTHWISE_CONV_2D on fixed arena views: what :func:`depthwise_rows` computes, with what does not depend
     on the input values done once -- the tap buffer and its window view, the copy of the image into it, the
     taps-first buffer of every tap's inputs (each input channel repeated for its multiplier), the filter taps (and
-    bias) in that buffer's channel order, the
-    taps outside the image -- so an invoke is: refresh the image, write the taps, the sequential sums, the bias, the
-    clamp into the output."""
+    bias) in that buffer's channel order, the taps outside the image -- so an invoke is: refresh the image, write
+    the taps, the sequential sums, the bias, the clamp into the output."""
 
     def __init__(self, dst, src, win, taps, bias, skip_t, lo, hi, out):
         self.dst, self.src = dst, src

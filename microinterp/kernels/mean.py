@@ -54,8 +54,9 @@ class Mean:
 
     def bind(self, ctx, op, data: MeanData):
         """float32 over constant axes into two or more outputs, on fixed views: the input copied reduced-axes-first
-        into a kept ``[N, outputs]`` buffer (read in place where it is laid out so already), its rows added in order from ``+0.f`` (outputs that end NaN folded again
-        one by one, as x86 picks NaN operands), the division by ``N`` into the output (None otherwise)."""
+        into a kept ``[N, outputs]`` buffer (read in place where it is laid out so already), its rows added in order
+        from ``+0.f`` (outputs that end NaN folded again one by one, as x86 picks NaN operands), the division by
+        ``N`` into the output (None otherwise)."""
         x, out = ctx.input(op, 0), ctx.output(op, 0)
         axes = data.io.axes
         if data.io.input_type != "FLOAT32" or axes is None or not x.size or not out.flags.c_contiguous \

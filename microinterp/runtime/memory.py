@@ -343,10 +343,10 @@ except ImportError:         # another layout: np.errstate itself
 
 
 def quiet_enter() -> Any:
-    """:func:`quiet_floats` entered without a context manager (the invoke loop's hot path, 0.33 -> 0.15 us): the
-    same context variable ``np.errstate`` sets, with the extension object made as ``errstate.__enter__`` makes it
-    (NumPy 2's ``_ufunc_config``; ``np.errstate`` itself on other layouts). Returns the token for
-    :func:`quiet_leave`."""
+    """:func:`quiet_floats` entered without a context manager (the invoke loop's hot path): the same context
+    variable ``np.errstate`` sets, holding the extension object :func:`_quiet_extobj` made once as
+    ``errstate.__enter__`` makes it (NumPy 2's ``_ufunc_config``; ``np.errstate`` itself on other layouts). Returns
+    the token for :func:`quiet_leave`."""
     if _MAKE_EXTOBJ is None:
         state = np.errstate(all="ignore")
         state.__enter__()

@@ -73,11 +73,12 @@ class FastMean:
             return None
         kept = np.empty([1 if d in data.axes else x.shape[d] for d in range(x.ndim)], np.int32)
         sums, flat, first = kept.reshape(-1), out.reshape(-1), np.array(-n * data.lo, np.int32)
+        take = table.take           # the method: no __array_function__ dispatch
 
         def call() -> None:
             np.add.reduce(x, axis=data.axes, dtype=np.int32, keepdims=True, out=kept)
             np.add(sums, first, out=sums)
-            np.take(table, sums, out=flat)
+            take(sums, None, flat)
         return call
 
     def invoke(self, ctx, op, data: FastMeanData) -> None:
