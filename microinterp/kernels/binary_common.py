@@ -66,7 +66,7 @@ def clamp_float_(x: np.ndarray, lo: np.float32, hi: np.float32) -> np.ndarray:
 
 def bind_clamp(x: np.ndarray, lo: np.float32, hi: np.float32) -> Callable[[], None]:
     """:func:`clamp_float_` of the fixed array ``x`` as a call without arguments: its mask and bounds kept (without
-    a zero bound, the clip ufunc alone: see :func:`clamp_into`)."""
+    a zero bound, the clip ufunc alone: see :func:`bind_clamp_into`)."""
     lo0, hi0, mask = np.array(lo, np.float32), np.array(hi, np.float32), np.empty(x.shape, bool)
     clip, less = np_umath.clip, np_umath.less
     if lo != 0 and hi != 0:
@@ -87,7 +87,10 @@ def bind_clamp(x: np.ndarray, lo: np.float32, hi: np.float32) -> Callable[[], No
 
 
 def bind_clamp_into(x: np.ndarray, lo: np.float32, hi: np.float32, out: np.ndarray) -> Callable[[], None]:
-    """:func:`clamp_into` of fixed arrays as a call without arguments (``x`` overwritten where a bound is zero)."""
+    """``out = std::min(std::max(x, lo), hi)`` (float32) of fixed arrays as a call without arguments: NumPy's clip
+    ufunc where neither bound is zero -- exact there, it only moves values past a bound and keeps every NaN's bits
+    and ``-0.f`` --, else :func:`bind_clamp` in place and a copy (``std::max(-0.f, 0.f)`` keeps ``-0.f``, which
+    clip does not promise)."""
     if lo != 0 and hi != 0:
         clip, lo0, hi0 = np_umath.clip, np.array(lo, np.float32), np.array(hi, np.float32)
         return lambda: clip(x, lo0, hi0, out=out)
@@ -100,16 +103,6 @@ def bind_clamp_into(x: np.ndarray, lo: np.float32, hi: np.float32, out: np.ndarr
 
 
 _NEG_INF = np.array(-np.inf, np.float32)
-
-
-def clamp_into(x: np.ndarray, lo: np.float32, hi: np.float32, out: np.ndarray) -> None:
-    """``out = std::min(std::max(x, lo), hi)`` (float32): NumPy's clip ufunc where neither bound is zero -- exact
-    there, it only moves values past a bound and keeps every NaN's bits and ``-0.f`` --, else
-    :func:`clamp_float_` (``std::max(-0.f, 0.f)`` keeps ``-0.f``, which clip does not promise)."""
-    if lo != 0 and hi != 0:
-        np_umath.clip(x, lo, hi, out=out)
-    else:
-        out[...] = clamp_float_(x, lo, hi)
 
 
 def check_broadcast(ctx, op, a, b, out) -> None:
