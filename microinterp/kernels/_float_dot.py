@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -140,37 +141,42 @@ def einsum_layout(n: int, c: int, w: np.ndarray, w_t: np.ndarray | None) -> str 
     return "kn,kc->nc" if channels else None
 
 
-def _einsum_sums(cols_t: np.ndarray, w: np.ndarray, w_t: np.ndarray | None, skip_t: np.ndarray | None):
+def _einsum_sums(cols_t: np.ndarray, w: np.ndarray, w_t: np.ndarray | None, skip_t: np.ndarray | None,
+                 out: np.ndarray | None = None):
     """The sequential sums by einsum of these operands (``cols_t`` ``[K, N]``, ``w`` ``[C, K]``, ``w_t`` its
-    ``[K, C]`` transpose or None) into kept totals, as ``(call, totals)``: the call returns them as ``[N, C]`` (the
-    ``"kn,kc->nc"`` output itself, or a kept transposed view of the ``"kn,ck->cn"`` one); None where a tap is left
-    out, ``cols_t`` is not C-contiguous or :func:`einsum_layout` declines."""
+    ``[K, C]`` transpose or None) into kept totals, as ``(call, totals, result)``: the call returns them as
+    ``[N, C]``, the view ``result`` (the ``"kn,kc->nc"`` output itself, or a kept transposed view of the
+    ``"kn,ck->cn"`` one); None where a tap is left out, ``cols_t`` is not C-contiguous or :func:`einsum_layout`
+    declines. ``out``: where the ``"kn,kc->nc"`` totals may go straight (a C-contiguous float32 ``[N, C]`` array no
+    operand overlaps), or None for a buffer of their own."""
     n, c = cols_t.shape[1], w.shape[0]
     layout = einsum_layout(n, c, w, w_t) if skip_t is None and cols_t.flags.c_contiguous else None
     if layout is None:
         return None
     if layout == "kn,kc->nc":      # c_einsum returns its output: the [N, C] totals themselves
-        totals = np.empty((n, c), np.float32)
-        return functools.partial(c_einsum, layout, cols_t, w_t, out=totals), totals
+        direct = out is not None and out.shape == (n, c) and out.dtype == np.float32 and out.flags.c_contiguous \
+            and not any(np.shares_memory(out, v) for v in (cols_t, w_t))
+        totals = out if direct else np.empty((n, c), np.float32)
+        return functools.partial(c_einsum, layout, cols_t, w_t, out=totals), totals, totals
     totals = np.empty((c, n), np.float32)
     as_nc = totals.T
 
     def sums() -> np.ndarray:
         c_einsum(layout, cols_t, w, out=totals)
         return as_nc
-    return sums, totals
+    return sums, totals, as_nc
 
 
 def _taps_einsum_sums(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray | None):
     """The depthwise sums ``"knc,kc->nc"`` (channels innermost, pixels where there is one channel) into kept totals,
-    as ``(call, totals)``; None without :data:`EINSUM_IN_ORDER`, with a tap left out, a single output or operands
-    not C-contiguous."""
+    as ``(call, totals, totals)`` (:func:`_einsum_sums`); None without :data:`EINSUM_IN_ORDER`, with a tap left
+    out, a single output or operands not C-contiguous."""
     _, n, c = xs_t.shape
     if not (EINSUM_IN_ORDER and skip_t is None and n * c >= 2 and xs_t.flags.c_contiguous
             and taps.flags.c_contiguous):
         return None
     totals = np.empty((n, c), np.float32)
-    return functools.partial(c_einsum, "knc,kc->nc", xs_t, taps, out=totals), totals
+    return functools.partial(c_einsum, "knc,kc->nc", xs_t, taps, out=totals), totals, totals
 
 
 def sequential_dot(cols: np.ndarray, w: np.ndarray, skip: np.ndarray | None = None,
@@ -234,17 +240,18 @@ class BoundDot:
     call, the same operations in the same order as :func:`_pixels_inner` / :func:`_fold` (``[C, K, N]`` when the
     pixels are many, ``[K, N, C]`` otherwise); anything else calls :func:`sequential_dot_core` (:meth:`taps`:
     :func:`sequential_taps_core`). Returns the ``[N, C]`` totals (a kept buffer or a view of one: use it before the
-    next call)."""
+    next call). ``out``: an output the ``"kn,kc->nc"`` einsum may write straight into, its totals then
+    (:func:`bind_finish`)."""
 
     def __init__(self, cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | None = None,
-                 w_t: np.ndarray | None = None, nan_from: str = "total"):
+                 w_t: np.ndarray | None = None, nan_from: str = "total", out: np.ndarray | None = None):
         k, n = cols_t.shape
         c = w.shape[0]
         self.fallback = lambda: sequential_dot_core(cols_t, w, skip_t, w_t, nan_from)
         self.inputs_of = lambda i, j: (cols_t[:, i], w[j])
         self.skip_t, self.nan_from = skip_t, nan_from
         self.block = self.sums = None
-        einsum = _einsum_sums(cols_t, w, w_t, skip_t)
+        einsum = _einsum_sums(cols_t, w, w_t, skip_t, out)
         if einsum is not None:
             self._keep_sums(*einsum)
             return
@@ -255,7 +262,7 @@ class BoundDot:
             def one() -> np.ndarray:
                 np.multiply(x, f, out=products[1:])
                 return np_umath.add.accumulate(products, out=sums)[-1:].reshape(1, 1)
-            self._keep_sums(one, sums[-1:])
+            self._keep_sums(one, sums[-1:], sums[-1:].reshape(1, 1))
             return
         if not _one_block(k, n, c):
             return
@@ -297,13 +304,13 @@ class BoundDot:
         self.inputs_of = lambda i, j: (xs_cn[:, j, i], taps[:, j])
         self.skip_t, self.nan_from, self.block = None, "total", None
         totals = np.empty((c, n), np.float32)
-        self._keep_sums(lambda: c_einsum("kcn,kc->cn", xs_cn, taps, out=totals).T, totals)
+        self._keep_sums(lambda: c_einsum("kcn,kc->cn", xs_cn, taps, out=totals).T, totals, totals.T)
         return self
 
-    def _keep_sums(self, sums, totals: np.ndarray) -> None:
-        """``sums()`` computes the totals into ``totals`` (a kept buffer; it returns them as ``[N, C]``); the NaN
-        test reads the buffer flat."""
-        self.sums, self.ones = sums, np.ones(totals.size, np.float32)
+    def _keep_sums(self, sums, totals: np.ndarray, result: np.ndarray) -> None:
+        """``sums()`` computes the totals into ``totals`` (a kept buffer; it returns them as ``[N, C]``, the view
+        ``result`` of it); the NaN test reads the buffer flat."""
+        self.sums, self.ones, self.totals, self.result = sums, np.ones(totals.size, np.float32), totals, result
         self.flat_dot = totals.reshape(-1).dot        # the bound method: no dispatch through np.dot
 
     def _keep(self, a: np.ndarray, b: np.ndarray, shape: tuple[int, int, int], axis: int,
@@ -485,6 +492,52 @@ class BiasClamp:
         elif self.bias is not None:
             np.add(acc, self.bias, out=acc)
         np_umath.clip(acc, self.lo, self.hi, out=self.out)
+
+
+def bind_finish(dot: BoundDot, bias: np.ndarray | None, nan_from: str, lo: Any, hi: Any, out: np.ndarray,
+                shape: tuple[int, ...] | None = None) -> Callable[[], None]:
+    """``dot``'s sums, the bias and the activation clamp into ``out`` as one call without arguments (``shape``: the
+    totals reshaped so to meet ``out``). Where the sums are an einsum's (or one output's) without a bias left over
+    -- a constant bias rides as a last tap, :func:`bias_as_tap` --, the NaN test's sum of the totals also says
+    whether the clamp has anything to do: when it is finite no total is +-inf or NaN, so the clamp to +-FLT_MAX
+    (no activation) changes nothing and the totals are copied as they are (or were written into ``out`` by the
+    einsum itself); otherwise NaN totals are repaired as :meth:`BoundDot.__call__` does and clipped -- in place on
+    the contiguous buffer, then copied (NumPy's clip of a transposed view into ``out`` costs twice a copy).
+    Anything else: :class:`BiasClamp` after ``dot()``."""
+    result = None if dot.sums is None else dot.result if shape is None else dot.result.reshape(shape)
+    if bias is not None or result is None or result.shape != out.shape or not np.shares_memory(dot.totals, result):
+        finish = BiasClamp(bias, nan_from, lo, hi, out)
+        if shape is None:
+            return lambda: finish(dot())
+        return lambda: finish(dot().reshape(shape))
+    sums, test, ones, totals = dot.sums, dot.flat_dot, dot.ones, dot.totals
+    repair = functools.partial(_repair_nans, dot.result, dot.inputs_of, None, dot.nan_from)
+    lo0, hi0 = np.array(lo, np.float32), np.array(hi, np.float32)
+    clip, isfinite, isnan = np_umath.clip, math.isfinite, math.isnan
+    direct = np.shares_memory(totals, out)       # the einsum wrote the output itself
+    if lo0 <= -_FLT_MAX and hi0 >= _FLT_MAX:
+        def free() -> None:
+            sums()
+            s = test(ones)
+            if not isfinite(s):         # an infinity or a NaN among the totals (or a sum past FLT_MAX)
+                if isnan(s):
+                    repair()
+                clip(totals, lo0, hi0, out=totals)
+            if not direct:
+                copyto(out, result)
+        return free
+
+    def bounded() -> None:
+        sums()
+        if isnan(test(ones)):
+            repair()
+        clip(totals, lo0, hi0, out=totals)
+        if not direct:
+            copyto(out, result)
+    return bounded
+
+
+_FLT_MAX = np.float32(np.finfo(np.float32).max)
 
 
 def sequential_taps(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray | None = None) -> np.ndarray:

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..quant import Requantizer, activation_range, activation_range_float, mbqm_int64, quantize_multiplier
 from ._blas import matmul
-from ._float_dot import BiasClamp, BoundDot, add_bias_x86, bias_as_tap, sequential_dot_t
+from ._float_dot import BoundDot, add_bias_x86, bias_as_tap, bind_finish, sequential_dot_t
 from ._qutil import copyto, unpack_int4
 from .bands import Tiler
 from .base import is_batch1_nhwc
@@ -268,8 +268,8 @@ class BoundFloatConv:
         # the taps-first im2col buffer [K, N] (and the row of ones after it)
         cols_t = np.ones((taps + (tap is not None), pixels), np.float32)
         self.cols_view = cols_t[:taps].reshape(*win.shape[3:], *win.shape[:3])
-        self.dot = BoundDot(cols_t, w, skip_t, w_t)
-        self.finish = BiasClamp(bias, "total", data.act_min, data.act_max, out)
+        dot = BoundDot(cols_t, w, skip_t, w_t, out=out)
+        self.finish = bind_finish(dot, bias, "total", data.act_min, data.act_max, out)
 
     @classmethod
     def build(cls, data: ConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
@@ -289,7 +289,7 @@ class BoundFloatConv:
         if self.dst is not None:
             self.dst[...] = self.src
         copyto(self.cols_view, self.win_t)
-        self.finish(self.dot())     # under the runtime's quiet errstate (runtime.memory.quiet_floats)
+        self.finish()       # under the runtime's quiet errstate (runtime.memory.quiet_floats)
 
 
 def _float_filter_t(ctx, w) -> np.ndarray | None:

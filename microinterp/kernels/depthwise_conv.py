@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import Requantizer, activation_range_float
-from ._float_dot import BiasClamp, BoundDot, add_bias_x86, sequential_taps
+from ._float_dot import BoundDot, add_bias_x86, bind_finish, sequential_taps
 from ._qutil import copyto
 from .conv import (
     ConvRows,
@@ -188,30 +188,34 @@ class BoundFloatDepthwise:
         self.dst, self.src = dst, src
         n, oh, ow, kh, kw, c_in = win.shape
         m = taps.shape[1] // c_in
+        k = kh * kw
         self.shape = None
+        # a constant bias without NaN and no tap left out: the bias as a last tap (1.f * bias) over a kept row of
+        # ones after the taps, as the float conv does (_float_dot.bias_as_tap)
+        extra = int(bias is not None and skip_t is None and not np.isnan(bias).any())
         # few channels and no tap left out: a channels-first buffer [ky, kx, c_in, m, n, oy, ox], pixels innermost
         # (its transposing copy costs more than the channels-last einsum saves from 16 channels on)
         self.dot = None if skip_t is not None or c_in * m >= PIXELS_INNER_BELOW else BoundDot.taps_pixels_inner(
-            np.empty((kh * kw, c_in * m, n * oh * ow), np.float32), taps)
+            np.ones((k + extra, c_in * m, n * oh * ow), np.float32), _with_bias_tap(taps, bias, extra))
         if self.dot is not None:
-            self.finish = BiasClamp(bias, "bias", lo, hi, out)
-            self.xs_view = self.dot.xs_cn.reshape(kh, kw, c_in, m, n, oh, ow)
+            self.finish = bind_finish(self.dot, None if extra else bias, "bias", lo, hi, out)
+            self.xs_view = self.dot.xs_cn[:k].reshape(kh, kw, c_in, m, n, oh, ow)
             self.win_t = np.broadcast_to(win.transpose(3, 4, 5, 0, 1, 2)[:, :, :, None], self.xs_view.shape)
             return
         # the taps-first buffer as the window's axes with the multiplier before the input channels: [ky, kx, n, oy,
         # ox, m, c_in], so the copy's inner loop runs over the channels (not over m copies of one value); the
         # output channels are then in the order (m, c_in): the taps and the bias permuted alike, the totals
         # clamped into the output seen as [n, m, c_in]
-        xs_t = np.empty((kh * kw, n * oh * ow, m * c_in), np.float32)
-        self.xs_view = xs_t.reshape(kh, kw, n, oh, ow, m, c_in)
+        xs_t = np.ones((k + extra, n * oh * ow, m * c_in), np.float32)
+        self.xs_view = xs_t[:k].reshape(kh, kw, n, oh, ow, m, c_in)
         self.win_t = np.broadcast_to(win.transpose(3, 4, 0, 1, 2, 5)[..., None, :], self.xs_view.shape)
         if m > 1:
-            taps = np.ascontiguousarray(taps.reshape(kh * kw, c_in, m).transpose(0, 2, 1).reshape(kh * kw, -1))
+            taps = np.ascontiguousarray(taps.reshape(k, c_in, m).transpose(0, 2, 1).reshape(k, -1))
             bias = None if bias is None else np.ascontiguousarray(bias.reshape(c_in, m).T)
             out = out.reshape(-1, c_in, m).transpose(0, 2, 1)
             self.shape = out.shape
-        self.finish = BiasClamp(bias, "bias", lo, hi, out)
-        self.dot = BoundDot.taps(xs_t, taps, skip_t)
+        self.dot = BoundDot.taps(xs_t, _with_bias_tap(taps, bias, extra), skip_t)
+        self.finish = bind_finish(self.dot, None if extra else bias, "bias", lo, hi, out, self.shape)
 
     @classmethod
     def build(cls, data: DepthwiseData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
@@ -237,8 +241,14 @@ class BoundFloatDepthwise:
             self.dst[...] = self.src
         copyto(self.xs_view, self.win_t)
         # under the runtime's quiet errstate (runtime.memory.quiet_floats)
-        total = self.dot()
-        self.finish(total if self.shape is None else total.reshape(self.shape))
+        self.finish()
+
+
+def _with_bias_tap(taps: np.ndarray, bias: np.ndarray | None, extra: int) -> np.ndarray:
+    """The ``[K, C]`` taps, with the bias as one more row when ``extra`` (contiguous either way)."""
+    if not extra:
+        return taps
+    return np.ascontiguousarray(np.concatenate([taps, np.asarray(bias, np.float32).reshape(1, -1)]))
 
 
 def _kind(ctx, op, x, bias_t) -> str:

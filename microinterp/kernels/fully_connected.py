@@ -67,7 +67,7 @@ from ..quant import (
     wrap_int32,
 )
 from ._blas import matmul
-from ._float_dot import BiasClamp, BoundDot, bias_as_tap
+from ._float_dot import BoundDot, bias_as_tap, bind_finish
 from ._qutil import copyto, unpack_int4
 from ._step_requant import StepRequantizer, requantization_steps
 from ._weight_stats import ChannelStats, fill_transposed
@@ -382,18 +382,19 @@ def _bind_float(x: np.ndarray, out: np.ndarray, data: FullyConnectedData, filt: 
         return None
     cols_t = np.ones((data.accum + 1, data.batches), np.float32)
     tap = bias_as_tap(w, data.bias) if data.weights is not None else None
+    out = out.reshape(data.batches, data.depth)
     if tap is not None:             # the bias as a last tap over a kept row of ones
-        dot, bias = BoundDot(cols_t, tap[0], None, tap[1]), None
+        dot, bias = BoundDot(cols_t, tap[0], None, tap[1], out=out), None
     else:
-        dot, bias = BoundDot(cols_t[:-1], w, None, w_t), data.bias
-    finish = BiasClamp(bias, "bias", data.act_min, data.act_max, out.reshape(data.batches, data.depth))
+        dot, bias = BoundDot(cols_t[:-1], w, None, w_t, out=out if data.bias is None else None), data.bias
+    finish = bind_finish(dot, bias, "bias", data.act_min, data.act_max, out)
     taps = cols_t[:-1]
 
     def call() -> None:
         copyto(taps, rows.T)
         if refresh_w is not None:
             copyto(*refresh_w)
-        finish(dot())
+        finish()
     return call
 
 

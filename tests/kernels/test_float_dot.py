@@ -100,7 +100,7 @@ def test_both_einsum_layouts_are_the_c_loop(n, c, k, layout, specials, seed):
     cols_t, w_t = np.ascontiguousarray(cols.T), np.ascontiguousarray(w.T)
     # the kernels' own sums: "cn" where the filter is C-contiguous and no transpose is kept, "nc" where the filter
     # is a transposed view (a FULLY_CONNECTED's prepared weights) and its contiguous transpose is given
-    sums, _ = _float_dot._einsum_sums(cols_t, w, None, None) if layout == "cn" else \
+    sums, *_ = _float_dot._einsum_sums(cols_t, w, None, None) if layout == "cn" else \
         _float_dot._einsum_sums(cols_t, w_t.T, w_t, None)
     with np.errstate(all="ignore"):
         total = _float_dot._nans_as_x86(np.ascontiguousarray(sums()), lambda i, j: (cols_t[:, i], w[j]), None)
@@ -122,6 +122,36 @@ def test_bound_dot_is_the_c_loop(n, c, k, specials, seed):
         with np.errstate(all="ignore"):
             got = np.array(dot())
         assert _same(got, _scalar(cols, w))
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 6), c=st.integers(1, 6), k=st.integers(1, 12),
+       bounds=st.sampled_from(["NONE", "RELU", "RELU6"]), values=st.sampled_from(["plain", "specials", "huge"]), direct=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_bind_finish_is_the_bias_clamp_after_the_dot(n, c, k, bounds, values, direct, seed):
+    """:func:`bind_finish` (the einsum writing the output itself, or its totals copied or clipped into it; the
+    clamp skipped while the totals' sum is finite) against :class:`BiasClamp` after ``dot()``: plain values, NaN
+    and infinities, and huge finite ones whose sums overflow to inf (clamped to FLT_MAX) or whose totals are finite
+    but sum past FLT_MAX."""
+    rng = np.random.default_rng(seed)
+    lo, hi = {"NONE": (-_float_dot._FLT_MAX, _float_dot._FLT_MAX), "RELU": (0.0, _float_dot._FLT_MAX),
+              "RELU6": (0.0, 6.0)}[bounds]
+    w = _values(rng, (c, k), values == "specials")
+    if values == "huge":
+        w = (np.sign(rng.normal(size=(c, k))) * 3e38).astype(np.float32)
+    cols_t = np.empty((k, n), np.float32)
+    out = np.full((n, c), 7.0, np.float32)
+    finish = _float_dot.bind_finish(_float_dot.BoundDot(cols_t, w, None, np.ascontiguousarray(w.T),
+                                                        out=out if direct else None), None, "total", lo, hi, out)
+    reference = _float_dot.BiasClamp(None, "total", lo, hi, want := np.empty((n, c), np.float32))
+    ref_dot = _float_dot.BoundDot(cols_t, w, None, np.ascontiguousarray(w.T))
+    for _ in range(2):
+        cols_t[...] = _values(rng, (n, k), values == "specials").T
+        if values == "huge":
+            cols_t[...] = rng.uniform(0.5, 1.0, (k, n))
+        with np.errstate(all="ignore"):
+            finish()
+            reference(ref_dot())
+        assert _same(out, want)
 
 
 def test_einsum_layout_never_leaves_the_taps_innermost():
@@ -362,17 +392,24 @@ def test_depthwise_multiplier_channels_last_matches_the_wheel(h, c, mult, stride
     assert_bitwise_matches_tflm(model, [x])
 
 
-@pytest.mark.parametrize("op", ["CONV_2D", "FULLY_CONNECTED"])
+@pytest.mark.parametrize("op", ["CONV_2D", "FULLY_CONNECTED", "DEPTHWISE_CONV_2D", "DEPTHWISE_CONV_2D x2"])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_a_bias_without_nan_as_the_last_tap_matches_the_wheel(op, seed):
     """A constant bias without NaN is summed as one more tap (``1.f * bias``) by the bound kernels: with infinities,
-    signed zeros and huge values in it and NaN, infinities in the input, bit for bit against the wheel."""
+    signed zeros and huge values in it and NaN, infinities in the input, bit for bit against the wheel (the
+    depthwise with few channels, pixels innermost, and with 16 channels of multiplier 2, channels last)."""
     rng = np.random.default_rng(seed)
-    c = 7
+    c = 16 if op.endswith("x2") else 7
     bias = (rng.normal(size=c) * 1e38).astype(np.float32)
     bias[:3] = [np.inf, -np.inf, -0.0]
     rng.shuffle(bias)
-    if op == "CONV_2D":
+    if op.startswith("DEPTHWISE"):
+        mult = 2 if op.endswith("x2") else 1
+        filt = rng.uniform(-2, 2, (1, 3, 3, c)).astype(np.float32)
+        x_shape, out_shape = (1, 4, 4, c // mult), (1, 4, 4, c)
+        options = {"padding": "SAME", "stride_h": 1, "stride_w": 1, "depth_multiplier": mult}
+        op = "DEPTHWISE_CONV_2D"
+    elif op == "CONV_2D":
         filt = rng.uniform(-2, 2, (c, 3, 3, 2)).astype(np.float32)
         x_shape, out_shape, options = (1, 4, 4, 2), (1, 4, 4, c), {"padding": "SAME", "stride_h": 1, "stride_w": 1}
     else:
