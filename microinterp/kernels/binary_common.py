@@ -229,6 +229,20 @@ def bind_float_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.n
     flat = y.reshape(-1) if y.flags.c_contiguous else None
     squares = None if flat is None else flat.dot
     clamp = bind_clamp(y, lo, hi)
+    if k is not None and squares is not None and lo <= FLT_LOWEST and hi >= FLT_MAX:
+        # no activation: the clamp only maps +-inf to +-FLT_MAX, so the NaN test's sum of squares -- finite exactly
+        # when no output is +-inf or NaN (or when they sum past FLT_MAX) -- also says whether it has anything to do
+        # (without the NaN test, the clip alone costs what the dot product does)
+        isfinite, isnan = math.isfinite, math.isnan
+
+        def free() -> None:
+            ufunc(x1, x2, out=y)
+            s = squares(flat)
+            if not isfinite(s):
+                if isnan(s):
+                    both_nan_as_x86(k, x1, x2, y)
+                clamp()
+        return refreshed(refreshes, free)
 
     def call() -> None:         # under the runtime's errstate (it ignores float errors once per invoke)
         ufunc(x1, x2, out=y)
