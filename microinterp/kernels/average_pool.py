@@ -16,7 +16,10 @@ Integer sums are associative, so they are computed separably (x taps, then y tap
 from __future__ import annotations
 
 import numpy as np
+from numpy._core import umath as np_umath
 
+from ._float_dot import REDUCE_ROWS_IN_ORDER
+from ._qutil import copyto
 from .binary_common import bind_clamp_into, clamp_float_
 from .pooling_common import (
     PoolData,
@@ -26,6 +29,7 @@ from .pooling_common import (
     padded_band,
     prepare_pooling,
     run_bands,
+    tap_block,
 )
 
 __all__ = ["KERNEL", "AveragePool2D", "input_rows", "pool_rows"]
@@ -44,8 +48,10 @@ class AveragePool2D:
 
     def bind(self, ctx, op, data: PoolData):
         """float32 on fixed views, when one band covers the output: the zero-filled padded band kept (its margins
-        written once, :func:`.pooling_common.fixed_band`), the image copied in unless no tap leaves it, one float32
-        add per tap into a kept total (what :func:`pool_rows` computes), the divide and the clamp."""
+        written once, :func:`.pooling_common.fixed_band`), the image copied in unless no tap leaves it, every tap
+        gathered into one block (:func:`.pooling_common.tap_block`) and its rows summed in order from ``0.f`` -- or,
+        for a block too large or a single output, one float32 add per tap into a kept total (what :func:`pool_rows`
+        computes) --, the divide and the clamp."""
         x, out = ctx.input(op, 0), ctx.output(op, 0)
         if data.type_name != "FLOAT32" or not out.flags.c_contiguous or not out.size:
             return None
@@ -61,6 +67,21 @@ class AveragePool2D:
         if total.size <= 1 << 16:   # the divisors laid out over the channels: [oh, ow, 1] made NumPy loop per pixel
             count = np.ascontiguousarray(np.broadcast_to(count, total.shape))
         zero, clamp = np.array(0.0, np.float32), bind_clamp_into(total, data.act_min, data.act_max, out)
+        block = tap_block(data, band) if REDUCE_ROWS_IN_ORDER else None
+        if block is not None:
+            buf, view = block
+            rows, flat, initial, add_rows = buf.reshape(len(taps), -1), total.reshape(-1), _ZERO, np_umath.add.reduce
+
+            def gathered() -> None:     # under the runtime's quiet errstate
+                if dst is not None:
+                    dst[...] = src
+                copyto(buf, view)
+                # 0.f + tap (0, 0) + tap (0, 1) + ...: NumPy adds a C-contiguous block's rows one after the other
+                # (the accumulator the first operand, as TFLM's total), _float_dot.REDUCE_ROWS_IN_ORDER
+                add_rows(rows, axis=0, out=flat, initial=initial)
+                np.divide(total, count, out=total)
+                clamp()
+            return gathered
 
         def call() -> None:       # under the runtime's quiet errstate
             if dst is not None:
@@ -100,5 +121,7 @@ def pool_rows(data: PoolData, x: np.ndarray, x_row0: int, y0: int, y1: int) -> n
     avg = np.sign(acc) * ((np.abs(acc) + count // 2) // count)   # (acc +- n/2) / n with C truncation
     return np.clip(avg, data.act_min, data.act_max).astype(x.dtype)
 
+
+_ZERO = np.float32(0.0)
 
 KERNEL = AveragePool2D()

@@ -12,9 +12,10 @@ Maxima are associative, so the taps are applied separably (x taps, then y taps),
 from __future__ import annotations
 
 import numpy as np
+from numpy._core import umath as np_umath
 
 from ..quant import QMIN
-from ._qutil import bind_minus_zero_test
+from ._qutil import bind_minus_zero_test, copyto, count_nonzero
 from .binary_common import FLT_LOWEST, bind_clamp_into, clamp_float_
 from .pooling_common import (
     PoolData,
@@ -24,6 +25,7 @@ from .pooling_common import (
     padded_band,
     prepare_pooling,
     run_bands,
+    tap_block,
 )
 
 __all__ = ["KERNEL", "MaxPool2D", "input_rows", "pool_rows"]
@@ -38,9 +40,11 @@ class MaxPool2D:
 
     def bind(self, ctx, op, data: PoolData):
         """float32 on fixed views, when one band covers the output: the padded band kept (its margins written once
-        with the lowest value, :func:`.pooling_common.fixed_band`), the image copied in unless no tap leaves it, the x
-        taps then the y taps folded into kept running maxima (what :func:`pool_rows` computes), the zero signs
-        repaired when a -0.0 came in, the clamp into the output."""
+        with the lowest value, :func:`.pooling_common.fixed_band`), the image copied in unless no tap leaves it, every
+        tap gathered into one block (:func:`.pooling_common.tap_block`) and one ``fmax`` reduction from the lowest
+        value (maxima in any order: only a zero's sign depends on it) -- or, for a block too large or a single
+        output, the x taps then the y taps folded into kept running maxima (what :func:`pool_rows` computes) --, the
+        zero signs repaired when a zero maximum meets a -0.0 input, the clamp into the output."""
         x, out = ctx.input(op, 0), ctx.output(op, 0)
         if data.type_name != "FLOAT32" or not out.flags.c_contiguous or not out.size:
             return None
@@ -56,6 +60,21 @@ class MaxPool2D:
         x_taps = [band[:, :, kx:kx + xs:sw] for kx in range(data.filter_w)]
         y_taps = [across[:, ky:ky + ys:sh] for ky in range(data.filter_h)]
         lowest, clamp = np.array(FLT_LOWEST, np.float32), bind_clamp_into(best, data.act_min, data.act_max, out)
+        block = tap_block(data, band)
+        if block is not None:
+            buf, view = block
+            rows, flat, size = buf.reshape(data.filter_h * data.filter_w, -1), best.reshape(-1), best.size
+            fmax_rows = np_umath.fmax.reduce
+
+            def gathered() -> None:
+                if dst is not None:
+                    dst[...] = src
+                copyto(buf, view)
+                fmax_rows(rows, axis=0, out=flat, initial=FLT_LOWEST)   # std::max(lowest, v) over the taps
+                if count_nonzero(best) < size and has_minus_zero():       # a zero maximum, a -0.0 tap: exact signs
+                    _fix_zero_signs(best, band, data, ys, xs)
+                clamp()
+            return gathered
 
         def call() -> None:
             if dst is not None:

@@ -140,6 +140,28 @@ def fixed_band(data: PoolData, x: np.ndarray, fill: Any) -> tuple[np.ndarray, np
     return band, dst, src
 
 
+#: A bound float pool gathers every tap into one block up to this many elements (else tap by tap).
+TAP_BLOCK_ELEMENTS = 1 << 18
+
+
+def tap_block(data: PoolData, band: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """For a bound float pool on the fixed padded ``band`` (:func:`fixed_band`): ``(block, taps)`` -- a kept
+    ``[filter_h, filter_w, N, out_h, out_w, C]`` buffer and the strided read-only view of ``band`` holding, at
+    ``[ky, kx]``, tap ``(ky, kx)`` of every output (what ``band[:, ky::sh][:, :out_h, kx::sw][:, :, :out_w]`` is), so
+    one copy gathers all taps (the per-tap slices of a stride-2 pool over a few channels made NumPy loop per
+    pixel) and one reduction over the flattened ``[taps, outputs]`` block follows. None for a block above
+    :data:`TAP_BLOCK_ELEMENTS` or of a single output (a reduction of one column runs along its contiguous axis)."""
+    n, _, _, c = band.shape
+    shape = (data.filter_h, data.filter_w, n, data.out_h, data.out_w, c)
+    outputs = n * data.out_h * data.out_w * c
+    if outputs < 2 or outputs * data.filter_h * data.filter_w > TAP_BLOCK_ELEMENTS:
+        return None
+    s_n, s_h, s_w, s_c = band.strides
+    taps = np.lib.stride_tricks.as_strided(band, shape, (s_h, s_w, s_n, s_h * data.stride_h, s_w * data.stride_w,
+                                                         s_c), writeable=False)
+    return np.empty(shape, band.dtype), taps
+
+
 def run_bands(data: PoolData, x: np.ndarray, out: np.ndarray,
               pool_rows: Callable[[PoolData, np.ndarray, int, int, int], np.ndarray]) -> None:
     """Whole-tensor invoke: ``pool_rows`` over bands of output rows sized to keep temporaries small."""
