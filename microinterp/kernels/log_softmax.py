@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy._core import umath as np_umath
 
 from .. import libm
 from ..quant import (
@@ -96,12 +97,25 @@ class LogSoftmax:
         diff, running = np.empty(rows.shape, np.float32), np.empty(rows.shape, np.float32)
         log_total = np.empty((rows.shape[0], 1), np.float32)
         lowest, expf, logf = np.float32(np.finfo(np.float32).min), libm.into("expf"), libm.into("logf")
+        accumulate = np_umath.add.accumulate
+        if rows.shape[0] == 1:      # one row: 1-D operands, nothing for NumPy to broadcast ([1, 1] ones cost more)
+            row, dst, diff, running = rows[0], dst[0], diff[0], running[0]
+            top, log_total, fmax_all = np.empty((), np.float32), log_total[0], np_umath.fmax.reduce
+
+            def one_row() -> None:    # under the runtime's quiet errstate
+                fmax_all(row, initial=lowest, out=top)
+                np.subtract(row, top, out=diff)
+                expf(diff, running)
+                accumulate(running, out=running)        # left to right, as the C loop
+                logf(running[-1:], log_total)
+                np.subtract(diff, log_total, out=dst)
+            return one_row
 
         def call() -> None:       # under the runtime's quiet errstate
             np.fmax.reduce(rows, axis=1, keepdims=True, initial=lowest, out=top)
             np.subtract(rows, top, out=diff)
             expf(diff, running)
-            np.cumsum(running, axis=1, dtype=np.float32, out=running)      # left to right, as the C loop
+            accumulate(running, axis=1, out=running)        # left to right, as the C loop
             logf(running[:, -1:], log_total)
             np.subtract(diff, log_total, out=dst)
         return call

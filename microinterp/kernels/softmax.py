@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy._core import umath as np_umath
 
 from .. import libm
 from ..quant import (
@@ -181,6 +182,8 @@ class Softmax:
         ones = np.ones(rows.shape[0], np.float32)
         if sums_by_row and rows.shape[1] < NARROW_ROWS:
             return _bind_narrow(rows, dst, e_t, total, beta if scaled else None, ones)
+        if rows.shape[0] == 1:
+            return _bind_one_row(rows[0], dst[0], beta if scaled else None)
         top = np.empty((rows.shape[0], 1), np.float32)
         e = np.empty(rows.shape, np.float32)
         running = np.empty(rows.shape, np.float32)
@@ -247,6 +250,28 @@ def _bind_narrow(rows: np.ndarray, dst: np.ndarray, e_t: np.ndarray, total: np.n
         np.divide(e_t, total, out=dst_t)
         if math.isnan(np.dot(total, ones)):
             nan_rows_as_x86(e, total, dst)
+    return call
+
+
+def _bind_one_row(row: np.ndarray, dst: np.ndarray, beta: np.ndarray | None):
+    """The bound float softmax of a single row (a classifier's head): the same operations as the general form on
+    1-D operands -- the maximum into a 0-d array, the running sums by ``add.accumulate`` (the C loop's sequential
+    float32 sums; the last one the total), the division by a 1-element view of it -- with no ``[1, 1]`` operand
+    for NumPy to broadcast (each such call cost twice a flat one on a short row)."""
+    top, e, running = np.empty((), np.float32), np.empty(row.shape, np.float32), np.empty(row.shape, np.float32)
+    total = running[-1:]
+    expf, fmax_all, accumulate, isnan = libm.into("expf"), np_umath.fmax.reduce, np_umath.add.accumulate, math.isnan
+
+    def call() -> None:       # under the runtime's quiet errstate
+        fmax_all(row, initial=FLT_LOWEST, out=top)       # std::max from lowest(): NaN never wins
+        np.subtract(row, top, out=e)
+        if beta is not None:
+            np.multiply(e, beta, out=e)
+        expf(e, e)
+        accumulate(e, out=running)
+        np.divide(e, total, out=dst)
+        if isnan(running[-1]):
+            nan_rows_as_x86(e[None], total, dst[None])
     return call
 
 

@@ -93,3 +93,20 @@ def test_float_with_special_values_matches_the_wheel_bit_for_bit(op, rows, depth
     options = {"beta": beta} if op == "SOFTMAX" else {}
     model = single_op(op, [T((rows, depth), "FLOAT32")], T((rows, depth), "FLOAT32"), **options)
     assert_bitwise_matches_tflm(model, [with_specials(x) if specials else x])
+
+
+@pytest.mark.parametrize("depth", [1, 3, 5, 8, 17])
+@pytest.mark.parametrize("seed", range(3))
+def test_one_float_row_with_nan_payloads_matches_the_wheel(depth, seed):
+    """The bound one-row form (a classifier's head): NaN of distinct payloads and signs among plain values, and
+    +-inf (whose difference is the default NaN) -- every output's bits as the wheel's."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(1, depth)).astype(np.float32)
+    words = x.view(np.uint32)
+    k = rng.choice(depth, size=max(1, depth // 3), replace=False)
+    words[0, k] = 0x7FC00000 | rng.integers(1, 1 << 20, k.size).astype(np.uint32) | (rng.integers(0, 2, k.size)
+                                                                                      .astype(np.uint32) << 31)
+    if seed == 2 and depth > 2:
+        x[0, :2] = [np.inf, np.inf]
+    for op in ("SOFTMAX", "LOG_SOFTMAX"):
+        assert_bitwise_matches_tflm(single_op(op, [T((1, depth), "FLOAT32")], T((1, depth), "FLOAT32")), [x])
