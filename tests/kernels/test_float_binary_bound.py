@@ -9,6 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import microinterp as mi
+from microinterp.kernels.binary_common import (
+    bind_clamp,
+    bind_clamp_into,
+    clamp_float_,
+    float_activation_range,
+)
 
 from .single_op_models import T, assert_bitwise_matches_tflm, single_op, with_specials
 
@@ -51,3 +57,22 @@ def test_two_nans_keep_the_wheels_operand(op, rows, cols, broadcast, seed):
     model = single_op(op, [T((rows, cols), "FLOAT32"), T(b_shape, "FLOAT32")], T((rows, cols), "FLOAT32"),
                       fused_activation_function="NONE")
     assert_bitwise_matches_tflm(model, [a, b])
+
+
+def test_a_one_element_clamp_is_the_arrays():
+    """:func:`bind_clamp` of a single element (compared as float32 scalars) against :func:`clamp_float_` on arrays,
+    for every fused activation's bounds and NaN of both signs and payloads, +-inf, +-0, values past each bound --
+    bits equal, the -0.f and the NaN payloads kept."""
+    specials = np.array([0x7FC00001, 0xFFC12345, 0x7F800000, 0xFF800000, 0x00000000, 0x80000000, 0x3F800000,
+                         0xBF800000, 0x40E00000, 0xC0E00000, 0x7F7FFFFF, 0xFF7FFFFF, 0x00000001], np.uint32)
+    for act in ("NONE", "RELU", "RELU6", "RELU_N1_TO_1"):
+        lo, hi = float_activation_range(act)
+        want = clamp_float_(specials.view(np.float32).copy(), lo, hi)
+        for i, word in enumerate(specials):
+            for shape in ((), (1,), (1, 1, 1)):
+                x = np.array(word, np.uint32).view(np.float32).reshape(shape).copy()
+                out = np.full(shape, 5.0, np.float32)
+                bind_clamp_into(x.copy(), lo, hi, out)()
+                bind_clamp(x, lo, hi)()
+                assert x.view(np.uint32).reshape(-1)[0] == want.view(np.uint32)[i], (act, hex(word))
+                assert out.view(np.uint32).reshape(-1)[0] == want.view(np.uint32)[i], (act, hex(word))
