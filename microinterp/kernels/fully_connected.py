@@ -369,19 +369,24 @@ def _bind_float(x: np.ndarray, out: np.ndarray, data: FullyConnectedData, filt: 
     fixed views -- the prepared weights, or the filter's own view when it is given at invoke --, the bias, the
     activation clamp into the output."""
     rows = x.reshape(-1)[:data.batches * data.accum].reshape(data.batches, data.accum)
-    w_t, refresh_w = data.weights, None
+    w_t, refresh_w, tap = data.weights, None, None
     if data.weights is not None:
         w = data.weights.T                      # [depth, accum] view of the prepared [accum, depth] weights
+        tap = bias_as_tap(w, data.bias)
     elif filt.flags.c_contiguous:
         w = filt.reshape(-1, data.accum)[:data.depth]
         # a filter given at invoke: its transpose kept and refreshed, so one batch's sums can run as the
-        # channels-innermost einsum (without it one row of outputs forms a block of products)
-        w_t = np.empty(w.shape[::-1], np.float32)
-        refresh_w = (w_t, w.T)
+        # channels-innermost einsum (without it one row of outputs forms a block of products); for one batch a
+        # constant bias without NaN kept as its last row, a last tap over the row of ones (bias_as_tap's rule)
+        fold = data.batches == 1 and data.bias is not None and not np.isnan(data.bias).any()
+        w_t = np.empty((data.accum + fold, data.depth), np.float32)
+        refresh_w = (w_t[:data.accum], w.T)
+        if fold:
+            w_t[-1] = data.bias
+            tap = (w_t.T, w_t)
     else:
         return None
     cols_t = np.ones((data.accum + 1, data.batches), np.float32)
-    tap = bias_as_tap(w, data.bias) if data.weights is not None else None
     out = out.reshape(data.batches, data.depth)
     if tap is not None:             # the bias as a last tap over a kept row of ones
         dot, bias = BoundDot(cols_t, tap[0], None, tap[1], out=out), None
