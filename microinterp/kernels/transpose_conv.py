@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy._core import umath as np_umath
 
 from ..quant import (
     activation_range,
@@ -58,6 +59,7 @@ from ._float_dot import (
 from ._qutil import copyto
 from .bands import RowBands
 from .base import is_batch1_nhwc
+from .binary_common import FLT_LOWEST, FLT_MAX
 from .conv import eval_strides
 from .padding import compute_padding_height_width
 
@@ -322,7 +324,22 @@ class FloatGather:
         if m is None or out.shape[0] != 1:
             return functools.partial(self.run, x, out)
         flat, head, src = self.flat, self.flat[:-1], x[0].reshape(-1)
-        finish = BiasClamp(self.bias, BIAS_NAN_FROM, *self.act, out[0].reshape(self.acc.shape))
+        o = out[0].reshape(self.acc.shape)
+        if self.bias is None:
+            # no bias: the clamp in place on the contiguous [C_out, pixels] totals, then one transposing copy (a
+            # clip into the transposed output cost twice that); skipped without an activation while the totals'
+            # NaN-test sum is finite (no total +-inf or NaN: the clamp to +-FLT_MAX would change nothing)
+            lo, hi = (np.array(v, np.float32) for v in self.act)
+            totals, totals_t, clip, isfinite = m.totals, m.totals.T, np_umath.clip, math.isfinite
+            free = bool(lo <= FLT_LOWEST and hi >= FLT_MAX)
+
+            def unbiased() -> None:
+                copyto(head, src)
+                if not (isfinite(m.sums(flat)) and free):
+                    clip(totals, lo, hi, out=totals)
+                copyto(o, totals_t)
+            return unbiased
+        finish = BiasClamp(self.bias, BIAS_NAN_FROM, *self.act, o)
 
         def call() -> None:
             copyto(head, src)
@@ -373,6 +390,12 @@ class Merged:
     def dot(self, flat: np.ndarray) -> np.ndarray:
         """``[pixels, C_out]`` totals: the products of every tap, skipped ones ``-0.f``, added in order from ``0.f``
         (NaN outputs again with the hardware's rules), as :func:`._float_dot.sequential_dot_core` adds them."""
+        self.sums(flat)
+        return self.totals.T
+
+    def sums(self, flat: np.ndarray) -> Any:
+        """:meth:`dot` into the kept ``[C_out, pixels]`` totals, returning the NaN test's sum of them (finite: no
+        total is +-inf or NaN)."""
         flat.take(self.index_t, out=self.cols_t)
         if self.products is None:       # einsum adds the rounded products tap after tap (pixels innermost)
             c_einsum("ckp,kp->cp", self.w, self.cols_t, out=self.totals)
@@ -381,10 +404,11 @@ class Merged:
             if self.skip_t is not None:
                 copyto(self.products, np.float32(-0.0), where=self.skip_t[None])
             np.add.reduce(self.products, axis=1, out=self.totals, initial=np.float32(0.0))
-        if math.isnan(self.totals.reshape(-1).dot(self.ones)):      # a NaN total (or inf - inf in this sum)
+        s = self.totals.reshape(-1).dot(self.ones)
+        if math.isnan(s):       # a NaN total (or inf - inf in this sum)
             _repair_nans(self.totals.T, lambda i, j: (self.cols_t[:, i], self.w[j, :, i]), self.skip_t,
                          SUM_NAN_FROM)
-        return self.totals.T
+        return s
 
 
 def _merge(phases: tuple[Phase, ...], pixels: int, c_out: int, zero: int) -> Merged | None:
