@@ -26,6 +26,7 @@ clamped to the image instead, so such cases are not bit-exact.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -135,15 +136,21 @@ class ResizeBilinear:
         wy0, wy1, wx0, wx1 = data.weights
         wy = np.stack([np.broadcast_to(t.reshape(oh, 1), (oh, ow)).reshape(pixels, 1) for t in (wy0, wy1, wy0, wy1)])
         wx = np.stack([np.broadcast_to(t.reshape(1, ow), (oh, ow)).reshape(pixels, 1) for t in (wx0, wx0, wx1, wx1)])
+        products = taps
         if taps[0].size <= LAID_OUT_WEIGHTS:     # few channels made NumPy loop per pixel: weights laid out in full
             wy, wx = (np.ascontiguousarray(np.broadcast_to(v, taps.shape[1:])) for v in (wy, wx))
-        zero, take = np.float32(0.0), flat.take
+            if n == 1:          # one batch: the products on flat views (a leading axis of 1 to broadcast cost 2x)
+                products, wy, wx = taps.reshape(-1), wy.reshape(-1), wx.reshape(-1)
+        zero, gather = np.float32(0.0), functools.partial(flat.take, index, 1, taps)
+        if products.ndim == 1:      # and the gather by element positions, from the flat input
+            positions = (index[:, :, None] * c + np.arange(c)).reshape(-1).astype(np.intp)
+            gather = functools.partial(x.reshape(-1).take, positions, 0, products)
         dst_dot, ones = out.reshape(-1).dot, np.ones(out.size, np.float32)    # NaN where an output is (or inf - inf)
 
         def call() -> None:       # under the runtime's quiet errstate
-            take(index, 1, taps)
-            np.multiply(taps, wy, out=taps)
-            np.multiply(taps, wx, out=taps)
+            gather()
+            np.multiply(products, wy, out=products)
+            np.multiply(products, wx, out=products)
             # from +0.f: the same sums as the four terms plus 0.f (0.f + t0 is t0 but for a zero's sign, and a
             # running sum from +0.f never becomes -0.f)
             np.add.reduce(taps, axis=1, out=dst, initial=zero)
