@@ -162,10 +162,32 @@ class Im2col:
             self._bind(cols, image)
 
     def filler(self, x: np.ndarray):
-        """:meth:`fill` of the fixed input view ``x`` into this geometry's own block, as a call without arguments."""
+        """:meth:`fill` of the fixed input view ``x`` into this geometry's own block, as a call without arguments.
+        Where a window's contiguous runs are short (:data:`GATHER_RUN`: a first layer over one or two channels) and
+        the block small, the image gets one more element, ``1.0``, after it, and one ``take`` of kept positions
+        writes the whole block, the column of ones included (a strided copy of 3-element runs cost twice that)."""
         source, target = x[self.source], self.target
         if self.image is None:
             return functools.partial(copyto, target, source)
+        n, oh, ow, kh, kw, c_in, sh, sw, dh, dw = self.geometry
+        run = kw * c_in if dw == 1 else c_in
+        if not self.shared and run < GATHER_RUN and self.cols.size <= GATHER_ELEMENTS:
+            extended = np.empty(self.image.size + 1, self.dtype)
+            self._bind(self.cols, extended[:-1].reshape(self.image_shape))
+            extended[-1] = 1.0
+            positions = np.empty(self.cols.shape, np.intp)
+            at = np.arange(self.image.size, dtype=np.intp).reshape(self.image_shape)
+            s = at.strides
+            positions[:, :self.k] = np.lib.stride_tricks.as_strided(
+                at, (n, oh, ow, kh, kw, c_in), (s[0], sh * s[1], sw * s[2], dh * s[1], dw * s[2], s[3])).reshape(
+                    self.rows, self.k)
+            positions[:, self.k] = self.image.size
+            interior, cols, take = self.image[self.interior], self.cols, extended.take
+
+            def gather() -> None:
+                copyto(interior, source)
+                take(positions, 0, cols, "clip")        # every position is valid: no checked, buffered take
+            return gather
         interior, windows = self.image[self.interior], self.cols_source
 
         def fill() -> None:
@@ -191,6 +213,12 @@ class Im2col:
             copyto(self.image[self.interior], x[self.source])
             copyto(self.target, self.cols_source)
         return self.cols
+
+
+#: :meth:`Im2col.filler` gathers by positions where a window's contiguous runs are shorter than this many elements,
+#: for blocks of at most :data:`GATHER_ELEMENTS` elements (the positions take 8 bytes each).
+GATHER_RUN = 8
+GATHER_ELEMENTS = 1 << 15
 
 
 class ConvPlan:

@@ -313,6 +313,8 @@ def test_shared_im2col_blocks_are_rewritten_when_another_geometry_used_them():
     {"kh": 3, "kw": 3, "c_in": 3, "act": "NONE", "zp_out": 5},            # signed rounding, zp-filled image
     {"kh": 1, "kw": 1, "c_in": 5, "act": "RELU"},                           # read straight from the input
     {"kh": 2, "kw": 2, "c_in": 4, "n": 2, "stride": (2, 1), "act": "RELU6"},
+    {"kh": 3, "kw": 3, "c_in": 1, "stride": (2, 2), "act": "RELU", "zp_in": -128},    # gathered by positions
+    {"kh": 3, "kw": 2, "c_in": 2, "padding": "SAME", "dilation": (1, 2), "zp_in": 127},
 ])
 def test_small_layers_bind_their_plan(params):
     """A small layer runs its plan bound to the arena views (ConvPlan.bind, Epilogue.bind): the same outputs as
