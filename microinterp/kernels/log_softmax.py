@@ -98,6 +98,20 @@ class LogSoftmax:
         log_total = np.empty((rows.shape[0], 1), np.float32)
         lowest, expf, logf = np.float32(np.finfo(np.float32).min), libm.into("expf"), libm.into("logf")
         accumulate = np_umath.add.accumulate
+        if rows.shape[1] == 1 and rows.shape[0] > 1:
+            # rows of one element: the maximum is the element (lowest where it is NaN or below), the sum its
+            # exponential -- every step on same-shaped flat operands (a [R, 1] column to broadcast cost twice)
+            flat, dst, diff, e = rows.reshape(-1), dst.reshape(-1), diff.reshape(-1), running.reshape(-1)
+            top, log_e, fmax = np.empty(flat.shape, np.float32), np.empty(flat.shape, np.float32), np_umath.fmax
+            floor = np.array(lowest, np.float32)
+
+            def singles() -> None:    # under the runtime's quiet errstate
+                fmax(flat, floor, out=top)           # std::max(lowest, x): NaN never wins
+                np.subtract(flat, top, out=diff)
+                expf(diff, e)
+                logf(e, log_e)
+                np.subtract(diff, log_e, out=dst)
+            return singles
         if rows.shape[0] == 1:      # one row: 1-D operands, nothing for NumPy to broadcast ([1, 1] ones cost more)
             row, dst, diff, running = rows[0], dst[0], diff[0], running[0]
             top, log_total, fmax_all = np.empty((), np.float32), log_total[0], np_umath.fmax.reduce

@@ -110,3 +110,13 @@ def test_one_float_row_with_nan_payloads_matches_the_wheel(depth, seed):
         x[0, :2] = [np.inf, np.inf]
     for op in ("SOFTMAX", "LOG_SOFTMAX"):
         assert_bitwise_matches_tflm(single_op(op, [T((1, depth), "FLOAT32")], T((1, depth), "FLOAT32")), [x])
+
+
+@pytest.mark.parametrize("op", ["SOFTMAX", "LOG_SOFTMAX"])
+def test_rows_of_one_element_match_the_wheel(op):
+    """Rows of a single element (the bound LOG_SOFTMAX's flat form): NaN of several payloads, +-inf (inf - inf is
+    the default NaN), -0, the lowest float and plain values, bit for bit."""
+    words = np.array([0x7FC00001, 0xFFC12345, 0x7F800000, 0xFF800000, 0x80000000, 0x00000000, 0xFF7FFFFF,
+                      0x7F7FFFFF, 0x3F800000, 0xC2C80000, 0x00000001], np.uint32)
+    x = words.view(np.float32).reshape(-1, 1)
+    assert_bitwise_matches_tflm(single_op(op, [T(x.shape, "FLOAT32")], T(x.shape, "FLOAT32")), [x])
