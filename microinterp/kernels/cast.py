@@ -13,10 +13,12 @@ INT8, INT16, INT32, UINT32, FLOAT32 and BOOL outputs (other types fail there, he
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
+from ._qutil import copyto
 from .bands import ROW_LOCAL
 
 INPUT_TYPES = ("INT8", "INT16", "INT32", "UINT32", "FLOAT32", "BOOL")
@@ -53,6 +55,17 @@ class Cast:
         if x.num_elements != y.num_elements:
             raise ctx.fail(op, f"input shape {x.shape} and output shape {y.shape} differ in size")
         return CastData(x.type_name, y.dtype)
+
+    def bind(self, ctx, op, data: CastData):
+        """On fixed views, every cast but float -> integer (saturating: :meth:`invoke`) as one C cast into the
+        output: NumPy's ``unsafe`` casting is C's conversion -- the low bits between integers, round to nearest even
+        to float, ``!= 0`` to bool (NaN is true), 0 or 1 from bool."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        if data.source == "FLOAT32" and data.target not in (np.float32, np.bool_) or not out.flags.c_contiguous:
+            return None
+        if not x.flags.c_contiguous:
+            return None
+        return functools.partial(copyto, out, x.reshape(out.shape), casting="unsafe")
 
     def invoke(self, ctx, op, data: CastData) -> None:
         out = ctx.output(op, 0)
