@@ -497,7 +497,7 @@ class BiasClamp:
 def bind_finish(dot: BoundDot, bias: np.ndarray | None, nan_from: str, lo: Any, hi: Any, out: np.ndarray,
                 shape: tuple[int, ...] | None = None) -> Callable[[], None]:
     """``dot``'s sums, the bias and the activation clamp into ``out`` as one call without arguments (``shape``: the
-    totals reshaped so to meet ``out``). Where the sums are an einsum's (or one output's) without a bias left over
+    shape the totals take to meet ``out``). Where the sums are an einsum's (or one output's) without a bias left over
     -- a constant bias rides as a last tap, :func:`bias_as_tap` --, the NaN test's sum of the totals also says
     whether the clamp has anything to do: when it is finite no total is +-inf or NaN, so the clamp to +-FLT_MAX
     (no activation) changes nothing and the totals are copied as they are (or were written into ``out`` by the

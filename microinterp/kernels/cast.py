@@ -61,9 +61,8 @@ class Cast:
         output: NumPy's ``unsafe`` casting is C's conversion -- the low bits between integers, round to nearest even
         to float, ``!= 0`` to bool (NaN is true), 0 or 1 from bool."""
         x, out = ctx.input(op, 0), ctx.output(op, 0)
-        if data.source == "FLOAT32" and data.target not in (np.float32, np.bool_) or not out.flags.c_contiguous:
-            return None
-        if not x.flags.c_contiguous:
+        if (data.source == "FLOAT32" and data.target not in (np.float32, np.bool_)) or not out.flags.c_contiguous \
+                or not x.flags.c_contiguous:
             return None
         return functools.partial(copyto, out, x.reshape(out.shape), casting="unsafe")
 
