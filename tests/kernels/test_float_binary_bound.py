@@ -32,7 +32,8 @@ def test_bound_float_binary_matches_the_wheel(op, act, n, broadcast, specials, s
     other = {"same": shape, "scalar": (1,), "row": (1, 1, n)}[broadcast]
     mark = with_specials if specials else np.asarray
     x1 = mark((rng.normal(size=shape) * 1e37).astype(np.float32))
-    x2 = mark((rng.normal(size=other) * 10.0 ** rng.integers(-3, 39 if specials else 37)).astype(np.float32)[::-1].copy())
+    scale = 10.0 ** rng.integers(-3, 39 if specials else 37)
+    x2 = mark((rng.normal(size=other) * scale).astype(np.float32)[::-1].copy())
     model = single_op(op, [T(shape, "FLOAT32"), T(other, "FLOAT32")], T(shape, "FLOAT32"),
                       fused_activation_function=act)
     it = mi.Interpreter(model)
@@ -76,3 +77,21 @@ def test_a_one_element_clamp_is_the_arrays():
                 bind_clamp(x, lo, hi)()
                 assert x.view(np.uint32).reshape(-1)[0] == want.view(np.uint32)[i], (act, hex(word))
                 assert out.view(np.uint32).reshape(-1)[0] == want.view(np.uint32)[i], (act, hex(word))
+
+
+@settings(max_examples=40, deadline=None)
+@given(op=st.sampled_from(["ADD", "SUB", "MUL"]), n=st.integers(1, 37),
+       shape=st.sampled_from(["scalar", "row", "rank"]), first=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_a_constant_broadcast_operand_laid_out_matches_the_wheel(op, n, shape, first, seed):
+    """A small output with a constant operand of another shape (a scalar, a row, the same values at a lower rank):
+    the bound call reads it materialised in the output's shape (no broadcast per call) -- NaN of distinct payloads
+    in both operands, infinities, either operand first, bit for bit."""
+    rng = np.random.default_rng(seed)
+    out_shape = (1, 2, n)
+    c_shape = {"scalar": (), "row": (n,), "rank": (2, n)}[shape]
+    x = with_specials((rng.normal(size=out_shape) * 1e37).astype(np.float32))
+    c = with_specials((rng.normal(size=c_shape) * 1e3).astype(np.float32).reshape(-1)).reshape(c_shape)
+    operands = [T(out_shape, "FLOAT32"), T(c_shape, "FLOAT32", data=c)]
+    model = single_op(op, operands if first else operands[::-1], T(out_shape, "FLOAT32"),
+                      fused_activation_function="NONE")
+    assert_bitwise_matches_tflm(model, [x])
