@@ -8,8 +8,12 @@ output tensor at prepare, and written into the output at every invoke (TFLM re-p
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
+import numpy as np
+
+from ._qutil import copyto
 from ._subgraph_io import graph_of
 
 
@@ -29,6 +33,14 @@ class VarHandle:
         rid = resources.create_id(op.options["container"], op.options["shared_name"])
         resources.handles[(ctx.subgraph.index, op.outputs[0])] = rid
         return VarHandleData(rid)
+
+    def bind(self, ctx, op, data: VarHandleData):
+        """The id written into the fixed output view: one C copy of a kept int32 (the output's bytes seen as one)."""
+        out = ctx.output(op, 0)
+        if out is None or not out.flags.c_contiguous:
+            return None
+        return functools.partial(copyto, out.reshape(-1).view(np.uint8), np.array([data.resource_id], np.int32)
+                                 .view(np.uint8))
 
     def invoke(self, ctx, op, data: VarHandleData) -> None:
         ctx.output(op, 0).reshape(-1)[0] = data.resource_id
