@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..streams import INVOKE
-from ._common import U32, log32, options
+from ._common import U32, BoundLog32, log32, options
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,11 @@ class FilterBankLog:
         if y.num_elements < x.num_elements:
             raise ctx.fail(op, f"output {y.shape} shorter than input {x.shape}")
         return FilterBankLogData(int(o["input_correction_bits"]) & 31, int(o["output_scale"]) & U32)
+
+    def bind(self, ctx, op, data: FilterBankLogData):
+        """On fixed views: :class:`._common.BoundLog32` (kept buffers, the same integers)."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        return BoundLog32(x, out[:x.shape[-1]], data.correction_bits, data.output_scale)
 
     def invoke(self, ctx, op, data: FilterBankLogData) -> None:
         x, out = ctx.input(op, 0), ctx.output(op, 0)

@@ -347,3 +347,27 @@ def test_filter_bank_taps_choose_one_product_only_when_exact():
             want = np.empty(channels + 1, np.uint64)
             _walk(x[s], [weights, unweights, starts, wstarts, widths], channels, want)
             np.testing.assert_array_equal(got[s], want)
+
+
+@pytest.mark.parametrize("bits", [0, 1, 3, 8, 31])
+@pytest.mark.parametrize("scale", [1, 64, 100, 1 << 15, 12345678, 0xFFFFFFFF])
+def test_bound_log32_is_log32(bits, scale):
+    """SignalFilterBankLog's bound form (``_common.BoundLog32``: the fraction and segment from ``(v << 17) >> e``,
+    the no-op uint32 masks left out) against :func:`_common.log32` on every bit length, both ends of each (powers of
+    two and all-ones), 0, 1, 2, and random values of every magnitude, for shifts that lose bits and scales that wrap
+    uint32."""
+    from microinterp.kernels.signal._common import U32, BoundLog32, log32
+
+    rng = np.random.default_rng(bits * 7 + scale % 1000)
+    shifts = rng.integers(0, 32, size=3000).astype(np.uint64)
+    x = (rng.integers(0, 1 << 32, size=3000, dtype=np.uint64) >> shifts).astype(np.uint32)
+    powers = np.uint64(1) << np.arange(33, dtype=np.uint64)
+    x = np.concatenate([np.arange(40, dtype=np.uint32), powers[:32].astype(np.uint32),
+                        (powers[1:] - np.uint64(1)).astype(np.uint32), x])
+    out = np.empty(x.size, np.int16)
+    with np.errstate(all="ignore"):
+        BoundLog32(x, out, bits, scale)()
+    v = (x.astype(np.int64) << bits) & U32
+    big = v > 1
+    want = np.where(big, np.minimum(log32(np.where(big, v, 2), scale), 32767), 0)
+    np.testing.assert_array_equal(out, want.astype(np.int16))
