@@ -371,3 +371,31 @@ def test_bound_log32_is_log32(bits, scale):
     big = v > 1
     want = np.where(big, np.minimum(log32(np.where(big, v, 2), scale), 32767), 0)
     np.testing.assert_array_equal(out, want.astype(np.int16))
+
+
+@pytest.mark.parametrize("shift", [0, 3, 6, 12, 31, 63])
+@pytest.mark.parametrize("signed", [False, True])
+def test_bound_pcan_is_the_invoke(shift, signed):
+    """SignalPCAN's bound form (``pcan.BoundPcan``: kept buffers, shifted copies of the table) against the invoke's
+    functions on noise estimates of every bit length (0, 1, 2 read the table itself), inputs up to 2^32 - 1, gain
+    tables of the usual range and of the whole int16 range (the int32 products wrap), every SNR shift."""
+    from microinterp.kernels.signal._common import U32
+    from microinterp.kernels.signal.pcan import BoundPcan, pcan_shrink, wide_dynamic_function
+
+    rng = np.random.default_rng(shift + 100 * signed)
+    lut = i16(rng, 130) if signed else i16(rng, 130, 0, 4096)
+    n = 2000
+    noise = (rng.integers(0, 1 << 32, size=n, dtype=np.uint64) >> rng.integers(0, 32, size=n).astype(np.uint64))
+    noise = noise.astype(np.uint32)
+    noise[:6] = [0, 1, 2, 3, 4, 0xFFFFFFFF]
+    x = (rng.integers(0, 1 << 32, size=n, dtype=np.uint64) >> rng.integers(0, 32, size=n).astype(np.uint64))
+    x = x.astype(np.uint32)
+    x[:3] = [0, 0xFFFFFFFF, 8191]
+    out = np.empty(n, np.uint32)
+    lut_view = lut.copy()
+    lut_view.flags.writeable = False
+    with np.errstate(all="ignore"):
+        BoundPcan(None, x, noise, lut_view, out, shift)()
+    gain = wide_dynamic_function(noise.astype(np.int64), lut.astype(np.int64)) & U32
+    snr = ((x.astype(np.uint64) * gain.astype(np.uint64)) >> np.uint64(shift)) & np.uint64(U32)
+    np.testing.assert_array_equal(out, pcan_shrink(snr.astype(np.int64)).astype(np.uint32))
