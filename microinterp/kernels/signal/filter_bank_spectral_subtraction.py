@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._qutil import copyto
 from ._common import U32, options
 
 KEYS = ("alternate_one_minus_smoothing", "alternate_smoothing", "clamping", "min_signal_remaining", "num_channels",
@@ -49,6 +50,46 @@ class FilterBankSpectralSubtraction:
 
     def reset(self, ctx, op, data: SpectralSubtractionData) -> None:
         data.noise[...] = 0
+
+    def bind(self, ctx, op, data: SpectralSubtractionData):
+        """On fixed views: :meth:`invoke_streams`'s arithmetic for the one noise estimate on kept uint64 buffers (no
+        temporaries, constants as 0-d arrays)."""
+        c, n = data.config, data.config["num_channels"]
+        x, out, ne = ctx.input(op, 0)[:n], ctx.output(op, 0)[:n], ctx.output(op, 1)[:n]
+        noise, (smoothing, one_minus) = data.noise, data.smoothing
+        sb, ssb = np.array(c["smoothing_bits"], np.uint64), np.array(c["spectral_subtraction_bits"], np.uint64)
+        remaining, clamping = np.array(c["min_signal_remaining"] & U32, np.uint64), bool(c["clamping"])
+        v, sv, a, b = (np.empty(n, np.uint64) for _ in range(4))
+        over = np.empty(n, bool)
+        u32 = np.array(U32, np.uint64)
+
+        def call() -> None:
+            copyto(v, x)
+            np.left_shift(v, sb, out=sv)
+            np.bitwise_and(sv, u32, out=sv)                  # s
+            np.multiply(sv, smoothing, out=a)
+            copyto(b, noise)
+            np.multiply(b, one_minus, out=b)
+            np.add(a, b, out=a)                              # uint64, wrapping as C's
+            np.right_shift(a, ssb, out=a)
+            np.bitwise_and(a, u32, out=a)                    # the new estimate
+            np.greater(a, sv, out=over)
+            if clamping:
+                copyto(a, sv, where=over)
+                copyto(noise, a, casting="unsafe")
+            else:
+                copyto(noise, a, casting="unsafe")
+                copyto(a, sv, where=over)                    # min(estimate, s)
+            np.multiply(v, remaining, out=b)
+            np.right_shift(b, ssb, out=b)
+            np.bitwise_and(b, u32, out=b)                    # the floor
+            np.subtract(sv, a, out=a)
+            np.bitwise_and(a, u32, out=a)
+            np.right_shift(a, sb, out=a)
+            np.maximum(b, a, out=a)
+            copyto(out, a, casting="unsafe")
+            copyto(ne, noise)
+        return call
 
     def invoke(self, ctx, op, data: SpectralSubtractionData) -> None:
         self.invoke_streams(ctx, op, data, data.noise)

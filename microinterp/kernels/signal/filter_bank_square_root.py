@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._qutil import copyto, count_nonzero
 from ..streams import INVOKE
 from ._common import U32, options, sqrt64
 
@@ -28,6 +29,38 @@ class FilterBankSquareRoot:
             raise ctx.fail(op, "UINT64 in, INT32 shift, UINT32 out")
         if y.num_elements < x.num_elements:
             raise ctx.fail(op, f"output {y.shape} shorter than input {x.shape}")
+
+    def bind(self, ctx, op, data: None):
+        """On fixed views, kept buffers: ``Sqrt64`` as :func:`._common.sqrt64`'s fast case -- the float64 root's
+        floor, plus one where the remainder exceeds it -- while every input is below 2^51 and no root is 2^16 - 1
+        (tested by two compares a call; :func:`._common.sqrt64` itself otherwise), the shift and the uint32 cut."""
+        x, shift_in, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
+        n = x.shape[-1]
+        out = out[:n]
+        f, root, rest = np.empty(n, np.float64), np.empty(n, np.uint64), np.empty(n, np.uint64)
+        mask, shift = np.empty(n, bool), np.empty((), np.uint64)
+        exact, limit, u32, bits = (np.array(v, np.uint64) for v in (1 << 51, 0xFFFF, U32, 31))
+
+        def call() -> None:
+            copyto(shift, shift_in, casting="unsafe")
+            np.bitwise_and(shift, bits, out=shift)          # (shift & 31) of the int32, as uint64
+            if count_nonzero(np.greater_equal(x, exact, out=mask)):
+                copyto(root, sqrt64(x))
+            else:
+                copyto(f, x)
+                np.sqrt(f, out=f)
+                copyto(root, f, casting="unsafe")          # the floor: exact below 2^51
+                if count_nonzero(np.equal(root, limit, out=mask)):
+                    copyto(root, sqrt64(x))
+                else:
+                    np.multiply(root, root, out=rest)
+                    np.subtract(x, rest, out=rest)
+                    np.greater(rest, root, out=mask)
+                    np.add(root, mask, out=root)
+            np.right_shift(root, shift, out=root)
+            np.bitwise_and(root, u32, out=root)
+            copyto(out, root, casting="unsafe")
+        return call
 
     def invoke(self, ctx, op, data: None) -> None:
         x, out = ctx.input(op, 0), ctx.output(op, 0)

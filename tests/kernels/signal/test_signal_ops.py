@@ -399,3 +399,32 @@ def test_bound_pcan_is_the_invoke(shift, signed):
     gain = wide_dynamic_function(noise.astype(np.int64), lut.astype(np.int64)) & U32
     snr = ((x.astype(np.uint64) * gain.astype(np.uint64)) >> np.uint64(shift)) & np.uint64(U32)
     np.testing.assert_array_equal(out, pcan_shrink(snr.astype(np.int64)).astype(np.uint32))
+
+
+@pytest.mark.parametrize("kind", ["small", "squares", "edge", "wide"])
+def test_bound_square_root_is_sqrt64(kind):
+    """SignalFilterBankSquareRoot's bound form on its fast case (every input below 2^51, no root at 2^16 - 1) and
+    both fallbacks, against :func:`_common.sqrt64` shifted: random values, squares and their neighbours, the
+    ``Sqrt32`` maximum's neighbourhood, and inputs up to 2^64 - 1; every shift, negative ones as ``& 31``."""
+    from microinterp.kernels.signal._common import U32, sqrt64
+
+    rng = np.random.default_rng(["small", "squares", "edge", "wide"].index(kind))
+    if kind == "small":
+        x = rng.integers(0, 1 << 40, size=500, dtype=np.uint64) >> rng.integers(0, 40, 500).astype(np.uint64)
+    elif kind == "squares":
+        r = rng.integers(0, 1 << 25, size=200, dtype=np.uint64)
+        x = np.concatenate([r * r - np.uint64(1), r * r, r * r + r, r * r + r + np.uint64(1)])
+    elif kind == "edge":
+        x = np.arange(0xFFFE * 0xFFFE, 0xFFFE * 0xFFFE + 300, dtype=np.uint64)
+        x = np.concatenate([x, np.array([0xFFFF * 0xFFFF + k for k in range(-2, 3)] + [0xFFFFFFFF], np.uint64)])
+    else:
+        x = rng.integers(0, 1 << 63, size=500, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    model = custom_model("SignalFilterBankSquareRoot", [((len(x),), "UINT64", None), ((), "INT32", None)],
+                         [((len(x),), "UINT32")], {})
+    it = Interpreter(model)
+    for shift in (0, 3, 17, -1):
+        it.set_input(x, 0)
+        it.set_input(np.array(shift, np.int32), 1)
+        it.invoke()
+        want = (sqrt64(x) >> np.uint64(shift & 31)) & np.uint64(U32)
+        np.testing.assert_array_equal(it.get_output(0), want.astype(np.uint32))
