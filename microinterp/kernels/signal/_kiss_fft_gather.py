@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._qutil import copyto
+
 #: The butterflies as signed terms: for output ``q``, row ``rho`` (0 real, 1 imaginary), the terms ``(sign, row,
 #: component)`` summed -- ``kf_bfly2``, and ``kf_bfly4`` forward (the inverse swaps outputs 1 and 3).
 BUTTERFLY = {
@@ -158,3 +160,116 @@ class GatherRfft:
         out[:, self.low] = f1[:, :, :h - 1]
         out[:, self.high] = high
         return out
+
+
+class BoundGatherRfft:
+    """:class:`GatherRfft` of the fixed frames view ``frames`` (``[F, nfft]`` in the value type) into the fixed
+    output view ``out`` (``[F, nfft + 2]``), as a call without arguments on kept buffers: the same operations on the
+    same values, each into a buffer of its own type and shape -- no temporaries, constants as 0-d arrays (a NumPy
+    scalar operand costs a ufunc call as much again), the twiddle rows and signs laid out in full (an operand to
+    broadcast costs about 0.5 us more on a few hundred values), a value cast to the product type by a copy before
+    its product (a mixed-type multiply costs twice a same-type one), the gathers by ``take`` in ``clip`` mode (every
+    position is valid: no checked, buffered output) and the bins written through an ``[F, n + 1, 2]`` view of the
+    output instead of fancy indexing."""
+
+    def __init__(self, rfft: GatherRfft, frames: np.ndarray, out: np.ndarray):
+        a, n, sub = rfft.a, rfft.n, rfft.sub
+        count, h = frames.shape[0], n // 2
+        value, prod = a.dtype, a.prod
+        self.frames, self.leaves, self.stages = frames, rfft.leaves, sub.gather.stages
+        self.r, self.frac = np.array(a.round, prod), np.array(a.frac, prod)
+        self.z = np.empty((count, 2, n), value)
+        self.v, self.w, self.s = (np.empty((count, 2, n), prod) for _ in range(3))
+        self.t = np.empty((count, 2 * n), value)
+        self.terms = {p: np.empty((count, p, 2 * n), value) for p in {st.index.shape[0] for st in self.stages}}
+        self.consts = [(np.array(st.div, prod), st.twiddled, _full(st.a, (count, 2, n)), _full(st.b, (count, 2, n)),
+                        _full(st.sign, (count, *st.sign.shape))) for st in self.stages]
+        # the split
+        self.split, self.div = rfft.split, np.array(rfft.div, prod)
+        self.conj = _full(rfft.conj, (count, 4, h))
+        self.tw_a, self.tw_b = _full(rfft.tw_a, (count, 2, h)), _full(rfft.tw_b, (count, 2, h))
+        self.flip = _full(rfft.flip, (count, 2, h))
+        self.dc, self.dc_pair = np.empty((count, 2), prod), np.empty((count, 2), prod)
+        self.plus_minus = _full(np.array([1, -1], prod), (count, 2))
+        self.fp, self.fp_v = np.empty((count, 4, h), value), np.empty((count, 4, h), prod)
+        self.f1, self.f2, self.tw, self.high, self.f2_s = (np.empty((count, 2, h), prod) for _ in range(5))
+        self.f1_v, self.f2_v, self.tw_v = (np.empty((count, 2, h), value) for _ in range(3))
+        bins = out.reshape(count, n + 1, 2)
+        self.dc_real, self.dc_imag = bins[:, 0::n, 0], bins[:, 0::n, 1]      # bins 0 and n
+        # bins k = 1 .. h - 1 from the sums, bins n - k for k = 1 .. h (n - 1 down to h) from the differences
+        self.low, self.high_bins = bins[:, 1:h], bins[:, n - 1:h - 1:-1]
+        self.zero, self.one = np.array(0, value), np.array(1, prod)
+
+    def __call__(self) -> None:
+        z, v, w, t, r, frac = self.z, self.v, self.w, self.t, self.r, self.frac
+        np.take(self.frames, self.leaves, axis=1, out=z, mode="clip")
+        z2, s, v_rows_swapped = z.reshape(z.shape[0], -1), self.s, v[:, ::-1]
+        for st, (div, twiddled, a_full, b_full, sign) in zip(self.stages, self.consts):
+            copyto(v, z)
+            np.multiply(v, div, out=v)                      # C_FIXDIV: sround(x * (max / p))
+            np.add(v, r, out=v)
+            np.right_shift(v, frac, out=v)
+            src = v
+            if twiddled:                                    # C_MUL: sround(vr br - vi bi), sround(vr bi + vi br)
+                np.multiply(v, a_full, out=w)
+                copyto(s, v_rows_swapped)                   # the rows swapped, contiguous (a reversed view
+                np.multiply(s, b_full, out=s)               # costs every operation on it twice the time)
+                np.add(w, s, out=w)
+                np.add(w, r, out=w)
+                np.right_shift(w, frac, out=w)
+                src = w
+            copyto(t, src.reshape(t.shape), casting="unsafe")     # stored to the value type
+            terms = self.terms[sign.shape[1]]
+            np.take(t, st.index, axis=1, out=terms, mode="clip")
+            np.multiply(terms, sign, out=terms)
+            np.add.reduce(terms, axis=1, out=z2)            # the signed sum, wrapping in the value type
+        self._split(z2)
+
+    def _split(self, flat: np.ndarray) -> None:
+        r, frac, div = self.r, self.frac, self.div
+        n = flat.shape[1] // 2
+        dc = self.dc
+        copyto(dc, flat[:, 0::n])
+        np.multiply(dc, div, out=dc)                        # C_FIXDIV(tdc, 2)
+        np.add(dc, r, out=dc)
+        np.right_shift(dc, frac, out=dc)
+        pair = self.dc_pair                                 # (dc.r + dc.i, dc.r - dc.i): bins 0 and n
+        np.multiply(dc[:, 1:], self.plus_minus, out=pair)
+        np.add(pair, dc[:, :1], out=pair)
+        copyto(self.dc_real, pair, casting="unsafe")
+        copyto(self.dc_imag, self.zero)
+        fp, v = self.fp, self.fp_v
+        np.take(flat, self.split, axis=1, out=fp, mode="clip")
+        np.multiply(fp, self.conj, out=fp)                  # fpnk.i = -tmp[n - k].i, stored
+        copyto(v, fp)
+        np.multiply(v, div, out=v)                          # C_FIXDIV(fpk, 2), C_FIXDIV(fpnk, 2)
+        np.add(v, r, out=v)
+        np.right_shift(v, frac, out=v)
+        copyto(fp, v, casting="unsafe")
+        f1, f2, tw, high = self.f1, self.f2, self.tw, self.high
+        np.add(fp[:, :2], fp[:, 2:], out=self.f1_v)         # C_ADD, C_SUB: stored to the value type
+        np.subtract(fp[:, :2], fp[:, 2:], out=self.f2_v)
+        copyto(f2, self.f2_v)
+        np.multiply(f2, self.tw_a, out=tw)                  # C_MUL by the super twiddles
+        copyto(self.f2_s, f2[:, ::-1])
+        np.multiply(self.f2_s, self.tw_b, out=self.f2_s)
+        np.add(tw, self.f2_s, out=tw)
+        np.add(tw, r, out=tw)
+        np.right_shift(tw, frac, out=tw)
+        copyto(self.tw_v, tw, casting="unsafe")             # stored
+        copyto(tw, self.tw_v)
+        copyto(f1, self.f1_v)
+        np.subtract(f1, tw, out=high)                       # HALF_OF in C's int, then stored
+        np.multiply(high, self.flip, out=high)
+        np.right_shift(high, self.one, out=high)
+        np.add(f1, tw, out=f1)
+        np.right_shift(f1, self.one, out=f1)
+        h = f1.shape[2]
+        copyto(self.low, f1[:, :, :h - 1].transpose(0, 2, 1), casting="unsafe")
+        copyto(self.high_bins, high.transpose(0, 2, 1), casting="unsafe")
+
+
+def _full(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``values`` broadcast to ``shape``, C-contiguous (a kept same-shaped operand)."""
+    return np.ascontiguousarray(np.broadcast_to(values, shape))
+

@@ -17,10 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._qutil import copyto
 from ..streams import INVOKE
+from . import _kiss_fft_vec
 from ._common import options
 from ._kiss_fft import factor, real_fft_plan
-from ._kiss_fft_vec import rfft_frames
+from ._kiss_fft_gather import BoundGatherRfft
+from ._kiss_fft_vec import gather_rfft, rfft_frames, vector_plan
 
 TENSOR_TYPES = {7: "INT16", 2: "INT32", 0: "FLOAT32"}
 
@@ -62,6 +65,31 @@ class Rfft:
         ctx.arena.allocate_persistent((n // 2 + n // 2 + n // 4) * 2 * itemsize)
         real_fft_plan(n, type_name)
         return RfftData(type_name, n, scratch)
+
+    def bind(self, ctx, op, data: RfftData):
+        """A fixed-point build whose half-length FFT gathers (factors 2 and 4) over fewer than
+        :data:`._kiss_fft_vec.GATHER_BELOW` frames: the frames zero-padded into a kept buffer (read in place when
+        they fill ``fft_length``), the last one copied into the work area as :meth:`invoke` does, and
+        :class:`._kiss_fft_gather.BoundGatherRfft` into the output (None otherwise)."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        n, frame = data.fft_length, x.shape[-1]
+        if data.type_name == "FLOAT32" or not frame or not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return None
+        frames, rows = x.reshape(-1, frame), out.reshape(-1, n + 2)
+        sub, _, _ = vector_plan(n, data.type_name)
+        if sub.gather is None or not 0 < len(rows) < _kiss_fft_vec.GATHER_BELOW:
+            return None
+        padded = frames if frame == n else np.zeros((len(rows), n), x.dtype)
+        head, last = padded[:, :frame], padded[-1]
+        work = ctx.scratch(data.scratch).view(x.dtype)[:n]
+        transform = BoundGatherRfft(gather_rfft(n, data.type_name), padded, rows)
+
+        def call() -> None:
+            if padded is not frames:
+                copyto(head, frames)
+            copyto(work, last)
+            transform()
+        return call
 
     def invoke(self, ctx, op, data: RfftData) -> None:
         x, out = ctx.input(op, 0), ctx.output(op, 0)

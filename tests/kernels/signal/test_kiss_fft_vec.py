@@ -10,7 +10,7 @@ import pytest
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 from microinterp.kernels.signal import _kiss_fft_vec
-from microinterp.kernels.signal._kiss_fft import irfft, rfft
+from microinterp.kernels.signal._kiss_fft import factor, irfft, rfft
 from microinterp.kernels.signal._kiss_fft_vec import irfft_frames, rfft_frames
 
 DTYPES = {"INT16": np.int16, "INT32": np.int32, "FLOAT32": np.float32}
@@ -90,3 +90,20 @@ def test_unit_twiddle_leaves_every_int16_fixdiv_unchanged(p):
     np.testing.assert_array_equal(si, vi)
     x1 = np.array([-32768, 32767], np.int16)     # with p = 1 the product would change the extremes
     assert not np.array_equal(a.c_mul(*a.fixdiv(x1, x1, 1), one, zero)[0], a.fixdiv(x1, x1, 1)[0])
+
+
+@pytest.mark.parametrize("type_name", ["INT16", "INT32"])
+@pytest.mark.parametrize("nfft", [n for n in LENGTHS if set(factor(n // 2)[0::2]) <= {2, 4}])
+@pytest.mark.parametrize("count", [1, 4])
+def test_bound_gather_rfft_equals_the_scalar_code(type_name, nfft, count):
+    """The bound gathers (``_kiss_fft_gather.BoundGatherRfft``: kept buffers, rows swapped by a copy, bins written
+    through an interleaved view), twice on the same buffers, against the scalar transform: random frames and frames
+    at the type's extremes."""
+    from microinterp.kernels.signal._kiss_fft_gather import BoundGatherRfft
+
+    frames = _frames(type_name, nfft, nfft, nfft)[:count].copy()
+    out = np.full((count, nfft + 2), 77, DTYPES[type_name])
+    bound = BoundGatherRfft(_kiss_fft_vec.gather_rfft(nfft, type_name), frames, out)
+    for _ in range(2):
+        bound()
+    assert _same(out, np.stack([rfft(f, nfft, type_name) for f in frames]))
