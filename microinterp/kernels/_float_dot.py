@@ -515,7 +515,7 @@ def bind_finish(dot: BoundDot, bias: np.ndarray | None, nan_from: str, lo: Any, 
     lo0, hi0 = np.array(lo, np.float32), np.array(hi, np.float32)
     clip, isfinite, isnan = np_umath.clip, math.isfinite, math.isnan
     direct = np.shares_memory(totals, out)       # the einsum wrote the output itself
-    if lo0 <= -_FLT_MAX and hi0 >= _FLT_MAX:
+    if lo0 <= -FLT_MAX and hi0 >= FLT_MAX:
         def free() -> None:
             sums()
             s = test(ones)
@@ -537,7 +537,8 @@ def bind_finish(dot: BoundDot, bias: np.ndarray | None, nan_from: str, lo: Any, 
     return bounded
 
 
-_FLT_MAX = np.float32(np.finfo(np.float32).max)
+#: float32's largest value: the clamp bounds of no activation are its negative and itself
+FLT_MAX = np.float32(np.finfo(np.float32).max)
 
 
 def sequential_taps(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray | None = None) -> np.ndarray:

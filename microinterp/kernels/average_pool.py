@@ -70,7 +70,7 @@ class AveragePool2D:
         block = tap_block(data, band) if REDUCE_ROWS_IN_ORDER else None
         if block is not None:
             buf, view = block
-            rows, flat, initial, add_rows = buf.reshape(len(taps), -1), total.reshape(-1), _ZERO, np_umath.add.reduce
+            rows, flat, add_rows = buf.reshape(len(taps), -1), total.reshape(-1), np_umath.add.reduce
 
             def gathered() -> None:     # under the runtime's quiet errstate
                 if dst is not None:
@@ -78,7 +78,7 @@ class AveragePool2D:
                 copyto(buf, view)
                 # 0.f + tap (0, 0) + tap (0, 1) + ...: NumPy adds a C-contiguous block's rows one after the other
                 # (the accumulator the first operand, as TFLM's total), _float_dot.REDUCE_ROWS_IN_ORDER
-                add_rows(rows, axis=0, out=flat, initial=initial)
+                add_rows(rows, axis=0, out=flat, initial=zero)
                 np.divide(total, count, out=total)
                 clamp()
             return gathered
@@ -121,7 +121,5 @@ def pool_rows(data: PoolData, x: np.ndarray, x_row0: int, y0: int, y1: int) -> n
     avg = np.sign(acc) * ((np.abs(acc) + count // 2) // count)   # (acc +- n/2) / n with C truncation
     return np.clip(avg, data.act_min, data.act_max).astype(x.dtype)
 
-
-_ZERO = np.float32(0.0)
 
 KERNEL = AveragePool2D()

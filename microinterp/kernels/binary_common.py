@@ -22,11 +22,10 @@ from numpy._core import umath as np_umath
 
 from ..quant import INT32_MAX, INT32_MIN, activation_range_float
 from ._broadcast import laid_out, refreshed
-from ._float_dot import QUIET
+from ._float_dot import FLT_MAX, QUIET
 from ._qutil import broadcast_shape
 from ._qutil import copyto as _copyto
 
-FLT_MAX = np.float32(np.finfo(np.float32).max)
 FLT_LOWEST = np.float32(-FLT_MAX)
 
 #: TFLM's RuntimeShape holds at most this many dims (kMaxSmallSize).

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import Requantizer, activation_range_float
-from ._float_dot import BoundDot, add_bias_x86, bind_finish, sequential_taps
+from ._float_dot import BoundDot, add_bias_x86, bias_as_tap, bind_finish, sequential_taps
 from ._qutil import copyto
 from .conv import (
     ConvRows,
@@ -191,12 +191,12 @@ class BoundFloatDepthwise:
         k = kh * kw
         self.shape = None
         # a constant bias without NaN and no tap left out: the bias as a last tap (1.f * bias) over a kept row of
-        # ones after the taps, as the float conv does (_float_dot.bias_as_tap)
+        # ones after the taps, as the float conv does (_float_dot.bias_as_tap, on the [C, K] transposed taps)
         extra = int(bias is not None and skip_t is None and not np.isnan(bias).any())
         # few channels and no tap left out: a channels-first buffer [ky, kx, c_in, m, n, oy, ox], pixels innermost
         # (its transposing copy costs more than the channels-last einsum saves from 16 channels on)
         self.dot = None if skip_t is not None or c_in * m >= PIXELS_INNER_BELOW else BoundDot.taps_pixels_inner(
-            np.ones((k + extra, c_in * m, n * oh * ow), np.float32), _with_bias_tap(taps, bias, extra))
+            np.ones((k + extra, c_in * m, n * oh * ow), np.float32), bias_as_tap(taps.T, bias)[1] if extra else taps)
         if self.dot is not None:
             self.finish = bind_finish(self.dot, None if extra else bias, "bias", lo, hi, out)
             self.xs_view = self.dot.xs_cn[:k].reshape(kh, kw, c_in, m, n, oh, ow)
@@ -214,7 +214,7 @@ class BoundFloatDepthwise:
             bias = None if bias is None else np.ascontiguousarray(bias.reshape(c_in, m).T)
             out = out.reshape(-1, c_in, m).transpose(0, 2, 1)
             self.shape = out.shape
-        self.dot = BoundDot.taps(xs_t, _with_bias_tap(taps, bias, extra), skip_t)
+        self.dot = BoundDot.taps(xs_t, bias_as_tap(taps.T, bias)[1] if extra else taps, skip_t)
         self.finish = bind_finish(self.dot, None if extra else bias, "bias", lo, hi, out, self.shape)
 
     @classmethod
@@ -242,13 +242,6 @@ class BoundFloatDepthwise:
         copyto(self.xs_view, self.win_t)
         # under the runtime's quiet errstate (runtime.memory.quiet_floats)
         self.finish()
-
-
-def _with_bias_tap(taps: np.ndarray, bias: np.ndarray | None, extra: int) -> np.ndarray:
-    """The ``[K, C]`` taps, with the bias as one more row when ``extra`` (contiguous either way)."""
-    if not extra:
-        return taps
-    return np.ascontiguousarray(np.concatenate([taps, np.asarray(bias, np.float32).reshape(1, -1)]))
 
 
 def _kind(ctx, op, x, bias_t) -> str:

@@ -55,11 +55,8 @@ class MaxPool2D:
         has_minus_zero = bind_minus_zero_test(src)
         sh, sw = data.stride_h, data.stride_w
         ys, xs = (data.out_h - 1) * sh + 1, (data.out_w - 1) * sw + 1
-        across = np.empty(band[:, :, 0:xs:sw].shape, np.float32)
-        best = np.empty(across[:, 0:ys:sh].shape, np.float32)
-        x_taps = [band[:, :, kx:kx + xs:sw] for kx in range(data.filter_w)]
-        y_taps = [across[:, ky:ky + ys:sh] for ky in range(data.filter_h)]
-        lowest, clamp = np.array(FLT_LOWEST, np.float32), bind_clamp_into(best, data.act_min, data.act_max, out)
+        best = np.empty(out.shape, np.float32)
+        clamp = bind_clamp_into(best, data.act_min, data.act_max, out)
         block = tap_block(data, band)
         if block is not None:
             buf, view = block
@@ -75,6 +72,10 @@ class MaxPool2D:
                     _fix_zero_signs(best, band, data, ys, xs)
                 clamp()
             return gathered
+        across = np.empty(band[:, :, 0:xs:sw].shape, np.float32)
+        x_taps = [band[:, :, kx:kx + xs:sw] for kx in range(data.filter_w)]
+        y_taps = [across[:, ky:ky + ys:sh] for ky in range(data.filter_h)]
+        lowest = np.array(FLT_LOWEST, np.float32)
 
         def call() -> None:
             if dst is not None:

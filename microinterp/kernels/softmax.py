@@ -203,7 +203,7 @@ class Softmax:
                 for block_t, block in blocks:
                     copyto(block_t, block)
                 np.add.reduce(e_t, axis=0, out=total)
-            else:                 # one row: its running sums, the last one the total
+            else:                 # (NumPy not reducing rows in order) every row's running sums, the last the total
                 np.cumsum(e, axis=1, dtype=np.float32, out=running)
             np.divide(e, divisor, out=dst)
             if math.isnan(np.dot(sums, ones)):

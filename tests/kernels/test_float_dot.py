@@ -133,7 +133,7 @@ def test_bind_finish_is_the_bias_clamp_after_the_dot(n, c, k, bounds, values, di
     and infinities, and huge finite ones whose sums overflow to inf (clamped to FLT_MAX) or whose totals are finite
     but sum past FLT_MAX."""
     rng = np.random.default_rng(seed)
-    lo, hi = {"NONE": (-_float_dot._FLT_MAX, _float_dot._FLT_MAX), "RELU": (0.0, _float_dot._FLT_MAX),
+    lo, hi = {"NONE": (-_float_dot.FLT_MAX, _float_dot.FLT_MAX), "RELU": (0.0, _float_dot.FLT_MAX),
               "RELU6": (0.0, 6.0)}[bounds]
     w = _values(rng, (c, k), values == "specials")
     if values == "huge":
