@@ -174,8 +174,7 @@ class BoundGatherRfft:
 
     def __init__(self, rfft: GatherRfft, frames: np.ndarray, out: np.ndarray):
         a, n, sub = rfft.a, rfft.n, rfft.sub
-        count, h = frames.shape[0], n // 2
-        value, prod = a.dtype, a.prod
+        count, value, prod = frames.shape[0], a.dtype, a.prod
         self.frames, self.leaves, self.stages = frames, rfft.leaves, sub.gather.stages
         self.r, self.frac = np.array(a.round, prod), np.array(a.frac, prod)
         self.z = np.empty((count, 2, n), value)
@@ -184,21 +183,47 @@ class BoundGatherRfft:
         self.terms = {p: np.empty((count, p, 2 * n), value) for p in {st.index.shape[0] for st in self.stages}}
         self.consts = [(np.array(st.div, prod), st.twiddled, _full(st.a, (count, 2, n)), _full(st.b, (count, 2, n)),
                         _full(st.sign, (count, *st.sign.shape))) for st in self.stages]
-        # the split
-        self.split, self.div = rfft.split, np.array(rfft.div, prod)
-        self.conj = _full(rfft.conj, (count, 4, h))
-        self.tw_a, self.tw_b = _full(rfft.tw_a, (count, 2, h)), _full(rfft.tw_b, (count, 2, h))
-        self.flip = _full(rfft.flip, (count, 2, h))
-        self.dc, self.dc_pair = np.empty((count, 2), prod), np.empty((count, 2), prod)
-        self.plus_minus = _full(np.array([1, -1], prod), (count, 2))
-        self.fp, self.fp_v = np.empty((count, 4, h), value), np.empty((count, 4, h), prod)
-        self.f1, self.f2, self.tw, self.high, self.f2_s = (np.empty((count, 2, h), prod) for _ in range(5))
-        self.f1_v, self.f2_v, self.tw_v = (np.empty((count, 2, h), value) for _ in range(3))
-        bins = out.reshape(count, n + 1, 2)
-        self.dc_real, self.dc_imag = bins[:, 0::n, 0], bins[:, 0::n, 1]      # bins 0 and n
-        # bins k = 1 .. h - 1 from the sums, bins n - k for k = 1 .. h (n - 1 down to h) from the differences
-        self.low, self.high_bins = bins[:, 1:h], bins[:, n - 1:h - 1:-1]
-        self.zero, self.one = np.array(0, value), np.array(1, prod)
+        self._bind_split(rfft, count, out)
+
+    def _bind_split(self, rfft: GatherRfft, count: int, out: np.ndarray) -> None:
+        """The split's kept buffers and constants, every bin a column (:meth:`_split`): bin ``j`` is the sum row of
+        ``k = j`` (``1 <= j < n/2``), the difference row of ``k = n - j`` (``n/2 <= j < n``: the C loop's second
+        store wins at ``n/2``), or a DC bin (0 and n), and its gathered values ``[fpk.r, fpk.i, fpnk.r, fpnk.i]``
+        (a DC bin: ``tdc.r`` and ``tdc.i`` as ``fpk.r`` and ``fpnk.r``)."""
+        a, n = rfft.a, rfft.n
+        h, prod, cols = n // 2, a.prod, n + 1
+        j = np.arange(cols)
+        low, high = (j >= 1) & (j < h), (j >= h) & (j < n)
+        k = np.where(low, j, n - j)                         # the loop's k for a sum or difference bin
+        tw = np.clip(k - 1, 0, max(h - 1, 0))
+        s_r = np.where(low | high, rfft.tw_a[0][tw] if h else 0, 0)
+        s_i = np.where(low | high, rfft.tw_b[1][tw] if h else 0, 0)
+        dc0, dcn = j == 0, j == n
+        pick = low | high
+        self.gather = np.stack([np.where(pick, k, 0), np.where(pick, n + k, 0),          # fpk = tmp[k]
+                                np.where(pick, n - k, n), np.where(pick, 2 * n - k, 0)])  # conj(tmp[n - k])
+        self.conj = _full(np.array([1, 1, 1, -1], a.dtype)[:, None], (count, 4, cols))
+        self.div = np.array(rfft.div, prod)
+        # C_MUL(f2k, super twiddle) as [f2.r, f2.i] x [[s.r, s.i], [-s.i, s.r]]; at bin n a product by 2^frac,
+        # which sround returns unchanged: f2.r = tdc.r - tdc.i
+        coef = np.zeros((2, 2, cols), np.int64)
+        coef[0, 0], coef[0, 1], coef[1, 0], coef[1, 1] = s_r, s_i, -s_i, s_r
+        coef[0, 0, dcn] = 1 << a.frac
+        self.coef = _full(coef.astype(prod), (count, 2, 2, cols))
+        # bin = (f1 * sx + tw * st) >> 1: a sum (f1 + tw), a difference (f1.r - tw.r, tw.i - f1.i), DC as
+        # (2 (tdc.r + tdc.i)) >> 1 and (2 (tdc.r - tdc.i)) >> 1 with zero imaginary parts
+        sx = np.stack([np.select([dc0, high | low], [2, 1], 0), np.select([high, low, dc0], [-1, 1, 0], 0)])
+        st = np.stack([np.select([dcn, high, low], [2, -1, 1], 0), np.where(low | high, 1, 0)])
+        self.sx, self.st = _full(sx.astype(prod), (count, 2, cols)), _full(st.astype(prod), (count, 2, cols))
+        self.g = np.empty((count, 4, cols), a.dtype)
+        self.fv = np.empty((count, 4, cols), prod)
+        self.f2, self.f1, self.twp = (np.empty((count, 2, cols), prod) for _ in range(3))
+        self.prods = np.empty((count, 2, 2, cols), prod)
+        self.one, self.bits = np.array(1, prod), np.array(a.bits, prod)
+        self.bins = out.reshape(count, n + 1, 2).transpose(0, 2, 1)          # [count, 2, n + 1]
+        # the views the split reads (a slice costs about 0.15 us a call)
+        self.fpk, self.fpnk, self.f2_rows = self.fv[:, :2], self.fv[:, 2:], self.f2[:, :, None]
+        self.pair = (self.prods[:, 0], self.prods[:, 1])
 
     def __call__(self) -> None:
         z, v, w, t, r, frac = self.z, self.v, self.w, self.t, self.r, self.frac
@@ -226,47 +251,30 @@ class BoundGatherRfft:
         self._split(z2)
 
     def _split(self, flat: np.ndarray) -> None:
-        r, frac, div = self.r, self.frac, self.div
-        n = flat.shape[1] // 2
-        dc = self.dc
-        copyto(dc, flat[:, 0::n])
-        np.multiply(dc, div, out=dc)                        # C_FIXDIV(tdc, 2)
-        np.add(dc, r, out=dc)
-        np.right_shift(dc, frac, out=dc)
-        pair = self.dc_pair                                 # (dc.r + dc.i, dc.r - dc.i): bins 0 and n
-        np.multiply(dc[:, 1:], self.plus_minus, out=pair)
-        np.add(pair, dc[:, :1], out=pair)
-        copyto(self.dc_real, pair, casting="unsafe")
-        copyto(self.dc_imag, self.zero)
-        fp, v = self.fp, self.fp_v
-        np.take(flat, self.split, axis=1, out=fp, mode="clip")
-        np.multiply(fp, self.conj, out=fp)                  # fpnk.i = -tmp[n - k].i, stored
-        copyto(v, fp)
-        np.multiply(v, div, out=v)                          # C_FIXDIV(fpk, 2), C_FIXDIV(fpnk, 2)
+        """The real split, every bin at once on ``[count, rows, n + 1]`` buffers: fpk and fpnk gathered (fpnk.i
+        negated in the value type, as stored), ``C_FIXDIV`` by 2, ``f1k`` and ``f2k`` (sums of halves: no wrap),
+        the super twiddle's ``C_MUL`` with its ``sround`` stored to the value type as ``(x << 1) >> bits`` (the bits
+        ``frac .. 2 frac`` of ``x``, sign-extended), then ``HALF_OF`` of the signed sum in the product type (C's
+        ``int``, as the scalar code), stored."""
+        r, frac, g, v, f1, f2, tw, prods = self.r, self.frac, self.g, self.fv, self.f1, self.f2, self.twp, self.prods
+        np.take(flat, self.gather, axis=1, out=g, mode="clip")
+        np.multiply(g, self.conj, out=g)                    # fpnk.i = -tmp[n - k].i, stored
+        copyto(v, g)
+        np.multiply(v, self.div, out=v)                     # C_FIXDIV(fpk, 2), C_FIXDIV(fpnk, 2)
         np.add(v, r, out=v)
         np.right_shift(v, frac, out=v)
-        copyto(fp, v, casting="unsafe")
-        f1, f2, tw, high = self.f1, self.f2, self.tw, self.high
-        np.add(fp[:, :2], fp[:, 2:], out=self.f1_v)         # C_ADD, C_SUB: stored to the value type
-        np.subtract(fp[:, :2], fp[:, 2:], out=self.f2_v)
-        copyto(f2, self.f2_v)
-        np.multiply(f2, self.tw_a, out=tw)                  # C_MUL by the super twiddles
-        copyto(self.f2_s, f2[:, ::-1])
-        np.multiply(self.f2_s, self.tw_b, out=self.f2_s)
-        np.add(tw, self.f2_s, out=tw)
+        fpk, fpnk = self.fpk, self.fpnk
+        np.subtract(fpk, fpnk, out=f2)                      # C_SUB(f2k, fpk, fpnk)
+        np.add(fpk, fpnk, out=f1)                           # C_ADD(f1k, fpk, fpnk)
+        np.multiply(self.f2_rows, self.coef, out=prods)     # [f2.r, f2.i] x the twiddle rows
+        np.add(*self.pair, out=tw)
         np.add(tw, r, out=tw)
-        np.right_shift(tw, frac, out=tw)
-        copyto(self.tw_v, tw, casting="unsafe")             # stored
-        copyto(tw, self.tw_v)
-        copyto(f1, self.f1_v)
-        np.subtract(f1, tw, out=high)                       # HALF_OF in C's int, then stored
-        np.multiply(high, self.flip, out=high)
-        np.right_shift(high, self.one, out=high)
+        np.left_shift(tw, self.one, out=tw)                 # sround, stored: ((x + r) << 1) >> bits
+        np.right_shift(tw, self.bits, out=tw)
+        np.multiply(f1, self.sx, out=f1)
+        np.multiply(tw, self.st, out=tw)
         np.add(f1, tw, out=f1)
-        np.right_shift(f1, self.one, out=f1)
-        h = f1.shape[2]
-        copyto(self.low, f1[:, :, :h - 1].transpose(0, 2, 1), casting="unsafe")
-        copyto(self.high_bins, high.transpose(0, 2, 1), casting="unsafe")
+        np.right_shift(f1, self.one, out=self.bins, casting="unsafe")      # HALF_OF in C's int, stored
 
 
 def _full(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
