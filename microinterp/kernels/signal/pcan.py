@@ -58,57 +58,59 @@ def pcan_shrink(x: np.ndarray) -> np.ndarray:
 
 class BoundPcan:
     """SignalPCAN on fixed views with a constant gain table (of at least five entries), on kept buffers: what
-    :meth:`Pcan.invoke` computes, the same integers in about forty NumPy calls without temporaries. The table is
-    kept as three int32 copies shifted by 0, 1 and 2 entries (``take`` at ``base`` reads ``lut[base + k]``); the
-    WideDynamicFunction's products in int32 (C's ``int32_t``, NumPy's int32 wraps alike), the SNR product in uint64
-    (C's, wrapping alike), PcanShrink in uint64 masked to uint32. A channel whose quadratic would read past the table
-    fails the invoke as :meth:`Pcan.invoke` does (``base + 2`` of a noise estimate of at most 2, which reads
-    ``lut[x]`` instead, is at most 4: no false alarm with five entries)."""
+    :meth:`Pcan.invoke` computes, the same integers in about thirty NumPy calls without temporaries.
+
+    WideDynamicFunction by the bit length ``e`` of the noise estimate (``frexp``, exact for a uint32): the three
+    table entries it reads at ``4 e - 6`` come from one ``take`` of a kept ``[3, 33]`` table indexed by ``e``
+    (``lut[base + 2]``, ``lut[base + 1] << 5`` -- C's ``(int32_t)((uint32_t)lut[1] << 5)`` -- and ``lut[base]``),
+    the fraction ``((x << 11) >> e) & 0x3FF`` from the mantissa ``m = x / 2^e`` in [0.5, 1) as ``m 2048 - 1024``
+    (exact in float64, truncated), the products in int32 (C's ``int32_t``, NumPy's int32 wraps alike). Estimates 0
+    and 1 (bit lengths 0 and 1) have table columns ``(0, 0, lut[x])``, which give ``lut[x]`` whatever the fraction,
+    as C's ``x <= 2`` branch; 2 (fraction 0 at base 2) gives ``lut[2]`` through the quadratic. The SNR product in
+    uint64 (C's, wrapping alike), PcanShrink in uint64: its square is below 2^26 and its difference positive where
+    each is used, so neither needs the uint32 mask. An estimate whose quadratic would read past the table fails the
+    invoke as :meth:`Pcan.invoke` does."""
 
     def __init__(self, op: Any, x: np.ndarray, noise: np.ndarray, lut: np.ndarray, out: np.ndarray, shift: int):
         n = x.shape[-1]
         self.op, self.x, self.noise, self.lut, self.out = op, x, noise[:n], lut, out
-        table = lut.astype(np.int32)
-        self.tables = [np.concatenate([table[k:], np.zeros(k, np.int32)]) for k in range(3)]
-        self.last = np.array(len(lut) - 3, np.int64)      # base above this reads past the table
+        table = lut.astype(np.int64)
+        bit_lengths = np.arange(33)
+        base = 4 * bit_lengths - 6
+        valid = base + 2 < len(lut)
+        at = np.where(valid & (bit_lengths >= 2), base, 0)
+        columns = np.stack([table[at + 2], (table[at + 1] << 5), table[at]])
+        columns[:2, :2] = 0
+        columns[2, :2] = table[:2]
+        self.columns = np.ascontiguousarray(columns.astype(np.int32))
+        self.last = np.array(int(np.flatnonzero(valid).max()), np.intc)     # a longer estimate reads past the table
         self.shift = np.array(shift, np.uint64)
-        self.n64, self.t, self.b = (np.empty(n, np.int64) for _ in range(3))
         self.f, self.e = np.empty(n, np.float64), np.empty(n, np.intc)
-        self.frac, self.a, self.c = (np.empty(n, np.int32) for _ in range(3))
+        self.rows = np.empty((3, n), np.int32)
+        self.frac, self.a = np.empty(n, np.int32), np.empty(n, np.int32)
         self.r16 = np.empty(n, np.int16)
         self.s, self.q, self.h = (np.empty(n, np.uint64) for _ in range(3))
         self.mask = np.empty(n, bool)
 
     def __call__(self) -> None:
-        n64, t, b, f, e, frac, a, c = self.n64, self.t, self.b, self.f, self.e, self.frac, self.a, self.c
-        s, q, h, mask = self.s, self.q, self.h, self.mask
-        t0, t1, t2 = self.tables
-        copyto(n64, self.noise)
-        np.maximum(n64, _ONE, out=f)
-        np.frexp(f, out=(f, e))                      # e: the bit length of max(x, 1)
-        np.left_shift(n64, _ELEVEN, out=t)
-        np.right_shift(t, e, out=t)
-        np.bitwise_and(t, _TEN_BITS, out=t)
-        copyto(frac, t, casting="unsafe")
-        np.multiply(e, _FOUR, out=b)
-        np.subtract(b, _SIX, out=b)
-        np.maximum(b, _ZERO, out=b)                  # base
-        if count_nonzero(np.greater(b, self.last, out=mask)):
+        f, e, frac, a, s, q, h, mask = self.f, self.e, self.frac, self.a, self.s, self.q, self.h, self.mask
+        rows = self.rows
+        copyto(f, self.noise)
+        np.frexp(f, out=(f, e))                      # e: the bit length, f: x / 2^e
+        if count_nonzero(np.greater(e, self.last, out=mask)):
             self._refuse()
-        t2.take(b, out=a)
-        np.multiply(a, frac, out=a)
+        np.multiply(f, _FRAC_SCALE, out=f)
+        np.subtract(f, _FRAC_OFFSET, out=f)
+        copyto(frac, f, casting="unsafe")            # ((x << 11) >> e) & 0x3FF
+        np.take(self.columns, e, axis=1, out=rows, mode="clip")
+        np.multiply(rows[0], frac, out=a)
         np.right_shift(a, _FIVE32, out=a)
-        t1.take(b, out=c)
-        np.left_shift(c, _FIVE32, out=c)
-        np.add(a, c, out=a)
+        np.add(a, rows[1], out=a)
         np.multiply(a, frac, out=a)
         np.add(a, _ROUND14, out=a)
         np.right_shift(a, _FIFTEEN32, out=a)
-        t0.take(b, out=c)
-        np.add(a, c, out=a)
+        np.add(a, rows[2], out=a)
         copyto(self.r16, a, casting="unsafe")        # the int16 result
-        if count_nonzero(np.less_equal(n64, _TWO, out=mask)):     # x <= 2 reads lut[x] itself
-            copyto(self.r16, self.lut.take(np.minimum(n64, _TWO)), where=mask)
         copyto(s, self.r16, casting="unsafe")        # sign-extended, as uint64: its low 32 bits the uint32 gain
         np.bitwise_and(s, _U32, out=s)
         copyto(q, self.x)
@@ -116,23 +118,21 @@ class BoundPcan:
         np.right_shift(s, self.shift, out=s)
         np.bitwise_and(s, _U32, out=s)               # the SNR
         np.multiply(s, s, out=q)
-        np.bitwise_and(q, _U32, out=q)
-        np.right_shift(q, _TWENTY, out=q)            # (snr^2) >> 20 in uint32
+        np.right_shift(q, _TWENTY, out=q)            # (snr^2) >> 20 where snr < 2^13
         np.right_shift(s, _SIX_U, out=h)
-        np.subtract(h, _SIXTY_FOUR, out=h)
-        np.bitwise_and(h, _U32, out=h)               # (snr >> 6) - 64 in uint32
+        np.subtract(h, _SIXTY_FOUR, out=h)           # (snr >> 6) - 64 where snr >= 2^13
         np.less(s, _LOW_BELOW, out=mask)
         copyto(h, q, where=mask)
         copyto(self.out, h, casting="unsafe")
 
     def _refuse(self) -> None:
-        top = int(self.n64.max())
+        top = int(self.noise.max())
         needed = 4 * msb32(top) - 6 + 2
         raise InvokeError(self.op.index, self.op.key, f"noise estimate {top} reads gain table entry {needed} of "
                                                       f"{self.lut.shape[0]}")
 
 
-_ONE, _TWO, _ZERO, _FOUR, _SIX, _ELEVEN, _TEN_BITS = (np.array(v, np.int64) for v in (1, 2, 0, 4, 6, 11, 0x3FF))
+_FRAC_SCALE, _FRAC_OFFSET = np.array(2048.0), np.array(1024.0)
 _FIVE32, _FIFTEEN32, _ROUND14 = (np.array(v, np.int32) for v in (5, 15, 1 << 14))
 _U32, _TWENTY, _SIX_U, _SIXTY_FOUR, _LOW_BELOW = (np.array(v, np.uint64) for v in (
     0xFFFFFFFF, 2 + 2 * SNR_BITS - OUTPUT_BITS, SNR_BITS - OUTPUT_BITS, 1 << OUTPUT_BITS, 2 << SNR_BITS))

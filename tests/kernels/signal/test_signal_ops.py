@@ -284,7 +284,7 @@ def test_filter_bank_square_root_rounding_edges():
 
 def test_pcan_refuses_a_noise_estimate_past_its_gain_table():
     """A noise estimate of 2^20 reads entry 4 * 21 - 4 = 80 of the table: with 60 entries the invoke fails (TFLM
-    would read past the table); smaller estimates run."""
+    would read past the table), as it does from 2^15 (entry 60); smaller estimates run."""
     rng = np.random.default_rng(0)
     model = custom_model("SignalPCAN", [((3,), "UINT32", None), ((3,), "UINT32", None),
                                         ((60,), "INT16", i16(rng, 60, 0, 4096))], [((3,), "UINT32")],
@@ -294,7 +294,10 @@ def test_pcan_refuses_a_noise_estimate_past_its_gain_table():
     it.set_input(np.array([1, 1000, 1 << 20], np.uint32), 1)
     with pytest.raises(InvokeError, match="gain table entry 80 of 60"):
         it.invoke()
-    it.set_input(np.array([1, 1000, 1 << 12], np.uint32), 1)
+    it.set_input(np.array([1, 1000, 1 << 15], np.uint32), 1)     # the first estimate past it: entry 60
+    with pytest.raises(InvokeError, match="gain table entry 60 of 60"):
+        it.invoke()
+    it.set_input(np.array([1, 1000, (1 << 15) - 1], np.uint32), 1)     # its last one: entry 56
     it.invoke()
 
 
