@@ -125,64 +125,63 @@ def log32(x: np.ndarray, out_scale: int) -> np.ndarray:
     return ((out_scale * loge + half) & U32) >> LOG_SCALE_LOG2
 
 
-#: :class:`BoundLog32`'s tables, indexed by ``((x << 17) >> bit_length(x)) >> 9`` (128 .. 255): the segment's
-#: correction less ``2 * 2^16`` (the two ``2^16`` the fraction and the integer part leave out, below), and the
-#: difference to the next segment's.
-_LOG_BASE = np.concatenate([np.zeros(128, np.int64), LOG_LUT[:128] - 2 * LOG_SCALE])
-_LOG_STEP = np.concatenate([np.zeros(128, np.int64), LOG_LUT[1:129] - LOG_LUT[:128]])
+#: :class:`BoundLog32`'s segment table, indexed by ``((x << 17) >> bit_length(x)) >> 9`` (128 .. 255; the rows
+#: below serve x = 0): ``LOG_COEFF`` times the segment's correction less ``2 * 2^16`` (the two ``2^16`` the fraction
+#: and the integer part leave out) plus the rounding ``2^15`` of ``loge``, and the difference to the next segment's.
+_LOG_SEGMENTS = np.stack([np.concatenate([np.zeros(128, np.int64), LOG_LUT[:128] - 2 * LOG_SCALE]) * LOG_COEFF
+                          + LOG_SCALE // 2, np.concatenate([np.zeros(128, np.int64), LOG_LUT[1:129] - LOG_LUT[:128]])])
 
 
 class BoundLog32:
     """``min(Log32((x << bits) & U32, out_scale), 32767)`` where that shifted value exceeds 1, else 0, of the fixed
     uint32 view ``x`` into the fixed int16 view ``out`` (SignalFilterBankLog), as a call on kept int64 buffers: the
-    same integers as :func:`log32` in about thirty NumPy calls without temporaries. With ``e`` the bit length of
+    same integers as :func:`log32` in about twenty NumPy calls without temporaries. With ``e`` the bit length of
     ``v`` (``integer = e - 1``) and ``m = (v << 17) >> e`` (in ``[2^16, 2^17)``), ``log32``'s fraction
     ``((v - 2^integer) << 16) >> integer`` is ``m - 2^16`` (``2^(integer + 16)`` divides exactly), its segment
     ``(m >> 9) - 128`` and its position in the segment ``m & 511``; the fraction plus the correction lies in ``[0,
     2^17)`` (a first segment's correction step is positive, any later fraction is at least 512) and ``log2`` below
     2^22, so the uint32 masks before ``loge`` change nothing and are left out; ``log2`` is then ``(e << 16) + m +
-    base + rel`` with ``base`` the table entry less ``2 * 2^16``."""
+    base + rel`` with ``base`` the table entry less ``2 * 2^16``, and ``LOG_COEFF * log2 + 2^15`` is ``LOG_COEFF *
+    ((e << 16) + m + rel)`` plus a per-segment constant -- both of the segment's entries come from one ``take``. The
+    values 0 and 1 give 0 through the same steps (``log2`` is 0: ``m = 0`` reads an all-zero segment, and ``m =
+    2^16`` cancels ``e = 1``), as the C code's branch does."""
 
     def __init__(self, x: np.ndarray, out: np.ndarray, bits: int, out_scale: int):
         n = x.shape[-1]
         self.x, self.out, self.bits, self.scale = x, out, np.array(bits, np.int64), np.array(out_scale, np.int64)
-        self.v, self.t, self.b, self.c, self.d, self.u = (np.empty(n, np.int64) for _ in range(6))
-        self.f, self.e, self.big = np.empty(n, np.float64), np.empty(n, np.intc), np.empty(n, bool)
+        self.v, self.t, self.b, self.u = (np.empty(n, np.int64) for _ in range(4))
+        self.segment = np.empty((2, n), np.int64)                 # [LOG_COEFF * base + 2^15, step]
+        self.f, self.e = np.empty(n, np.float64), np.empty(n, np.intc)
 
     def __call__(self) -> None:
-        v, t, b, c, d, u, f, e, big = self.v, self.t, self.b, self.c, self.d, self.u, self.f, self.e, self.big
+        v, t, b, u, f, e, segment = self.v, self.t, self.b, self.u, self.f, self.e, self.segment
         copyto(v, self.x)
         if self.bits:
             np.left_shift(v, self.bits, out=v)
             np.bitwise_and(v, _U32, out=v)
-        np.greater(v, _ONE, out=big)
-        np.maximum(v, _TWO, out=v)            # inputs of 0 and 1 give 0 below: any value above 1 does here
         copyto(f, v)
         np.frexp(f, out=(f, e))              # e: the bit length (exact below 2^53)
         np.left_shift(v, _SEVENTEEN, out=t)
         np.right_shift(t, e, out=t)          # m
         np.right_shift(t, _NINE, out=b)
-        _LOG_BASE.take(b, out=c)
-        _LOG_STEP.take(b, out=d)
+        np.take(_LOG_SEGMENTS, b, axis=1, out=segment, mode="clip")
         np.bitwise_and(t, _SEGMENT, out=u)
-        np.multiply(d, u, out=d)
-        np.right_shift(d, _SIXTEEN, out=d)   # rel_pos
-        np.add(t, c, out=t)
-        np.add(t, d, out=t)
+        np.multiply(segment[1], u, out=u)
+        np.right_shift(u, _SIXTEEN, out=u)   # rel_pos
+        np.add(t, u, out=t)
         np.left_shift(e, _SIXTEEN, out=u)
-        np.add(t, u, out=t)                  # log2
+        np.add(t, u, out=t)                  # log2 less the segment's base
         np.multiply(t, _LOG_COEFF, out=t)
-        np.add(t, _HALF, out=t)
+        np.add(t, segment[0], out=t)
         np.right_shift(t, _SIXTEEN, out=t)   # loge
         np.multiply(t, self.scale, out=t)
         np.add(t, _HALF, out=t)
         np.bitwise_and(t, _U32, out=t)       # out_scale * loge + round in uint32
         np.right_shift(t, _SIXTEEN, out=t)
         np.minimum(t, _INT16_MAX, out=t)
-        np.multiply(t, big, out=t)
         copyto(self.out, t, casting="unsafe")
 
 
 # 0-d arrays: a NumPy scalar operand costs a ufunc call more
-_U32, _ONE, _TWO, _NINE, _SIXTEEN, _SEVENTEEN = (np.array(v, np.int64) for v in (U32, 1, 2, 9, 16, 17))
+_U32, _NINE, _SIXTEEN, _SEVENTEEN = (np.array(v, np.int64) for v in (U32, 9, 16, 17))
 _SEGMENT, _LOG_COEFF, _HALF, _INT16_MAX = (np.array(v, np.int64) for v in (511, LOG_COEFF, LOG_SCALE // 2, 32767))
