@@ -15,6 +15,7 @@ Eval in TFLM, here at prepare.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -61,16 +62,19 @@ class MaximumMinimum:
         return MaxMinData(broadcast=True)
 
     def bind(self, ctx, op, data: MaxMinData):
-        """float32 on fixed views: the comparison into a kept mask, ``b`` everywhere, ``a`` where it wins (the same
-        choice as :meth:`invoke`, NaN included: a NaN ``a`` never wins)."""
+        """On fixed views: integers by the integer ufunc into the output; float32 by the comparison into a kept
+        mask, ``b`` everywhere, ``a`` where it wins (the same choice as :meth:`invoke`, NaN included: a NaN ``a``
+        never wins). A constant of another shape laid out once (:func:`._broadcast.laid_out`)."""
         a, b, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
-        if out.dtype != np.float32 or not out.flags.c_contiguous:
+        if not out.flags.c_contiguous:
             return None
         if not data.broadcast:
             a, b = a.reshape(out.shape), b.reshape(out.shape)
-        compare = self.first_wins       # np.greater (MAXIMUM) or np.less (MINIMUM)
         y = out.reshape(np.broadcast_shapes(a.shape, b.shape))
         (a, b), y, refreshes = laid_out((a, b), y)     # a short broadcast inner loop made long
+        if out.dtype != np.float32:
+            return refreshed(refreshes, functools.partial(self.integer_op, a, b, out=y))
+        compare = self.first_wins       # np.greater (MAXIMUM) or np.less (MINIMUM)
         mask = np.empty(y.shape, bool)
         choose = bind_select(mask, a, b, y)
 
