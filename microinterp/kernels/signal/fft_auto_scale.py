@@ -11,7 +11,9 @@ times ``2^bits`` (int arithmetic stored to int16). No options.
 from __future__ import annotations
 
 import numpy as np
+from numpy._core import umath as np_umath
 
+from .._qutil import copyto
 from ._common import bit_length, options
 
 
@@ -27,6 +29,27 @@ class FftAutoScale:
             raise ctx.fail(op, "INT16 in and out, an INT32 scale")
         if y.num_elements > x.num_elements:
             raise ctx.fail(op, f"output {y.shape} longer than input {x.shape}")
+
+    def bind(self, ctx, op, data: None):
+        """One frame on fixed views (a non-empty one): :meth:`invoke`'s steps with the extremes by the ufuncs'
+        reductions and the shift and the scale as kept 0-d arrays, one per possible shift (None for an empty
+        frame)."""
+        x, y, s = ctx.input(op, 0), ctx.output(op, 0), ctx.output(op, 1)
+        v = x[:y.shape[-1]]
+        if not v.size:
+            return None
+        lowest, highest = np_umath.minimum.reduce, np_umath.maximum.reduce
+        shifts = [np.array(bits, np.int16) for bits in range(16)]
+        scales = [np.array(bits, np.int32) for bits in range(16)]
+
+        def call() -> None:
+            low, high = int(lowest(v)), int(highest(v))
+            peak = max(high, -low, 0) if low != -32768 else _peak(v.tolist())
+            msb = 32 if peak == 0 else (peak & 0xFFFFFFFF).bit_length()
+            bits = max(16 - msb - 1, 0)
+            np.left_shift(v, shifts[bits], out=y)
+            copyto(s, scales[bits])
+        return call
 
     def invoke(self, ctx, op, data: None) -> None:
         """One frame: its extremes as Python ints (the running peak is ``max(|v|)`` unless a -32768 occurs, which
