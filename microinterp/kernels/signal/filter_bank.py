@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._qutil import copyto
 from ._common import U32, U64, options
 
 
@@ -92,6 +93,25 @@ class FilterBank:
                     raise ctx.fail(op, f"channel {i} reads outside the spectrum or the weights")
             return FilterBankData(n, work, Taps.build(*(t.data for t in ts[1:]), n, ts[0].num_elements))
         return FilterBankData(n, work)
+
+    def bind(self, ctx, op, data: FilterBankData):
+        """Constant tables whose one product is exact (:class:`Taps`, ``whole``), on fixed views: the spectrum
+        into a kept float64 row, the product into a kept row, its int64 cast into the work area, the channels
+        copied out (None otherwise: :meth:`invoke`)."""
+        taps = data.taps
+        if taps is None or not taps.whole:
+            return None
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        spectrum, total = np.empty(x.shape, np.float64), np.empty(data.channels + 1, np.float64)
+        work, channels = data.work.view(np.int64), data.work[1:1 + out.shape[0]]
+        matrix, matmul = taps.matrix, np.matmul
+
+        def call() -> None:
+            copyto(spectrum, x)
+            matmul(spectrum, matrix, out=total)
+            copyto(work, total, casting="unsafe")       # exact integers below 2^53, modulo 2^64 as int64
+            copyto(out, channels)
+        return call
 
     def invoke_streams(self, ctx, op, data: FilterBankData, state: None) -> None:
         """Streams (:mod:`..streams`): every stream's spectrum at once with constant tables, else one by one."""
