@@ -165,13 +165,13 @@ def _bind_int32(a: np.ndarray, b: np.ndarray, y: np.ndarray, lo: int, hi: int):
     """C's int32 division (truncation toward zero) by a constant divisor without 0 or -1 (nothing traps), clamped:
     ``trunc(a / b)`` in float64 is the exact quotient -- a quotient ``k - 1/|b|`` just below an integer stays below
     it, since ``1/|b| > |k| 2^-52`` whenever ``|a| = |k b| < 2^52`` -- and a whole number, so the store into int32
-    is exact (the clamp to the activation range comes first)."""
+    is exact (the clamp to the activation range comes first). The store's C cast truncates toward zero itself,
+    and truncation commutes with a clamp to whole bounds (it is monotone and keeps them), so no ``trunc`` call."""
     q = np.empty(y.shape, np.float64)
     lo_hi = (np.array(lo, np.float64), np.array(hi, np.float64))     # 0-d bounds for the clip ufunc itself
 
     def call() -> None:
         np.divide(a, b, out=q)
-        np.trunc(q, out=q)
         np_umath.clip(q, *lo_hi, out=q)
         copyto(y, q, casting="unsafe")
     return call
