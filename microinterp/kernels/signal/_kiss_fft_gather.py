@@ -166,11 +166,13 @@ class BoundGatherRfft:
     """:class:`GatherRfft` of the fixed frames view ``frames`` (``[F, nfft]`` in the value type) into the fixed
     output view ``out`` (``[F, nfft + 2]``), as a call without arguments on kept buffers: the same operations on the
     same values, each into a buffer of its own type and shape -- no temporaries, constants as 0-d arrays (a NumPy
-    scalar operand costs a ufunc call as much again), the twiddle rows and signs laid out in full (an operand to
-    broadcast costs about 0.5 us more on a few hundred values), a value cast to the product type by a copy before
-    its product (a mixed-type multiply costs twice a same-type one), the gathers by ``take`` in ``clip`` mode (every
-    position is valid: no checked, buffered output) and the bins written through an ``[F, n + 1, 2]`` view of the
-    output instead of fancy indexing."""
+    scalar operand costs a ufunc call as much again), the twiddle rows laid out in full (an operand to broadcast
+    costs about 0.5 us more on a few hundred values), a value cast to the product type by a copy before its product
+    (a mixed-type multiply costs twice a same-type one), a butterfly's signed terms gathered from the stored values
+    and their negations (one negation of ``2n`` values instead of a product of ``p 2n`` terms by signs), an
+    untwiddled first stage on the samples in frame order (the leaves' order composed into its gather), the gathers
+    by ``take`` in ``clip`` mode (every position is valid: no checked, buffered output) and the bins written through
+    an ``[F, n + 1, 2]`` view of the output instead of fancy indexing."""
 
     def __init__(self, rfft: GatherRfft, frames: np.ndarray, out: np.ndarray):
         a, n, sub = rfft.a, rfft.n, rfft.sub
@@ -179,10 +181,18 @@ class BoundGatherRfft:
         self.r, self.frac = np.array(a.round, prod), np.array(a.frac, prod)
         self.z = np.empty((count, 2, n), value)
         self.v, self.w, self.s = (np.empty((count, 2, n), prod) for _ in range(3))
-        self.t = np.empty((count, 2 * n), value)
+        # the stored values and their negations: a butterfly's signed terms are gathered from both halves
+        self.signed = np.empty((count, 4 * n), value)
+        self.t, self.negated = self.signed[:, :2 * n], self.signed[:, 2 * n:]
         self.terms = {p: np.empty((count, p, 2 * n), value) for p in {st.index.shape[0] for st in self.stages}}
-        self.consts = [(np.array(st.div, prod), st.twiddled, _full(st.a, (count, 2, n)), _full(st.b, (count, 2, n)),
-                        _full(st.sign, (count, *st.sign.shape))) for st in self.stages]
+        # an untwiddled first stage runs on the samples in frame order: the leaves' order goes into its gather
+        self.fused = bool(self.stages) and not self.stages[0].twiddled and frames.shape[1] == 2 * n
+        self.consts = []
+        for i, st in enumerate(self.stages):
+            index = self.leaves.reshape(-1)[st.index] if i == 0 and self.fused else st.index
+            signed = index + np.where(st.sign < 0, 2 * n, 0)
+            self.consts.append((np.array(st.div, prod), st.twiddled, _full(st.a, (count, 2, n)),
+                                _full(st.b, (count, 2, n)), signed))
         self._bind_split(rfft, count, out)
 
     def _bind_split(self, rfft: GatherRfft, count: int, out: np.ndarray) -> None:
@@ -226,11 +236,18 @@ class BoundGatherRfft:
         self.pair = (self.prods[:, 0], self.prods[:, 1])
 
     def __call__(self) -> None:
-        z, v, w, t, r, frac = self.z, self.v, self.w, self.t, self.r, self.frac
-        np.take(self.frames, self.leaves, axis=1, out=z, mode="clip")
+        z, v, w, r, frac, signed, t, negated = self.z, self.v, self.w, self.r, self.frac, self.signed, self.t, \
+            self.negated
+        if self.fused:
+            copyto(v.reshape(self.frames.shape), self.frames)     # the samples, in frame order
+        else:
+            np.take(self.frames, self.leaves, axis=1, out=z, mode="clip")
         z2, s, v_rows_swapped = z.reshape(z.shape[0], -1), self.s, v[:, ::-1]
-        for st, (div, twiddled, a_full, b_full, sign) in zip(self.stages, self.consts):
-            copyto(v, z)
+        first = self.fused
+        for st, (div, twiddled, a_full, b_full, index) in zip(self.stages, self.consts):
+            if not first:
+                copyto(v, z)
+            first = False
             np.multiply(v, div, out=v)                      # C_FIXDIV: sround(x * (max / p))
             np.add(v, r, out=v)
             np.right_shift(v, frac, out=v)
@@ -243,10 +260,10 @@ class BoundGatherRfft:
                 np.add(w, r, out=w)
                 np.right_shift(w, frac, out=w)
                 src = w
-            copyto(t, src.reshape(t.shape), casting="unsafe")     # stored to the value type
-            terms = self.terms[sign.shape[1]]
-            np.take(t, st.index, axis=1, out=terms, mode="clip")
-            np.multiply(terms, sign, out=terms)
+            copyto(t, src.reshape(t.shape), casting="unsafe")     # stored to the value type (wraps as C's store)
+            np.negative(t, out=negated)                     # (wrapping alike: the sum is modulo 2^bits)
+            terms = self.terms[index.shape[0]]
+            np.take(signed, index, axis=1, out=terms, mode="clip")
             np.add.reduce(terms, axis=1, out=z2)            # the signed sum, wrapping in the value type
         self._split(z2)
 
