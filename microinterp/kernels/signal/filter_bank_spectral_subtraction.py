@@ -60,7 +60,6 @@ class FilterBankSpectralSubtraction:
         sb, ssb = np.array(c["smoothing_bits"], np.uint64), np.array(c["spectral_subtraction_bits"], np.uint64)
         remaining, clamping = np.array(c["min_signal_remaining"] & U32, np.uint64), bool(c["clamping"])
         v, sv, a, b = (np.empty(n, np.uint64) for _ in range(4))
-        over = np.empty(n, bool)
         u32 = np.array(U32, np.uint64)
 
         def call() -> None:
@@ -73,18 +72,16 @@ class FilterBankSpectralSubtraction:
             np.add(a, b, out=a)                              # uint64, wrapping as C's
             np.right_shift(a, ssb, out=a)
             np.bitwise_and(a, u32, out=a)                    # the new estimate
-            np.greater(a, sv, out=over)
-            if clamping:
-                copyto(a, sv, where=over)
+            if clamping:                                     # the estimate clamped to s, and kept so
+                np.minimum(a, sv, out=a)
                 copyto(noise, a, casting="unsafe")
             else:
                 copyto(noise, a, casting="unsafe")
-                copyto(a, sv, where=over)                    # min(estimate, s)
+                np.minimum(a, sv, out=a)                     # min(estimate, s)
             np.multiply(v, remaining, out=b)
             np.right_shift(b, ssb, out=b)
             np.bitwise_and(b, u32, out=b)                    # the floor
-            np.subtract(sv, a, out=a)
-            np.bitwise_and(a, u32, out=a)
+            np.subtract(sv, a, out=a)                        # s - min(estimate, s): no wrap to cut
             np.right_shift(a, sb, out=a)
             np.maximum(b, a, out=a)
             copyto(out, a, casting="unsafe")

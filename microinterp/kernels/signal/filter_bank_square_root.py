@@ -38,12 +38,12 @@ class FilterBankSquareRoot:
         n = x.shape[-1]
         out = out[:n]
         f, root, rest = np.empty(n, np.float64), np.empty(n, np.uint64), np.empty(n, np.uint64)
-        mask, shift = np.empty(n, bool), np.empty((), np.uint64)
-        exact, limit, u32, bits = (np.array(v, np.uint64) for v in (1 << 51, 0xFFFF, U32, 31))
+        mask = np.empty(n, bool)
+        exact, limit, u32 = (np.array(v, np.uint64) for v in (1 << 51, 0xFFFF, U32))
+        shifts = [np.array(bits, np.uint64) for bits in range(32)]     # (shift & 31) of the int32, as uint64
 
         def call() -> None:
-            copyto(shift, shift_in, casting="unsafe")
-            np.bitwise_and(shift, bits, out=shift)          # (shift & 31) of the int32, as uint64
+            shift = shifts[int(shift_in) & 31]
             if count_nonzero(np.greater_equal(x, exact, out=mask)):
                 copyto(root, sqrt64(x))
             else:
