@@ -118,7 +118,7 @@ def all_codes(type_name: str) -> np.ndarray:
 
 def lookup(lut: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``lut[x]`` for an 8/16-bit ``x`` whose table was built over :func:`all_codes`."""
-    return np.take(lut, np.ascontiguousarray(x).view(f"u{x.dtype.itemsize}"))
+    return lut.take(np.ascontiguousarray(x).view(f"u{x.dtype.itemsize}"))
 
 
 def bind_lookup(lut: np.ndarray, x: np.ndarray, out: np.ndarray) -> Callable[[], None] | None:

@@ -160,8 +160,8 @@ class AddSub:
         if t == "INT8":
             apply_int8_table(data.table, x1, x2, out)
         elif t == "INT16":
-            a = np.take(data.halves[0], x1.view(np.uint16))
-            b = np.take(data.halves[1], x2.view(np.uint16))
+            a = data.halves[0].take(x1.view(np.uint16))
+            b = data.halves[1].take(x2.view(np.uint16))
             raw = a + b if self.sign > 0 else a - b          # |a|, |b| < 2^30: no int32 overflow
             zp, m, shift = data.out
             y = mbqm_smaller_than_one_exp(raw, m, shift)

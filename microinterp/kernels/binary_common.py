@@ -151,7 +151,7 @@ def apply_int8_table(table: np.ndarray, x1: np.ndarray, x2: np.ndarray, out: np.
     idx = (x1.view(np.uint8).astype(np.intp) << 8) + x2.view(np.uint8)
     target = out.reshape(idx.shape)
     if np.shares_memory(target, out):
-        np.take(table, idx, out=target)
+        table.take(idx, None, target, "wrap")      # every index is valid: no buffered bounds check
     else:  # non-contiguous output view: reshape copied
         out[...] = table[idx].reshape(out.shape)
 

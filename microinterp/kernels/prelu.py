@@ -109,7 +109,7 @@ class Prelu:
             with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 -> NaN, as in C
                 result = select(x >= 0, x, x * alpha)
         elif x.dtype == np.int8:
-            result = np.take(data.lut, (x.view(np.uint8).astype(np.uint16) << 8) | alpha.view(np.uint8))
+            result = data.lut.take((x.view(np.uint8).astype(np.uint16) << 8) | alpha.view(np.uint8))
         else:  # int16: identity branch from the table, alpha branch computed where the input is negative
             xb, ab = np.broadcast_arrays(x, alpha)
             result = lookup(data.lut, xb)

@@ -127,7 +127,7 @@ class ResizeBilinear:
             acc = np.empty(dst.shape, np.int32)
 
             def integer() -> None:
-                np.take(flat, index, axis=1, out=taps)
+                flat.take(index, 1, taps, "wrap")
                 np.multiply(taps, w, out=products)
                 np.add.reduce(products, axis=1, out=acc)      # |sum| <= 128 * 2^20: no int32 wrap
                 rounded = (np.abs(acc) + (1 << 19)) >> 20        # C truncation of (acc +- 2^19) / 2^20

@@ -73,9 +73,9 @@ class TableBinary:
             return
         target = out if data.out_shape is None else out.reshape(data.out_shape)
         if data.lut is not None:
-            np.take(data.lut, ctx.input(op, data.lut_input).view(np.uint8), out=target, mode="wrap")
+            data.lut.take(ctx.input(op, data.lut_input).view(np.uint8), None, target, "wrap")
             return
         index = data.index
         np.left_shift(ctx.input(op, 0).view(np.uint8), 8, out=index, dtype=np.uint16)
         np.bitwise_or(index, ctx.input(op, 1).view(np.uint8), out=index)
-        np.take(data.ref.table, index, out=target, mode="wrap")
+        data.ref.table.take(index, None, target, "wrap")

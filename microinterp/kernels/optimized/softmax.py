@@ -174,14 +174,14 @@ def _one_row(rows: np.ndarray, out: np.ndarray, data: SoftmaxData) -> bool:
     row = rows.reshape(-1)
     start = 127 - int(np.maximum.reduce(row))
     u = row.view(np.uint8) ^ np.uint8(128)
-    total = int(np.add.reduce(np.take(data.sum_table[start:], u)))
+    total = int(np.add.reduce(data.sum_table[start:].take(u)))
     if total > INT32_MAX:   # the int32 sum wraps (thousands of equal maxima): the reference decides
         return False
     recip, bits = reciprocal(total)
     exponent = bits + 31 - data.output_bits
     if not 0 <= exponent <= 31:
         raise RuntimeError(EXPONENT_ERROR)
-    _finish(np.take(data.exp_table[start:], u), recip, np.int64(exponent), out, data)
+    _finish(data.exp_table[start:].take(u), recip, np.int64(exponent), out, data)
     return True
 
 

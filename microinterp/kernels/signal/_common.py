@@ -164,7 +164,7 @@ class BoundLog32:
         np.left_shift(v, _SEVENTEEN, out=t)
         np.right_shift(t, e, out=t)          # m
         np.right_shift(t, _NINE, out=b)
-        np.take(_LOG_SEGMENTS, b, axis=1, out=segment, mode="clip")
+        _LOG_SEGMENTS.take(b, 1, segment, "wrap")
         np.bitwise_and(t, _SEGMENT, out=u)
         np.multiply(segment[1], u, out=u)
         np.right_shift(u, _SIXTEEN, out=u)   # rel_pos

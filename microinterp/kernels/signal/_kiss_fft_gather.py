@@ -241,7 +241,7 @@ class BoundGatherRfft:
         if self.fused:
             copyto(v.reshape(self.frames.shape), self.frames)     # the samples, in frame order
         else:
-            np.take(self.frames, self.leaves, axis=1, out=z, mode="clip")
+            self.frames.take(self.leaves, 1, z, "wrap")
         z2, s, v_rows_swapped = z.reshape(z.shape[0], -1), self.s, v[:, ::-1]
         first = self.fused
         for st, (div, twiddled, a_full, b_full, index) in zip(self.stages, self.consts):
@@ -263,7 +263,7 @@ class BoundGatherRfft:
             copyto(t, src.reshape(t.shape), casting="unsafe")     # stored to the value type (wraps as C's store)
             np.negative(t, out=negated)                     # (wrapping alike: the sum is modulo 2^bits)
             terms = self.terms[index.shape[0]]
-            np.take(signed, index, axis=1, out=terms, mode="clip")
+            signed.take(index, 1, terms, "wrap")
             np.add.reduce(terms, axis=1, out=z2)            # the signed sum, wrapping in the value type
         self._split(z2)
 
@@ -274,7 +274,7 @@ class BoundGatherRfft:
         ``frac .. 2 frac`` of ``x``, sign-extended), then ``HALF_OF`` of the signed sum in the product type (C's
         ``int``, as the scalar code), stored."""
         r, frac, g, v, f1, f2, tw, prods = self.r, self.frac, self.g, self.fv, self.f1, self.f2, self.twp, self.prods
-        np.take(flat, self.gather, axis=1, out=g, mode="clip")
+        flat.take(self.gather, 1, g, "wrap")
         np.multiply(g, self.conj, out=g)                    # fpnk.i = -tmp[n - k].i, stored
         copyto(v, g)
         np.multiply(v, self.div, out=v)                     # C_FIXDIV(fpk, 2), C_FIXDIV(fpnk, 2)

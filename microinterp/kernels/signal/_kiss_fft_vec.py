@@ -191,8 +191,8 @@ class VectorKissFFT:
         frames = zr.shape[0]
         if self.gather is not None and frames < GATHER_BELOW:     # a dozen NumPy calls a stage
             z = np.empty((frames, 2, self.n), self.a.dtype)
-            np.take(zr, self.perm, axis=1, out=z[:, 0])
-            np.take(zi, self.perm, axis=1, out=z[:, 1])
+            zr.take(self.perm, 1, z[:, 0], "wrap")
+            zi.take(self.perm, 1, z[:, 1], "wrap")
             z = self.gather(z)
             return z[:, 0], z[:, 1]
         last = frames >= FRAMES_LAST

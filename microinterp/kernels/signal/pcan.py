@@ -102,7 +102,7 @@ class BoundPcan:
         np.multiply(f, _FRAC_SCALE, out=f)
         np.subtract(f, _FRAC_OFFSET, out=f)
         copyto(frac, f, casting="unsafe")            # ((x << 11) >> e) & 0x3FF
-        np.take(self.columns, e, axis=1, out=rows, mode="clip")
+        self.columns.take(e, 1, rows, "wrap")
         np.multiply(rows[0], frac, out=a)
         np.right_shift(a, _FIVE32, out=a)
         np.add(a, rows[1], out=a)
