@@ -177,10 +177,23 @@ class BoundGatherRfft:
     def __init__(self, rfft: GatherRfft, frames: np.ndarray, out: np.ndarray):
         a, n, sub = rfft.a, rfft.n, rfft.sub
         count, value, prod = frames.shape[0], a.dtype, a.prod
-        self.frames, self.leaves, self.stages = frames, rfft.leaves, sub.gather.stages
+        self.frames, self.stages = frames, sub.gather.stages
         self.r, self.frac = np.array(a.round, prod), np.array(a.frac, prod)
-        self.z = np.empty((count, 2, n), value)
+        # 16-bit values: each stage's arithmetic in float64, exactly (:meth:`_float_stages`), on the values
+        # interleaved (real, imaginary) so that the twiddle product is one complex multiply; else [real | imag]
+        self.exact_float = a.bits == 16
+        if self.exact_float:
+            where = 2 * (np.arange(2 * n) % n) + np.arange(2 * n) // n     # [real | imag] position -> interleaved
+            columns = (np.arange(2 * n) % 2) * n + np.arange(2 * n) // 2   # interleaved column -> [real | imag]
+        else:
+            where = columns = np.arange(2 * n)
+        self.where = where
+        self.leaves = where_leaves = np.empty(2 * n, np.intp)
+        where_leaves[where] = rfft.leaves.reshape(-1)               # the frame sample each position starts from
+        self.z = np.empty((count, 2 * n), value)
         self.v, self.w, self.s = (np.empty((count, 2, n), prod) for _ in range(3))
+        self.f = np.empty((count, 2 * n), np.float64)
+        self.f_complex, self.t32 = self.f.view(np.complex128), np.empty((count, 2 * n), np.int32)
         # the stored values and their negations: a butterfly's signed terms are gathered from both halves
         self.signed = np.empty((count, 4 * n), value)
         self.t, self.negated = self.signed[:, :2 * n], self.signed[:, 2 * n:]
@@ -189,10 +202,12 @@ class BoundGatherRfft:
         self.fused = bool(self.stages) and not self.stages[0].twiddled and frames.shape[1] == 2 * n
         self.consts = []
         for i, st in enumerate(self.stages):
-            index = self.leaves.reshape(-1)[st.index] if i == 0 and self.fused else st.index
-            signed = index + np.where(st.sign < 0, 2 * n, 0)
-            self.consts.append((np.array(st.div, prod), st.twiddled, _full(st.a, (count, 2, n)),
-                                _full(st.b, (count, 2, n)), signed))
+            index = rfft.leaves.reshape(-1)[st.index] if i == 0 and self.fused else where[st.index]
+            signed = (index + np.where(st.sign < 0, 2 * n, 0))[:, columns]
+            twiddle = _full((st.a[0] + 1j * st.b[1]) / 2.0 ** a.frac, (count, n))      # exact: 15-bit values
+            self.consts.append((np.array(st.div, prod), np.array(st.div / 2.0 ** a.frac), st.twiddled,
+                                _full(st.a, (count, 2, n)), _full(st.b, (count, 2, n)), twiddle, signed))
+        self.half = np.array(0.5)
         self._bind_split(rfft, count, out)
 
     def _bind_split(self, rfft: GatherRfft, count: int, out: np.ndarray) -> None:
@@ -210,8 +225,8 @@ class BoundGatherRfft:
         s_i = np.where(low | high, rfft.tw_b[1][tw] if h else 0, 0)
         dc0, dcn = j == 0, j == n
         pick = low | high
-        self.gather = np.stack([np.where(pick, k, 0), np.where(pick, n + k, 0),          # fpk = tmp[k]
-                                np.where(pick, n - k, n), np.where(pick, 2 * n - k, 0)])  # conj(tmp[n - k])
+        self.gather = self.where[np.stack([np.where(pick, k, 0), np.where(pick, n + k, 0),  # fpk = tmp[k]
+                                           np.where(pick, n - k, n), np.where(pick, 2 * n - k, 0)])]  # conj(tmp[n - k])
         self.conj = _full(np.array([1, 1, 1, -1], a.dtype)[:, None], (count, 4, cols))
         self.div = np.array(rfft.div, prod)
         # C_MUL(f2k, super twiddle) as [f2.r, f2.i] x [[s.r, s.i], [-s.i, s.r]]; at bin n a product by 2^frac,
@@ -236,22 +251,56 @@ class BoundGatherRfft:
         self.pair = (self.prods[:, 0], self.prods[:, 1])
 
     def __call__(self) -> None:
-        z, v, w, r, frac, signed, t, negated = self.z, self.v, self.w, self.r, self.frac, self.signed, self.t, \
-            self.negated
+        z = self.z
         if self.fused:
-            copyto(v.reshape(self.frames.shape), self.frames)     # the samples, in frame order
+            src = self.frames                               # the samples, in frame order
         else:
             self.frames.take(self.leaves, 1, z, "wrap")
-        z2, s, v_rows_swapped = z.reshape(z.shape[0], -1), self.s, v[:, ::-1]
-        first = self.fused
-        for st, (div, twiddled, a_full, b_full, index) in zip(self.stages, self.consts):
-            if not first:
-                copyto(v, z)
-            first = False
+            src = z
+        if self.exact_float:
+            self._float_stages(src)
+        else:
+            self._integer_stages(src)
+        self._split(z)
+
+    def _float_stages(self, src: np.ndarray) -> None:
+        """The stages of a 16-bit build in float64, exactly: ``C_FIXDIV`` ``(x (max // p) + 2^14) >> 15`` is
+        ``floor(x (max // p) / 2^15 + 0.5)`` (products below 2^30, dyadic: no rounding), ``C_MUL``'s two sums one
+        complex product by the twiddle over 2^15 (each product and sum exact; below 2^30, as the C code's int32
+        sums never wrap for values halved by ``C_FIXDIV``), its ``sround`` the same floor; the result stored to
+        int16 through int32 (a float past int16 has no defined cast)."""
+        f, fc, half, t, t32, negated, signed, z = self.f, self.f_complex, self.half, self.t, self.t32, \
+            self.negated, self.signed, self.z
+        for _, scale, twiddled, _, _, twiddle, index in self.consts:
+            copyto(f, src)
+            src = z
+            np.multiply(f, scale, out=f)                    # C_FIXDIV
+            np.add(f, half, out=f)
+            np.floor(f, out=f)
+            if twiddled:
+                np.multiply(fc, twiddle, out=fc)            # C_MUL, then sround
+                np.add(f, half, out=f)
+                np.floor(f, out=f)
+                copyto(t32, f, casting="unsafe")
+                copyto(t, t32, casting="unsafe")            # stored to int16 (wraps as C's store)
+            else:
+                copyto(t, f, casting="unsafe")              # a C_FIXDIV result: within int16
+            np.negative(t, out=negated)                     # (wrapping alike: the sum is modulo 2^16)
+            signed.take(index, 1, self.terms[index.shape[0]], "wrap")
+            np.add.reduce(self.terms[index.shape[0]], axis=1, out=z)    # the signed sum, wrapping in int16
+
+    def _integer_stages(self, src: np.ndarray) -> None:
+        """The stages in the value and product types (a 32-bit build)."""
+        v, w, s, r, frac, t, negated, signed, z = self.v, self.w, self.s, self.r, self.frac, self.t, self.negated, \
+            self.signed, self.z
+        v_flat, v_rows_swapped = v.reshape(z.shape), v[:, ::-1]
+        for div, _, twiddled, a_full, b_full, _, index in self.consts:
+            copyto(v_flat, src)
+            src = z
             np.multiply(v, div, out=v)                      # C_FIXDIV: sround(x * (max / p))
             np.add(v, r, out=v)
             np.right_shift(v, frac, out=v)
-            src = v
+            result = v
             if twiddled:                                    # C_MUL: sround(vr br - vi bi), sround(vr bi + vi br)
                 np.multiply(v, a_full, out=w)
                 copyto(s, v_rows_swapped)                   # the rows swapped, contiguous (a reversed view
@@ -259,13 +308,11 @@ class BoundGatherRfft:
                 np.add(w, s, out=w)
                 np.add(w, r, out=w)
                 np.right_shift(w, frac, out=w)
-                src = w
-            copyto(t, src.reshape(t.shape), casting="unsafe")     # stored to the value type (wraps as C's store)
+                result = w
+            copyto(t, result.reshape(t.shape), casting="unsafe")     # stored to the value type (wraps as C's)
             np.negative(t, out=negated)                     # (wrapping alike: the sum is modulo 2^bits)
-            terms = self.terms[index.shape[0]]
-            signed.take(index, 1, terms, "wrap")
-            np.add.reduce(terms, axis=1, out=z2)            # the signed sum, wrapping in the value type
-        self._split(z2)
+            signed.take(index, 1, self.terms[index.shape[0]], "wrap")
+            np.add.reduce(self.terms[index.shape[0]], axis=1, out=z)    # the signed sum, wrapping in the value type
 
     def _split(self, flat: np.ndarray) -> None:
         """The real split, every bin at once on ``[count, rows, n + 1]`` buffers: fpk and fpnk gathered (fpnk.i
