@@ -7,12 +7,28 @@ uint32 (bits shifted out are lost).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._qutil import count_nonzero
 from ..streams import INVOKE
 from ._common import U32, BoundLog32, log32, options
+
+#: Inputs below this have their results tabulated (an int16 table of 128 KB per shift and scale).
+TABLED = 1 << 16
+
+
+@functools.lru_cache(maxsize=8)
+def results_below(bits: int, scale: int) -> np.ndarray:
+    """The op's result for every input below :data:`TABLED` (read-only int16), computed by
+    :class:`._common.BoundLog32` itself."""
+    table = np.empty(TABLED, np.int16)
+    with np.errstate(all="ignore"):
+        BoundLog32(np.arange(TABLED, dtype=np.uint32), table, bits, scale)()
+    table.flags.writeable = False
+    return table
 
 
 @dataclass(frozen=True)
@@ -36,9 +52,21 @@ class FilterBankLog:
         return FilterBankLogData(int(o["input_correction_bits"]) & 31, int(o["output_scale"]) & U32)
 
     def bind(self, ctx, op, data: FilterBankLogData):
-        """On fixed views: :class:`._common.BoundLog32` (kept buffers, the same integers)."""
+        """On fixed views: where every input is below :data:`TABLED` (a power spectrum after PCAN usually is), one
+        look-up in the op's table of results (:func:`results_below`); else :class:`._common.BoundLog32` (kept
+        buffers, the same integers). One compare and a count decide, per call."""
         x, out = ctx.input(op, 0), ctx.output(op, 0)
-        return BoundLog32(x, out[:x.shape[-1]], data.correction_bits, data.output_scale)
+        dst = out[:x.shape[-1]]
+        exact = BoundLog32(x, dst, data.correction_bits, data.output_scale)
+        table, limit = results_below(data.correction_bits, data.output_scale), np.array(TABLED, x.dtype)
+        above = np.empty(x.shape, bool)
+
+        def call() -> None:
+            if count_nonzero(np.greater_equal(x, limit, out=above)):
+                exact()
+            else:
+                table.take(x, None, dst, "wrap")
+        return call
 
     def invoke(self, ctx, op, data: FilterBankLogData) -> None:
         x, out = ctx.input(op, 0), ctx.output(op, 0)

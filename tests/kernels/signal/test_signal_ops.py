@@ -135,6 +135,35 @@ def test_filter_bank_log(channels, bits, scale, seed):
     assert_matches_tflm(model, [x])
 
 
+@given(channels=st.integers(1, 40), bits=st.integers(0, 20), scale=st.sampled_from([1, 64, 100, 1 << 15, 12345678]),
+       over=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_filter_bank_log_below_its_table_limit(channels, bits, scale, over, seed):
+    """Inputs below 2^16 (the bound op's table of results), and with ``over`` one at 2^16 (the arithmetic)."""
+    from microinterp.kernels.signal.filter_bank_log import TABLED
+
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, TABLED, size=channels).astype(np.uint32)
+    x[:4] = [0, 1, 2, TABLED - 1][:min(4, channels)]
+    if over:
+        x[-1] = TABLED
+    model = custom_model("SignalFilterBankLog", [((channels,), "UINT32", None)], [((channels,), "INT16")],
+                         {"input_correction_bits": bits, "output_scale": scale})
+    assert_matches_tflm(model, [x])
+
+
+@pytest.mark.parametrize("bits", [0, 3, 17, 31])
+@pytest.mark.parametrize("scale", [1, 1 << 15, 0xFFFFFFFF])
+def test_filter_bank_log_table_is_the_invoke_everywhere_below_its_limit(bits, scale):
+    """The table of results, every entry, against the invoke's formula (:func:`_common.log32`)."""
+    from microinterp.kernels.signal._common import U32, log32
+    from microinterp.kernels.signal.filter_bank_log import TABLED, results_below
+
+    v = (np.arange(TABLED, dtype=np.int64) << bits) & U32
+    big = v > 1
+    want = np.where(big, np.minimum(log32(np.where(big, v, 2), scale), 32767), 0)
+    np.testing.assert_array_equal(results_below(bits, scale), want.astype(np.int16))
+
+
 SPECTRAL = {"alternate_one_minus_smoothing": 15401, "alternate_smoothing": 983, "clamping": False,
             "min_signal_remaining": 819, "num_channels": 8, "one_minus_smoothing": 15975, "smoothing": 409,
             "smoothing_bits": 10, "spectral_subtraction_bits": 14}
