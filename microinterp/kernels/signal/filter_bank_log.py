@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._qutil import count_nonzero
-from ..streams import INVOKE
 from ._common import U32, BoundLog32, log32, options
 
 #: Inputs below this have their results tabulated (an int16 table of 128 KB per shift and scale).
@@ -38,9 +37,6 @@ class FilterBankLogData:
 
 
 class FilterBankLog:
-    #: streams: its invoke works element by element (:mod:`..streams`)
-    streams = INVOKE
-
     def prepare(self, ctx, op) -> FilterBankLogData:
         o = options(ctx, op, ("input_correction_bits", "output_scale"))
         ctx.check_io_count(op, 1, 1)
@@ -67,6 +63,15 @@ class FilterBankLog:
             else:
                 table.take(x, None, dst, "wrap")
         return call
+
+    def invoke_streams(self, ctx, op, data: FilterBankLogData, state: None) -> None:
+        """Streams (:mod:`..streams`): every stream's channels at once, element by element -- from the table of
+        results where every input is below :data:`TABLED`, else as :meth:`invoke`."""
+        x = ctx.input(op, 0)
+        if x.size and int(np.maximum.reduce(x, axis=None)) < TABLED:
+            ctx.output(op, 0)[..., :x.shape[-1]] = results_below(data.correction_bits, data.output_scale).take(x)
+        else:
+            self.invoke(ctx, op, data)
 
     def invoke(self, ctx, op, data: FilterBankLogData) -> None:
         x, out = ctx.input(op, 0), ctx.output(op, 0)

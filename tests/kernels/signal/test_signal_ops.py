@@ -151,6 +151,27 @@ def test_filter_bank_log_below_its_table_limit(channels, bits, scale, over, seed
     assert_matches_tflm(model, [x])
 
 
+@pytest.mark.parametrize("over", [False, True])
+def test_filter_bank_log_as_streams_equals_one_interpreter_per_stream(over):
+    """Streams of the op (``invoke_streams``): the table of results, or with ``over`` one input at 2^16 in one
+    stream (the arithmetic for all), against one interpreter per stream."""
+    from microinterp.kernels.signal.filter_bank_log import TABLED
+    from microinterp.streams import Streams
+
+    model = custom_model("SignalFilterBankLog", [((7,), "UINT32", None)], [((7,), "INT16")],
+                         {"input_correction_bits": 3, "output_scale": 1 << 15})
+    x = np.random.default_rng(int(over)).integers(0, TABLED, size=(4, 7)).astype(np.uint32)
+    x[0, :3] = [0, 1, TABLED - 1]
+    if over:
+        x[2, 5] = TABLED
+    got = Streams(model, 4).run(x)[0]
+    for s in range(4):
+        one = Interpreter(model)
+        one.set_input(x[s], 0)
+        one.invoke()
+        np.testing.assert_array_equal(got[s], one.get_output(0))
+
+
 @pytest.mark.parametrize("bits", [0, 3, 17, 31])
 @pytest.mark.parametrize("scale", [1, 1 << 15, 0xFFFFFFFF])
 def test_filter_bank_log_table_is_the_invoke_everywhere_below_its_limit(bits, scale):
