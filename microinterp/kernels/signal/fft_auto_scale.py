@@ -67,17 +67,24 @@ class FftAutoScale:
         s[...] = bits
 
     def invoke_streams(self, ctx, op, data: None, state: None) -> None:
-        """One stream, or many (:mod:`..streams`: every tensor with a leading stream axis): the peak of each."""
+        """One stream, or many (:mod:`..streams`: every tensor with a leading stream axis): the peak of each from its
+        int16 extremes (the C loop's replay where a -32768 occurs), the shift in int16 (C's int result stored to
+        int16 wraps alike)."""
         x, y, s = ctx.input(op, 0), ctx.output(op, 0), ctx.output(op, 1)
-        v = x[..., :y.shape[-1]].astype(np.int32)
+        v = x[..., :y.shape[-1]]
         rows = v.reshape(-1, v.shape[-1])
-        peak = np.abs(rows).max(axis=1, initial=0).astype(np.int64)
-        for r in np.flatnonzero((rows == -32768).any(axis=1)):      # the C loop's int16 wrap: it alone decides
+        if not rows.shape[1]:
+            s[...] = 0
+            return
+        low = np_umath.minimum.reduce(rows, axis=1).astype(np.int64)
+        peak = np.maximum(np_umath.maximum.reduce(rows, axis=1).astype(np.int64), -low)
+        np.maximum(peak, 0, out=peak)
+        for r in np.flatnonzero(low == -32768):      # the C loop's int16 wrap: it alone decides
             peak[r] = _peak(rows[r].tolist())
         msb = np.where(peak == 0, 32, bit_length(peak & 0xFFFFFFFF))
-        bits = np.maximum(16 - msb - 1, 0).reshape(s.shape)
-        y[...] = (v << bits[..., None]).astype(np.int16)
-        s[...] = bits
+        bits = np.maximum(16 - msb - 1, 0)
+        np.left_shift(rows, bits.astype(np.int16)[:, None], out=y.reshape(rows.shape))
+        s[...] = bits.reshape(s.shape)
 
 
 def _peak(values: list[int]) -> int:
