@@ -61,8 +61,9 @@ class Energy:
             return
         x = ctx.input(op, 0)
         c = x[..., :2 * data.end].reshape(*x.shape[:-1], -1, 2)[..., data.start:data.end, :].astype(np.int32)
-        e = c[..., 0] * c[..., 0] + c[..., 1] * c[..., 1]
-        ctx.output(op, 0)[..., data.start:data.end] = e.astype(np.int64) & 0xFFFFFFFF
+        np.multiply(c, c, out=c)
+        e = np.add(c[..., 0], c[..., 1])                        # int32, wrapping as the C code's
+        ctx.output(op, 0)[..., data.start:data.end] = e.view(np.uint32)     # stored as uint32: the same bits
 
 
 KERNEL = Energy()

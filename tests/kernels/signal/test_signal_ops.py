@@ -151,6 +151,24 @@ def test_filter_bank_log_below_its_table_limit(channels, bits, scale, over, seed
     assert_matches_tflm(model, [x])
 
 
+def test_energy_as_streams_equals_one_interpreter_per_stream():
+    """Streams of SignalEnergy (its invoke on every stream at once) over the whole int16 range -- sums of two
+    squares past 2^31 wrap in int32 as the C code's and are stored as uint32 --, against one interpreter each."""
+    from microinterp.streams import Streams
+
+    model = custom_model("SignalEnergy", [((18,), "INT16", None)], [((9,), "UINT32")],
+                         {"end_index": 8, "start_index": 1})
+    x = i16(np.random.default_rng(5), (6, 18))
+    x[0, :4] = -32768
+    x[1, 2:6] = [32767, -32768, -32768, 32767]
+    got = Streams(model, 6).run(x)[0]
+    for s in range(6):
+        one = Interpreter(model)
+        one.set_input(x[s], 0)
+        one.invoke()
+        np.testing.assert_array_equal(got[s][1:8], one.get_output(0)[1:8])
+
+
 @pytest.mark.parametrize("over", [False, True])
 def test_filter_bank_log_as_streams_equals_one_interpreter_per_stream(over):
     """Streams of the op (``invoke_streams``): the table of results, or with ``over`` one input at 2^16 in one
