@@ -28,9 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from numpy._core import umath as np_umath
 
 from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, round_half_away, wrap_int32
-from ._qutil import all_codes, bind_lookup, check_scales, lookup, qparams, to_int32_x86
+from ._qutil import all_codes, bind_lookup, check_scales, copyto, lookup, qparams, to_int32_x86
 from .bands import ROW_LOCAL
 
 #: Eval's supported (input, output) type pairs.
@@ -78,6 +79,32 @@ def quantize_float(x: np.ndarray, d: QuantizeData) -> np.ndarray:
     return np.clip(r, d.qmin, d.qmax, out=r)
 
 
+def _bind_float(x: np.ndarray, out: np.ndarray, data: QuantizeData):
+    """:func:`quantize_float` on kept buffers: the float32 quotient, ``roundf`` as ``trunc(q + copysign(0.5, q))``
+    in float64 (exact for a float32 ``q``: half away from zero), then -- where every rounded value is within
+    int32 after the zero point, which the sum of their squares shows (NaN, infinities and huge values fail it) --
+    the zero point, the clamp and the store; else :func:`quantize_float` itself (the build's conversion of what
+    int32 cannot hold)."""
+    q, r, half_signed = np.empty(x.shape, np.float32), np.empty(x.shape, np.float64), np.empty(x.shape, np.float64)
+    scale, half = np.array(data.output_scale, np.float32), np.array(0.5)
+    zp, lo, hi = (np.array(float(v)) for v in (data.output_zero_point, data.qmin, data.qmax))
+    limit = (2.0 ** 31 - abs(data.output_zero_point) - 1) ** 2
+
+    def call() -> None:
+        np.divide(x, scale, out=q)                  # x / (float)s_out, in float32
+        copyto(r, q)
+        np.copysign(half, r, out=half_signed)
+        np.add(r, half_signed, out=r)
+        np.trunc(r, out=r)                          # roundf
+        if not r.dot(r) < limit:                    # (False for NaN)
+            out[...] = quantize_float(x, data)
+            return
+        np.add(r, zp, out=r)
+        np_umath.clip(r, lo, hi, out=r)
+        copyto(out, r, casting="unsafe")
+    return call
+
+
 class Quantize:
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
@@ -116,8 +143,14 @@ class Quantize:
         return replace(data, mode="lut", lut=lut)
 
     def bind(self, ctx, op, data: QuantizeData):
-        """An 8/16-bit input on fixed views: the table's lookup (:func:`._qutil.bind_lookup`); None otherwise."""
-        return bind_lookup(data.lut, ctx.input(op, 0), ctx.output(op, 0)) if data.mode == "lut" else None
+        """On fixed views: an 8/16-bit input's table look-up (:func:`._qutil.bind_lookup`); a float input on
+        contiguous views :func:`_bind_float`; None otherwise."""
+        x, out = ctx.input(op, 0), ctx.output(op, 0)
+        if data.mode == "lut":
+            return bind_lookup(data.lut, x, out)
+        if data.mode == "float" and x.flags.c_contiguous and out.flags.c_contiguous:
+            return _bind_float(x.reshape(-1), out.reshape(-1), data)
+        return None
 
     def invoke(self, ctx, op, data: QuantizeData) -> None:
         x = ctx.input(op, 0)
