@@ -178,3 +178,28 @@ def test_int32_accumulators_per_channel(seed, shift_hint):
     want = literal_mbqm(x[:, None].astype(np.int64), mult, shift)
     _assert_same(quant.mbqm(x[:, None], mult, shift), want)
     _assert_same(quant.Requantizer(mult, shift)(x[:, None]), want)
+
+
+@given(st.integers(0, 2**32 - 1), st.sampled_from([-31, -20, -8, -1, 0, 1, 3, 7]), st.booleans(), st.booleans())
+def test_bound_requantizer_is_the_call(seed, shift_hint, per_channel, int32_input):
+    """:meth:`Requantizer.bind` (kept buffers: the left shift wrapped in int32, the sign of ``y - h`` for the
+    rounding term where no channel skips it, else the compare) against the call: per tensor and per channel (with
+    e = 0 channels, M = 0 and a saturating M among them), int32 and int64 inputs at the extremes."""
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.integers(INT32_MIN, INT32_MAX, 300, endpoint=True),
+                        [INT32_MIN, INT32_MAX, 0, -1, 1, -(1 << 30), 1 << 30]])
+    x = x.astype(np.int32 if int32_input else np.int64)[:, None]
+    if per_channel:
+        mult = rng.integers(1 << 30, 1 << 31, (1, 4))
+        mult[0, 0] = 0
+        shift = np.clip(shift_hint + rng.integers(-2, 3, (1, 4)), -31, 30)
+        if seed % 5 == 0:
+            mult[0, 1] = INT32_MIN
+    else:
+        mult, shift = int(rng.integers(1 << 30, 1 << 31)), int(np.clip(shift_hint, -31, 30))
+    requantizer = quant.Requantizer(mult, shift)
+    out = np.full(np.broadcast_shapes(x.shape, np.shape(mult)), 7, np.int64)
+    call = requantizer.bind(x, out)
+    for _ in range(2):
+        call()
+        _assert_same(out, requantizer(x))

@@ -27,10 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy._core import umath as np_umath
 
 from ..libm import tanhf
 from ..quant import QMAX, QMIN, Requantizer, quantize_multiplier, wrap_int32
-from ._float_dot import sequential_dot_core, sequential_taps_core
+from ._float_dot import c_einsum, sequential_dot_core, sequential_taps_core
+from ._qutil import copyto
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,13 @@ class Svdf:
         ctx.request_scratch(op, batch * filters * 4)
         return SvdfData(False, rank, act, (0, 0), (0, 0), 0, 0, 0, 0, 0)
 
+    def bind(self, ctx, op, data: SvdfData):
+        """int8 with constant weights on fixed views: :func:`_bind_quantized` (None otherwise: :meth:`invoke`)."""
+        x, bias, state_view = ctx.input(op, 0), ctx.input(op, 3), ctx.input(op, 4)
+        if not data.quantized or data.features is None or data.time_weights is None or bias.flags.writeable:
+            return None
+        return _bind_quantized(x, bias, state_view, ctx.output(op, 0), data)
+
     def invoke(self, ctx, op, data: SvdfData) -> None:
         x, wf, wt, bias, state_view = (ctx.input(op, k) for k in range(5))
         out = ctx.output(op, 0)
@@ -150,6 +159,71 @@ class Svdf:
         for r in range(data.rank):
             acc = acc + s[:, :, r]
         out[...] = _FLOAT_ACTIVATIONS[data.activation](acc)
+
+
+def _bind_quantized(x: np.ndarray, bias: np.ndarray, state_view: np.ndarray, out: np.ndarray, data: SvdfData):
+    """:meth:`Svdf.invoke`'s int8 steps on kept buffers: the state shifted by one copy (NumPy copies overlapping
+    ranges as memmove does), the feature product in float64 (exact: ``|acc| < 2^53``), its MBQM, clamp and wrapping
+    store into the newest slot, the time product as float64 products summed over the memory (exact integers), the
+    rank sums plus the bias; each int32 wrap only where the sums can leave int32 (bounds from the constant
+    weights), then the second MBQM, the output zero point and the clamp."""
+    batch, filters, memory = x.shape[0], *data.time_weights.shape
+    units, rank = filters // data.rank, data.rank
+    flat = state_view.reshape(-1)
+    head, tail = flat[:-1], flat[1:]
+    state = flat.reshape(batch, filters, memory)
+    newest = state[:, :, -1]
+    features, time_weights = data.features, data.time_weights.astype(np.float64)
+    xf, dot = np.empty(x.shape, np.float64), np.empty((batch, filters), np.float64)
+    d, d32, y = np.empty((batch, filters), np.int64), np.empty((batch, filters), np.int32), np.empty((batch, filters),
+                                                                                                    np.int64)
+    centred, sums = np.empty(state.shape, np.float64), np.empty((batch, filters), np.float64)
+    s = np.empty((batch, filters), np.int64)
+    acc, acc32, z = (np.empty((batch, units), t) for t in (np.int64, np.int32, np.int64))
+    bias64 = bias.reshape(-1)[:units].astype(np.int64)
+    # the largest magnitudes each int32 sum can reach (inputs and state anywhere in their types): a wrap (one C
+    # cast to int32) only where one can leave int32; the time sums and the bias add up modulo 2^32 in C, so one
+    # wrap of their exact total is the C code's
+    feature_reach = 255 * float(np.abs(features).sum(axis=0).max(initial=0))
+    state_span = max(abs(data.state_min - data.state_zp), abs(data.state_max - data.state_zp))
+    time_reach = state_span * float(np.abs(time_weights).sum(axis=1).max(initial=0))
+    wrap_features = feature_reach >= 2 ** 31
+    wrap_acc = rank * time_reach + float(np.abs(bias64).max(initial=0)) >= 2 ** 31
+    first = data.requantize[0].bind(d32 if wrap_features else d, y)
+    second = data.requantize[1].bind(acc32 if wrap_acc else acc, z)
+    time_sums = s.reshape(batch, units, rank)
+    zp_in, zp_state = np.array(float(data.input_zp)), np.array(float(data.state_zp))
+    state_lo, state_hi, zp_state64 = (np.array(v, np.int64) for v in (data.state_min, data.state_max, data.state_zp))
+    out_lo, out_hi, zp_out64 = (np.array(v, np.int64) for v in (-128, 127, data.output_zp))
+
+    def call() -> None:
+        copyto(head, tail)                              # state[i] = state[i + 1]
+        copyto(xf, x)
+        np.subtract(xf, zp_in, out=xf)
+        np.matmul(xf, features, out=dot)
+        copyto(d, dot, casting="unsafe")
+        if wrap_features:
+            copyto(d32, d, casting="unsafe")
+        first()
+        np_umath.clip(y, state_lo, state_hi, out=y)
+        np.add(y, zp_state64, out=y)
+        copyto(newest, y, casting="unsafe")             # C's narrowing store: wraps
+        copyto(centred, state)
+        np.subtract(centred, zp_state, out=centred)
+        c_einsum("bfm,fm->bf", centred, time_weights, out=sums)
+        copyto(s, sums, casting="unsafe")
+        if rank == 1:
+            np.add(time_sums[:, :, 0], bias64, out=acc)
+        else:
+            np.add.reduce(time_sums, axis=2, out=acc)
+            np.add(acc, bias64, out=acc)
+        if wrap_acc:
+            copyto(acc32, acc, casting="unsafe")
+        second()
+        np.add(z, zp_out64, out=z)
+        np_umath.clip(z, out_lo, out_hi, out=z)
+        copyto(out, z, casting="unsafe")
+    return call
 
 
 def _relu(a: np.ndarray) -> np.ndarray:

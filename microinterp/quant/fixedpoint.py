@@ -136,6 +136,42 @@ class Requantizer:
         p = srdhm(x, self.multiplier) if self.saturation else _srdhm_no_saturation(x, self.multiplier)
         return self.rounding(p)     # p has the broadcast shape of x, M and shift: rounded in place
 
+    def bind(self, x: np.ndarray, out: np.ndarray):
+        """``out[...] = self(x)`` for the fixed integer array ``x`` and int64 ``out`` (its shape), as a call without
+        arguments: the left shift wrapped in int32 and the one-pass form on kept buffers (the same operations as
+        :meth:`__call__`); where that form does not apply (a saturating multiplier, an exponent above 31), the call
+        and a copy."""
+        if self.fused is None:
+            return lambda: np.copyto(out, self(x))
+        multiplier, offset, half, exponent = self.fused
+        # (y < h) as the sign of y - h, -1 or 0 (an int64 add instead of a bool's subtraction, which NumPy casts),
+        # where no h is INT64_MIN (a channel without rounding: y - h would overflow)
+        signed = exponent is not None and int(np.min(half)) > np.iinfo(np.int64).min
+        below = np.empty(out.shape, np.int64 if signed else bool) if exponent is not None else None
+        left, sign_bit = np.asarray(self.left, np.int64), np.array(63, np.int64)
+        wide_shape = np.broadcast_shapes(x.shape, left.shape)
+        wide, shifted = (np.empty(wide_shape, np.int64), np.empty(wide_shape, np.int32)) if self.shift_left \
+            else (None, x)
+
+        def call() -> None:
+            if wide is not None:                # x * 2^left wraps in int32, as in C
+                np.copyto(wide, x)
+                np.left_shift(wide, left, out=wide)
+                np.copyto(shifted, wide, casting="unsafe")
+            np.multiply(shifted, multiplier, out=out)
+            np.add(out, offset, out=out)
+            np.right_shift(out, _THIRTY_ONE, out=out)
+            if signed:
+                np.subtract(out, half, out=below)
+                np.right_shift(below, sign_bit, out=below)
+                np.add(out, below, out=out)
+                np.right_shift(out, exponent, out=out)
+            elif exponent is not None:
+                np.less(out, half, out=below)
+                np.subtract(out, below, out=out)
+                np.right_shift(out, exponent, out=out)
+        return call
+
 
 def _fused_rounding(multiplier, rounding: _RoundingShift) -> tuple | None:
     """Constants of the one-pass MBQM ``(M, 2^30 + 2^31 h, h', e)`` as int64 arrays (``h' = h`` where ``e > 0``,

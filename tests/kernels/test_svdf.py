@@ -20,7 +20,7 @@ def build(rng: np.random.Generator, *, kind: str = "INT8", state_type: str = "IN
           input_size: int = 4, units: int = 2, rank: int = 1, memory: int = 3, act: str = "NONE",
           zp_in: int = 0, zp_state: int = 0, zp_out: int = 0, state_factor: float = 1.0,
           out_factor: float = 1.0, bias: bool = True, state_variable: bool = True,
-          bias_scale_error: float = 0.0) -> tuple[bytes, tuple[int, int]]:
+          bias_scale_error: float = 0.0, time_weights: int | None = None) -> tuple[bytes, tuple[int, int]]:
     filters = units * rank
     b = ModelBuilder()
     if kind == "FLOAT32":
@@ -41,9 +41,9 @@ def build(rng: np.random.Generator, *, kind: str = "INT8", state_type: str = "IN
         x = b.add_tensor("x", (batch, input_size), "INT8", scale=s_in, zero_point=zp_in)
         wf = b.add_tensor("wf", (filters, input_size), "INT8",
                           data=rng.integers(-127, 128, (filters, input_size)), scale=s_wf, zero_point=0)
-        wt = b.add_tensor("wt", (filters, memory), state_type, data=rng.integers(-wt_lim + 1, wt_lim,
-                                                                                 (filters, memory)),
-                          scale=s_wt, zero_point=0)
+        wt_data = rng.integers(-wt_lim + 1, wt_lim, (filters, memory)) if time_weights is None else \
+            np.full((filters, memory), time_weights)
+        wt = b.add_tensor("wt", (filters, memory), state_type, data=wt_data, scale=s_wt, zero_point=0)
         bi = b.add_tensor("bias", (units,), "INT32", data=rng.integers(-(1 << 18), 1 << 18, units),
                           scale=s_bias, zero_point=0)
         s = b.add_tensor("state", (batch, memory * filters), state_type, scale=s_state, zero_point=zp_state,
@@ -88,6 +88,17 @@ def test_matches_tflm_over_several_invokes(case):
     rng = np.random.default_rng(seed)
     model, in_shape = build(rng, **params)
     assert_sequence_matches(model, [random_tensor(rng, in_shape, params["kind"]) for _ in range(4)])
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_int16_time_sums_that_wrap_int32_match_tflm(sign):
+    """A saturated int16 state times time weights of +-32767 over 8 memory slots: the time sums pass 2^31 and
+    wrap in int32 as the C code's accumulation does (the bound kernel's wrap)."""
+    rng = np.random.default_rng(3)
+    model, in_shape = build(rng, kind="INT8", state_type="INT16", input_size=6, units=3, memory=8,
+                            state_factor=0.002, time_weights=sign * 32767)
+    x = np.full(in_shape, 127 * sign, np.int8)
+    assert_sequence_matches(model, [x] * 10)
 
 
 @pytest.mark.parametrize("kind,state_type", [("INT8", "INT8"), ("INT8", "INT16"), ("FLOAT32", "FLOAT32")])
