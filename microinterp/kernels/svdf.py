@@ -31,7 +31,7 @@ from numpy._core import umath as np_umath
 
 from ..libm import tanhf
 from ..quant import QMAX, QMIN, Requantizer, quantize_multiplier, wrap_int32
-from ._float_dot import c_einsum, sequential_dot_core, sequential_taps_core
+from ._float_dot import BoundDot, c_einsum, sequential_dot_core, sequential_taps_core
 from ._qutil import copyto
 
 
@@ -121,9 +121,14 @@ class Svdf:
         return SvdfData(False, rank, act, (0, 0), (0, 0), 0, 0, 0, 0, 0)
 
     def bind(self, ctx, op, data: SvdfData):
-        """int8 with constant weights on fixed views: :func:`_bind_quantized` (None otherwise: :meth:`invoke`)."""
-        x, bias, state_view = ctx.input(op, 0), ctx.input(op, 3), ctx.input(op, 4)
-        if not data.quantized or data.features is None or data.time_weights is None or bias.flags.writeable:
+        """Constant weights on fixed views: :func:`_bind_quantized` (int8) or :func:`_bind_float` (None otherwise:
+        :meth:`invoke`)."""
+        x, wf, wt, bias, state_view = (ctx.input(op, k) for k in range(5))
+        if any(t.flags.writeable for t in (wf, wt, bias)):
+            return None
+        if not data.quantized:
+            return _bind_float(x, wf, wt, bias, state_view, ctx.output(op, 0), data)
+        if data.features is None or data.time_weights is None:
             return None
         return _bind_quantized(x, bias, state_view, ctx.output(op, 0), data)
 
@@ -223,6 +228,38 @@ def _bind_quantized(x: np.ndarray, bias: np.ndarray, state_view: np.ndarray, out
         np.add(z, zp_out64, out=z)
         np_umath.clip(z, out_lo, out_hi, out=z)
         copyto(out, z, casting="unsafe")
+    return call
+
+
+def _bind_float(x: np.ndarray, wf: np.ndarray, wt: np.ndarray, bias: np.ndarray, state_view: np.ndarray,
+                out: np.ndarray, data: SvdfData):
+    """:meth:`Svdf.invoke`'s float steps on kept buffers: the state shifted by one copy, the feature sums as a
+    :class:`._float_dot.BoundDot` (TFLM's sequential float32 order, x86's NaNs) into the newest slot, the time sums
+    over each filter's memory as :meth:`._float_dot.BoundDot.taps` on the state laid out memory first, then the
+    bias plus the rank sums and the activation, as the invoke's own operations."""
+    batch, filters, memory = x.shape[0], *wt.shape
+    units, rank = filters // data.rank, data.rank
+    flat = state_view.reshape(-1)
+    head, tail = flat[:-1], flat[1:]
+    state = flat.reshape(batch, filters, memory)
+    newest, memory_first = state[:, :, -1], state.transpose(2, 0, 1)
+    x_t, xs_t = np.empty((x.shape[1], batch), np.float32), np.empty((memory, batch, filters), np.float32)
+    features = BoundDot(x_t, np.ascontiguousarray(wf, np.float32))
+    time_sums = BoundDot.taps(xs_t, np.ascontiguousarray(np.asarray(wt, np.float32).T))
+    start = np.broadcast_to(bias.reshape(-1)[:units], (batch, units)).astype(np.float32)
+    acc = np.empty((batch, units), np.float32)
+    activation = _FLOAT_ACTIVATIONS[data.activation]
+
+    def call() -> None:            # under the runtime's quiet errstate
+        copyto(head, tail)                              # state[i] = state[i + 1]
+        copyto(x_t, x.T)
+        copyto(newest, features())
+        copyto(xs_t, memory_first)
+        s = time_sums().reshape(batch, units, rank)
+        np.add(start, s[:, :, 0], out=acc)
+        for r in range(1, rank):
+            np.add(acc, s[:, :, r], out=acc)
+        out[...] = activation(acc)
     return call
 
 
