@@ -9,6 +9,7 @@ snr_shift`` (uint64); output ``PcanShrink(snr)``: ``(snr^2) >> 20`` below ``2 <<
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,6 @@ import numpy as np
 
 from ...errors import InvokeError
 from .._qutil import copyto, count_nonzero
-from ..streams import INVOKE
 from ._common import U32, msb32, options
 
 SNR_BITS = 12
@@ -72,8 +72,8 @@ class BoundPcan:
     invoke as :meth:`Pcan.invoke` does."""
 
     def __init__(self, op: Any, x: np.ndarray, noise: np.ndarray, lut: np.ndarray, out: np.ndarray, shift: int):
-        n = x.shape[-1]
-        self.op, self.x, self.noise, self.lut, self.out = op, x, noise[:n], lut, out
+        n = x.shape                 # one stream's channels, or a stream axis before them (:meth:`Pcan.invoke_streams`)
+        self.op, self.x, self.noise, self.lut, self.out = op, x, noise[..., :n[-1]], lut, out[..., :n[-1]]
         table = lut.astype(np.int64)
         bit_lengths = np.arange(33)
         base = 4 * bit_lengths - 6
@@ -86,7 +86,7 @@ class BoundPcan:
         self.last = np.array(int(np.flatnonzero(valid).max()), np.intc)     # a longer estimate reads past the table
         self.shift = np.array(shift, np.uint64)
         self.f, self.e = np.empty(n, np.float64), np.empty(n, np.intc)
-        self.rows = np.empty((3, n), np.int32)
+        self.rows = np.empty((3, *n), np.int32)
         self.frac, self.a = np.empty(n, np.int32), np.empty(n, np.int32)
         self.r16 = np.empty(n, np.int16)
         self.s, self.q, self.h = (np.empty(n, np.uint64) for _ in range(3))
@@ -139,8 +139,6 @@ _U32, _TWENTY, _SIX_U, _SIXTY_FOUR, _LOW_BELOW = (np.array(v, np.uint64) for v i
 
 
 class Pcan:
-    #: streams: its invoke works element by element (:mod:`..streams`)
-    streams = INVOKE
 
     def prepare(self, ctx, op) -> PcanData:
         shift = int(options(ctx, op, ("snr_shift",))["snr_shift"])
@@ -163,6 +161,19 @@ class Pcan:
         if lut.flags.writeable or lut.shape[0] < 5:
             return None
         return BoundPcan(op, x, noise, lut, out, data.snr_shift)
+
+    def stream_state(self, data: PcanData, streams: int) -> dict:
+        """Streams (:mod:`..streams`): no state across invokes -- a cache for the streams' bound form."""
+        return {}
+
+    def invoke_streams(self, ctx, op, data: PcanData, cache: dict) -> None:
+        """Every stream's channels at once (each tensor with a leading stream axis, the streams runner's fixed
+        views): :class:`BoundPcan` on them, made at the first step, where the gain table is a constant of five
+        entries or more; else :meth:`invoke` (element by element)."""
+        bound = cache.get("bound")
+        if bound is None:
+            bound = cache["bound"] = self.bind(ctx, op, data) or functools.partial(self.invoke, ctx, op, data)
+        bound()
 
     def invoke(self, ctx, op, data: PcanData) -> None:
         x, noise, lut, out = (ctx.input(op, 0), ctx.input(op, 1), ctx.input(op, 2), ctx.output(op, 0))

@@ -151,6 +151,27 @@ def test_filter_bank_log_below_its_table_limit(channels, bits, scale, over, seed
     assert_matches_tflm(model, [x])
 
 
+def test_pcan_as_streams_equals_one_interpreter_per_stream():
+    """Streams of SignalPCAN (the bound form on every stream at once): estimates of every bit length, 0, 1 and 2
+    among them, a gain table over the whole int16 range, against one interpreter per stream."""
+    from microinterp.streams import Streams
+
+    rng = np.random.default_rng(11)
+    model = custom_model("SignalPCAN", [((9,), "UINT32", None), ((9,), "UINT32", None),
+                                        ((130,), "INT16", i16(rng, 130))], [((9,), "UINT32")], {"snr_shift": 6})
+    x = rng.integers(0, 1 << 32, size=(5, 9), dtype=np.uint64).astype(np.uint32)
+    noise = (rng.integers(0, 1 << 32, size=(5, 9), dtype=np.uint64) >> rng.integers(0, 32, size=(5, 9))
+             .astype(np.uint64)).astype(np.uint32)
+    noise[0, :4] = [0, 1, 2, 3]
+    got = Streams(model, 5).run(x, noise)[0]
+    for s in range(5):
+        one = Interpreter(model)
+        one.set_input(x[s], 0)
+        one.set_input(noise[s], 1)
+        one.invoke()
+        np.testing.assert_array_equal(got[s], one.get_output(0))
+
+
 def test_energy_as_streams_equals_one_interpreter_per_stream():
     """Streams of SignalEnergy (its invoke on every stream at once) over the whole int16 range -- sums of two
     squares past 2^31 wrap in int32 as the C code's and are stored as uint32 --, against one interpreter each."""
