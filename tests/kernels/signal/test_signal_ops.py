@@ -47,6 +47,15 @@ def test_window(n, size, shift, seed):
     assert_matches_tflm(model, [i16(rng, (n, size))])
 
 
+@given(n=st.integers(1, 3), size=st.integers(1, 40), shift=st.integers(0, 20), seed=st.integers(0, 2**32 - 1))
+def test_window_given_at_invoke(n, size, shift, seed):
+    """The window as a model input (the bound form's other branch: the window read at every invoke)."""
+    rng = np.random.default_rng(seed)
+    model = custom_model("SignalWindow", [((n, size), "INT16", None), ((size,), "INT16", None)],
+                         [((n, size), "INT16")], {"shift": shift})
+    assert_matches_tflm(model, [i16(rng, (n, size)), i16(rng, size)])
+
+
 @given(size=st.integers(1, 64), magnitude=st.integers(0, 15), seed=st.integers(0, 2**32 - 1))
 def test_fft_auto_scale(size, magnitude, seed):
     rng = np.random.default_rng(seed)
