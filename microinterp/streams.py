@@ -8,8 +8,8 @@ model's variable tensors) carries over to its next step, as it does between the 
 :meth:`Streams.reset` clears it. Stream ``s`` of step ``t`` equals the ``t``-th invoke of an interpreter fed stream
 ``s``'s inputs, bit for bit.
 
-How each op runs every stream is its kernel's declaration (:mod:`.kernels.streams`): its own ``invoke`` on the
-stream views, an explicit ``invoke_streams`` (with per-stream state for stateful kernels), or -- for a stateless op
+How each op runs every stream is its kernel's declaration (:mod:`.kernels.streams`): its own ``invoke`` or ``bind``
+on the stream views, an explicit ``invoke_streams`` (with per-stream state for stateful kernels), or -- for a stateless op
 without one -- its single-stream ``invoke`` once per stream. Stateful ops without a declaration, control flow and
 resource variables are refused with the list of them.
 
@@ -29,7 +29,7 @@ from .bands.tiling import ELEMENTWISE_OPS
 from .errors import ConfigError, InputError
 from .kernels import REFERENCE_KERNELS
 from .kernels.base import InvokeContext
-from .kernels.streams import INVOKE
+from .kernels.streams import BIND, INVOKE
 from .runtime.base import reset_variable
 from .runtime.memory import quiet_floats
 
@@ -77,7 +77,7 @@ class Streams:
     def _supported(self, op: Any, kernel: Any) -> bool:
         if op.key in _NEVER:
             return False
-        if hasattr(kernel, "invoke_streams") or getattr(kernel, "streams", None) == INVOKE:
+        if hasattr(kernel, "invoke_streams") or getattr(kernel, "streams", None) in (INVOKE, BIND):
             return True
         if self._elementwise(op, kernel):
             return True
@@ -92,6 +92,9 @@ class Streams:
         if hasattr(kernel, "invoke_streams"):
             state = kernel.stream_state(data, self.count) if hasattr(kernel, "stream_state") else None
             return _Explicit(kernel, self.ctx, op, data, state)
+        if getattr(kernel, "streams", None) == BIND:
+            bound = kernel.bind(self.ctx, op, data)
+            return _Call(kernel, self.ctx, op, data) if bound is None else _Bound(bound)
         if getattr(kernel, "streams", None) == INVOKE:
             return _Call(kernel, self.ctx, op, data)
         if self._elementwise(op, kernel):
@@ -152,6 +155,19 @@ class _Call:
 
     def __call__(self) -> None:
         self.kernel.invoke(self.ctx, self.op, self.data)
+
+    def reset(self) -> None:
+        """No state."""
+
+
+class _Bound:
+    """The kernel's bound call on the stream views (stateless)."""
+
+    def __init__(self, call: Any):
+        self.call = call
+
+    def __call__(self) -> None:
+        self.call()
 
     def reset(self) -> None:
         """No state."""

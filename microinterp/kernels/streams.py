@@ -5,8 +5,10 @@ A stream is one sequence of invokes of a model, with its own state (a clip's win
 axis, and each op runs once per step for every stream. A kernel says how:
 
 - ``streams = INVOKE``: its own ``invoke`` already computes every stream when each non-constant tensor has the
-  leading axis (it reshapes by the last axes, as RESHAPE, CAST, SignalWindow and SignalRfft do) and it keeps no
-  state across invokes;
+  leading axis (it reshapes by the last axes, as RESHAPE, CAST and SignalRfft do) and it keeps no state across
+  invokes;
+- ``streams = BIND``: the same for its ``bind``, which the streams runner calls once on its views (kept buffers: no
+  temporaries a step, as SignalWindow, SignalEnergy and SignalPCAN); where ``bind`` declines, ``invoke``;
 - ``invoke_streams(ctx, op, data, state)``: an explicit version, for kernels that reduce or index along an axis
   (SignalFftAutoScale's peak per stream, STRIDED_SLICE, CONCATENATION) or keep state: ``stream_state(data,
   streams)`` then gives the state of every stream (zeroed as ``reset`` zeroes the single stream's), and
@@ -24,3 +26,5 @@ from __future__ import annotations
 
 #: The kernel's ``invoke`` handles a leading stream axis on every non-constant tensor (see the module docstring).
 INVOKE = "invoke"
+#: The kernel's ``bind`` (and ``invoke``, where ``bind`` declines) does (see the module docstring).
+BIND = "bind"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._qutil import copyto
-from ..streams import INVOKE
+from ..streams import BIND
 from ._common import options
 
 
@@ -23,8 +23,8 @@ class EnergyData:
 
 
 class Energy:
-    #: streams: its invoke works along the last axis (:mod:`..streams`)
-    streams = INVOKE
+    #: streams: its bound call works along the last axis, on kept buffers (:mod:`..streams`)
+    streams = BIND
 
     def prepare(self, ctx, op) -> EnergyData:
         o = options(ctx, op, ("end_index", "start_index"))
@@ -38,13 +38,14 @@ class Energy:
         return EnergyData(start, end)
 
     def bind(self, ctx, op, data: EnergyData):
-        """On the fixed views: the real and imaginary parts of the bins in range (strided views) squared in kept
-        int32 buffers, summed (int32, wrapping as the C code's), stored as uint32 (the same bits)."""
+        """On the fixed views (one spectrum, or a stream axis before it): the real and imaginary parts of the bins in
+        range (strided views) squared in kept int32 buffers, summed (int32, wrapping as the C code's), stored as uint32
+        (the same bits)."""
         if data.end <= data.start:
             return None
         x, out = ctx.input(op, 0), ctx.output(op, 0)
-        re, im = x[2 * data.start:2 * data.end:2], x[2 * data.start + 1:2 * data.end:2]
-        dst = out[data.start:data.end]
+        re, im = x[..., 2 * data.start:2 * data.end:2], x[..., 2 * data.start + 1:2 * data.end:2]
+        dst = out[..., data.start:data.end]
         a, b = np.empty(dst.shape, np.int32), np.empty(dst.shape, np.int32)
 
         def call() -> None:

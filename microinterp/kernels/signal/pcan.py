@@ -9,7 +9,6 @@ snr_shift`` (uint64); output ``PcanShrink(snr)``: ``(snr^2) >> 20`` below ``2 <<
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +16,7 @@ import numpy as np
 
 from ...errors import InvokeError
 from .._qutil import copyto, count_nonzero
+from ..streams import BIND
 from ._common import U32, msb32, options
 
 SNR_BITS = 12
@@ -139,6 +139,8 @@ _U32, _TWENTY, _SIX_U, _SIXTY_FOUR, _LOW_BELOW = (np.array(v, np.uint64) for v i
 
 
 class Pcan:
+    #: streams: its bound form (:class:`BoundPcan`, of any leading shape) runs every stream at once (:mod:`..streams`)
+    streams = BIND
 
     def prepare(self, ctx, op) -> PcanData:
         shift = int(options(ctx, op, ("snr_shift",))["snr_shift"])
@@ -161,19 +163,6 @@ class Pcan:
         if lut.flags.writeable or lut.shape[0] < 5:
             return None
         return BoundPcan(op, x, noise, lut, out, data.snr_shift)
-
-    def stream_state(self, data: PcanData, streams: int) -> dict:
-        """Streams (:mod:`..streams`): no state across invokes -- a cache for the streams' bound form."""
-        return {}
-
-    def invoke_streams(self, ctx, op, data: PcanData, cache: dict) -> None:
-        """Every stream's channels at once (each tensor with a leading stream axis, the streams runner's fixed
-        views): :class:`BoundPcan` on them, made at the first step, where the gain table is a constant of five
-        entries or more; else :meth:`invoke` (element by element)."""
-        bound = cache.get("bound")
-        if bound is None:
-            bound = cache["bound"] = self.bind(ctx, op, data) or functools.partial(self.invoke, ctx, op, data)
-        bound()
 
     def invoke(self, ctx, op, data: PcanData) -> None:
         x, noise, lut, out = (ctx.input(op, 0), ctx.input(op, 1), ctx.input(op, 2), ctx.output(op, 0))

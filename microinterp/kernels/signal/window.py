@@ -15,7 +15,7 @@ import numpy as np
 from numpy._core import umath as np_umath
 
 from .._qutil import copyto
-from ..streams import INVOKE
+from ..streams import BIND
 from ._common import options
 
 
@@ -25,8 +25,8 @@ class WindowData:
 
 
 class Window:
-    #: streams: its invoke windows every row of the last axis (:mod:`..streams`)
-    streams = INVOKE
+    #: streams: its bound call windows every row of the last axis, on kept buffers (:mod:`..streams`)
+    streams = BIND
 
     def prepare(self, ctx, op) -> WindowData:
         shift = options(ctx, op, ("shift",))["shift"]
@@ -47,6 +47,8 @@ class Window:
         samples are copied to int32 and a constant window is kept as int32 in the frames' shape, so that the
         product has operands of one type and shape (a mixed-type or broadcast product costs twice as much)."""
         x, w, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
+        if not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return None
         rows, dst = x.reshape(-1, w.shape[0]), out.reshape(-1, w.shape[0])
         raw = np.empty(rows.shape, np.int32)
         # 0-d operands and the clip ufunc itself: np.clip's Python wrapper and scalar operands cost more than the
