@@ -89,13 +89,14 @@ class Streams:
         return op.key in ELEMENTWISE_OPS and kernel is REFERENCE_KERNELS.get(op.key)
 
     def _step(self, op: Any, kernel: Any, data: Any):
+        if getattr(kernel, "streams", None) == BIND:
+            bound = kernel.bind(self.ctx, op, data)
+            if bound is not None:
+                return _Bound(bound)
         if hasattr(kernel, "invoke_streams"):
             state = kernel.stream_state(data, self.count) if hasattr(kernel, "stream_state") else None
             return _Explicit(kernel, self.ctx, op, data, state)
-        if getattr(kernel, "streams", None) == BIND:
-            bound = kernel.bind(self.ctx, op, data)
-            return _Call(kernel, self.ctx, op, data) if bound is None else _Bound(bound)
-        if getattr(kernel, "streams", None) == INVOKE:
+        if getattr(kernel, "streams", None) in (BIND, INVOKE):
             return _Call(kernel, self.ctx, op, data)
         if self._elementwise(op, kernel):
             return _Call(kernel, self._elementwise_ctx(op), op, data)

@@ -8,7 +8,8 @@ axis, and each op runs once per step for every stream. A kernel says how:
   leading axis (it reshapes by the last axes, as RESHAPE, CAST and SignalRfft do) and it keeps no state across
   invokes;
 - ``streams = BIND``: the same for its ``bind``, which the streams runner calls once on its views (kept buffers: no
-  temporaries a step, as SignalWindow, SignalEnergy and SignalPCAN); where ``bind`` declines, ``invoke``;
+  temporaries a step, as SignalWindow, SignalEnergy, SignalPCAN and SignalFilterBank); where ``bind`` declines, its
+  ``invoke_streams`` if it has one, else its ``invoke``;
 - ``invoke_streams(ctx, op, data, state)``: an explicit version, for kernels that reduce or index along an axis
   (SignalFftAutoScale's peak per stream, STRIDED_SLICE, CONCATENATION) or keep state: ``stream_state(data,
   streams)`` then gives the state of every stream (zeroed as ``reset`` zeroes the single stream's), and

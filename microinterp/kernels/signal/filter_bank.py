@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._qutil import copyto
+from ..streams import BIND
 from ._common import U32, U64, options
 
 
@@ -71,6 +72,8 @@ class Taps:
 
 
 class FilterBank:
+    #: streams: its bound call (constant tables) runs every stream's spectrum at once, else invoke_streams
+    streams = BIND
     def prepare(self, ctx, op) -> FilterBankData:
         n = int(options(ctx, op, ("num_channels",))["num_channels"])
         ctx.check_io_count(op, 6, 1)
@@ -96,14 +99,17 @@ class FilterBank:
 
     def bind(self, ctx, op, data: FilterBankData):
         """Constant tables whose one product is exact (:class:`Taps`, ``whole``), on fixed views: the spectrum
-        into a kept float64 row, the product into a kept row, its int64 cast into the work area, the channels
-        copied out (None otherwise: :meth:`invoke`)."""
+        into a kept float64 row, the product into a kept row, its int64 cast into the work area (over streams, a
+        kept one per stream: the area is written whole at every invoke), the channels copied out (None otherwise:
+        :meth:`invoke`)."""
         taps = data.taps
         if taps is None or not taps.whole:
             return None
         x, out = ctx.input(op, 0), ctx.output(op, 0)
-        spectrum, total = np.empty(x.shape, np.float64), np.empty(data.channels + 1, np.float64)
-        work, channels = data.work.view(np.int64), data.work[1:1 + out.shape[0]]
+        lead = x.shape[:-1]                 # a stream axis (:mod:`..streams`): a work row of its own per stream
+        spectrum, total = np.empty(x.shape, np.float64), np.empty((*lead, data.channels + 1), np.float64)
+        whole = data.work if not lead else np.empty((*lead, data.channels + 1), np.uint64)
+        work, channels = whole.view(np.int64), whole[..., 1:1 + out.shape[-1]]
         matrix, matmul = taps.matrix, np.matmul
 
         def call() -> None:
