@@ -126,9 +126,9 @@ class FilterBank:
         if data.taps is not None:
             data.taps.sums(x, work)
         else:
-            tables = [ctx.input(op, k) for k in range(1, 6)]
+            tables = [ctx.input(op, k) for k in range(1, 6)]       # a table given at invoke has a stream axis
             for s in range(x.shape[0]):
-                _walk(x[s], tables, data.channels, work[s])
+                _walk(x[s], [t[s] if t.ndim > 1 else t for t in tables], data.channels, work[s])
         out[...] = work[:, 1:1 + out.shape[1]]
 
     def invoke(self, ctx, op, data: FilterBankData) -> None:

@@ -166,6 +166,14 @@ class Pcan:
 
     def invoke(self, ctx, op, data: PcanData) -> None:
         x, noise, lut, out = (ctx.input(op, 0), ctx.input(op, 1), ctx.input(op, 2), ctx.output(op, 0))
+        if lut.ndim > 1:            # over streams (:mod:`..streams`), a gain table given at invoke: one per stream
+            for s in range(lut.shape[0]):
+                self._apply(op, x[s], noise[s], lut[s], out[s], data)
+            return
+        self._apply(op, x, noise, lut, out, data)
+
+    @staticmethod
+    def _apply(op, x: np.ndarray, noise: np.ndarray, lut: np.ndarray, out: np.ndarray, data: PcanData) -> None:
         n = noise[..., :x.shape[-1]].astype(np.int64)
         if n.size:
             top = int(n.max())

@@ -47,8 +47,8 @@ class Window:
         samples are copied to int32 and a constant window is kept as int32 in the frames' shape, so that the
         product has operands of one type and shape (a mixed-type or broadcast product costs twice as much)."""
         x, w, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
-        if not (x.flags.c_contiguous and out.flags.c_contiguous):
-            return None
+        if not (x.flags.c_contiguous and out.flags.c_contiguous) or w.ndim != 1:
+            return None             # (a window given at invoke over streams: one per stream, :meth:`invoke`)
         rows, dst = x.reshape(-1, w.shape[0]), out.reshape(-1, w.shape[0])
         raw = np.empty(rows.shape, np.int32)
         # 0-d operands and the clip ufunc itself: np.clip's Python wrapper and scalar operands cost more than the
@@ -74,8 +74,13 @@ class Window:
         return call
 
     def invoke(self, ctx, op, data: WindowData) -> None:
+        """Every frame times the window; over streams (:mod:`..streams`) a window given at invoke has a stream axis
+        too, and each stream's frames take their own."""
         x, w, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
-        raw = (x.reshape(-1, w.shape[0]).astype(np.int32) * w.astype(np.int32)) >> data.shift
+        size = w.shape[-1]
+        rows = x.reshape(-1, size) if w.ndim == 1 else x.reshape(w.shape[0], -1, size)
+        weights = w if w.ndim == 1 else w[:, None, :]
+        raw = (rows.astype(np.int32) * weights.astype(np.int32)) >> data.shift
         out[...] = np.clip(raw, -32768, 32767).astype(np.int16).reshape(out.shape)
 
 

@@ -181,6 +181,51 @@ def test_pcan_as_streams_equals_one_interpreter_per_stream():
         np.testing.assert_array_equal(got[s], one.get_output(0))
 
 
+def test_filter_bank_as_streams_with_weights_given_at_invoke():
+    """Streams of SignalFilterBank whose weights are an input (each stream its own): the walk per stream on that
+    stream's tables, against one interpreter per stream."""
+    from microinterp.streams import Streams
+
+    rng = np.random.default_rng(4)
+    widths, starts = np.array([2, 3, 2, 1], np.int16), np.array([0, 2, 5, 7], np.int16)
+    model = custom_model("SignalFilterBank", [((10,), "UINT32", None), ((8,), "INT16", None),
+                                              ((8,), "INT16", i16(rng, 8, -100, 100)), ((4,), "INT16", starts),
+                                              ((4,), "INT16", starts), ((4,), "INT16", widths)],
+                         [((3,), "UINT64")], {"num_channels": 3})
+    x = rng.integers(0, 1 << 20, (3, 10)).astype(np.uint32)
+    weights = i16(rng, (3, 8), -100, 100)
+    got = Streams(model, 3).run(x, weights)[0]
+    for s in range(3):
+        one = Interpreter(model)
+        one.set_input(x[s], 0)
+        one.set_input(weights[s], 1)
+        one.invoke()
+        np.testing.assert_array_equal(got[s], one.get_output(0))
+
+
+def test_window_and_pcan_tables_given_at_invoke_as_streams():
+    """Streams whose SignalWindow window and SignalPCAN gain table are inputs (each stream its own), two frames a
+    stream for the window, against one interpreter per stream."""
+    from microinterp.streams import Streams
+
+    rng = np.random.default_rng(6)
+    window = custom_model("SignalWindow", [((2, 12), "INT16", None), ((12,), "INT16", None)], [((2, 12), "INT16")],
+                          {"shift": 3})
+    pcan = custom_model("SignalPCAN", [((5,), "UINT32", None), ((5,), "UINT32", None), ((130,), "INT16", None)],
+                        [((5,), "UINT32")], {"snr_shift": 6})
+    cases = [(window, [i16(rng, (3, 2, 12)), i16(rng, (3, 12))]),
+             (pcan, [rng.integers(0, 1 << 20, (3, 5)).astype(np.uint32),
+                     rng.integers(0, 1 << 12, (3, 5)).astype(np.uint32), i16(rng, (3, 130), 0, 4096)])]
+    for model, inputs in cases:
+        got = Streams(model, 3).run(*inputs)[0]
+        for s in range(3):
+            one = Interpreter(model)
+            for k, v in enumerate(inputs):
+                one.set_input(v[s], k)
+            one.invoke()
+            np.testing.assert_array_equal(got[s], one.get_output(0))
+
+
 def test_energy_as_streams_equals_one_interpreter_per_stream():
     """Streams of SignalEnergy (its invoke on every stream at once) over the whole int16 range -- sums of two
     squares past 2^31 wrap in int32 as the C code's and are stored as uint32 --, against one interpreter each."""
