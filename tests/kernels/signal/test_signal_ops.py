@@ -38,6 +38,20 @@ def i16(rng, n, lo=-32768, hi=32767):
     return rng.integers(lo, hi, size=n, endpoint=True).astype(np.int16)
 
 
+def assert_streams_are_interpreters(model: bytes, inputs: list[np.ndarray], written: slice = slice(None)) -> None:
+    """One step of ``len(inputs[0])`` streams (:class:`microinterp.streams.Streams`) against one interpreter per
+    stream, on the output elements the op writes (``written``)."""
+    from microinterp.streams import Streams
+
+    got = Streams(model, len(inputs[0])).run(*inputs)[0]
+    for s in range(len(inputs[0])):
+        one = Interpreter(model)
+        for k, v in enumerate(inputs):
+            one.set_input(v[s], k)
+        one.invoke()
+        np.testing.assert_array_equal(got[s][written], one.get_output(0)[written])
+
+
 @given(n=st.integers(1, 4), size=st.integers(1, 40), shift=st.integers(0, 20), seed=st.integers(0, 2**32 - 1))
 def test_window(n, size, shift, seed):
     rng = np.random.default_rng(seed)
@@ -163,8 +177,6 @@ def test_filter_bank_log_below_its_table_limit(channels, bits, scale, over, seed
 def test_pcan_as_streams_equals_one_interpreter_per_stream():
     """Streams of SignalPCAN (the bound form on every stream at once): estimates of every bit length, 0, 1 and 2
     among them, a gain table over the whole int16 range, against one interpreter per stream."""
-    from microinterp.streams import Streams
-
     rng = np.random.default_rng(11)
     model = custom_model("SignalPCAN", [((9,), "UINT32", None), ((9,), "UINT32", None),
                                         ((130,), "INT16", i16(rng, 130))], [((9,), "UINT32")], {"snr_shift": 6})
@@ -172,20 +184,12 @@ def test_pcan_as_streams_equals_one_interpreter_per_stream():
     noise = (rng.integers(0, 1 << 32, size=(5, 9), dtype=np.uint64) >> rng.integers(0, 32, size=(5, 9))
              .astype(np.uint64)).astype(np.uint32)
     noise[0, :4] = [0, 1, 2, 3]
-    got = Streams(model, 5).run(x, noise)[0]
-    for s in range(5):
-        one = Interpreter(model)
-        one.set_input(x[s], 0)
-        one.set_input(noise[s], 1)
-        one.invoke()
-        np.testing.assert_array_equal(got[s], one.get_output(0))
+    assert_streams_are_interpreters(model, [x, noise])
 
 
 def test_filter_bank_as_streams_with_weights_given_at_invoke():
     """Streams of SignalFilterBank whose weights are an input (each stream its own): the walk per stream on that
     stream's tables, against one interpreter per stream."""
-    from microinterp.streams import Streams
-
     rng = np.random.default_rng(4)
     widths, starts = np.array([2, 3, 2, 1], np.int16), np.array([0, 2, 5, 7], np.int16)
     model = custom_model("SignalFilterBank", [((10,), "UINT32", None), ((8,), "INT16", None),
@@ -193,21 +197,12 @@ def test_filter_bank_as_streams_with_weights_given_at_invoke():
                                               ((4,), "INT16", starts), ((4,), "INT16", widths)],
                          [((3,), "UINT64")], {"num_channels": 3})
     x = rng.integers(0, 1 << 20, (3, 10)).astype(np.uint32)
-    weights = i16(rng, (3, 8), -100, 100)
-    got = Streams(model, 3).run(x, weights)[0]
-    for s in range(3):
-        one = Interpreter(model)
-        one.set_input(x[s], 0)
-        one.set_input(weights[s], 1)
-        one.invoke()
-        np.testing.assert_array_equal(got[s], one.get_output(0))
+    assert_streams_are_interpreters(model, [x, i16(rng, (3, 8), -100, 100)])
 
 
 def test_window_and_pcan_tables_given_at_invoke_as_streams():
     """Streams whose SignalWindow window and SignalPCAN gain table are inputs (each stream its own), two frames a
     stream for the window, against one interpreter per stream."""
-    from microinterp.streams import Streams
-
     rng = np.random.default_rng(6)
     window = custom_model("SignalWindow", [((2, 12), "INT16", None), ((12,), "INT16", None)], [((2, 12), "INT16")],
                           {"shift": 3})
@@ -217,31 +212,18 @@ def test_window_and_pcan_tables_given_at_invoke_as_streams():
              (pcan, [rng.integers(0, 1 << 20, (3, 5)).astype(np.uint32),
                      rng.integers(0, 1 << 12, (3, 5)).astype(np.uint32), i16(rng, (3, 130), 0, 4096)])]
     for model, inputs in cases:
-        got = Streams(model, 3).run(*inputs)[0]
-        for s in range(3):
-            one = Interpreter(model)
-            for k, v in enumerate(inputs):
-                one.set_input(v[s], k)
-            one.invoke()
-            np.testing.assert_array_equal(got[s], one.get_output(0))
+        assert_streams_are_interpreters(model, inputs)
 
 
 def test_energy_as_streams_equals_one_interpreter_per_stream():
-    """Streams of SignalEnergy (its invoke on every stream at once) over the whole int16 range -- sums of two
+    """Streams of SignalEnergy (its bound call on every stream at once) over the whole int16 range -- sums of two
     squares past 2^31 wrap in int32 as the C code's and are stored as uint32 --, against one interpreter each."""
-    from microinterp.streams import Streams
-
     model = custom_model("SignalEnergy", [((18,), "INT16", None)], [((9,), "UINT32")],
                          {"end_index": 8, "start_index": 1})
     x = i16(np.random.default_rng(5), (6, 18))
     x[0, :4] = -32768
     x[1, 2:6] = [32767, -32768, -32768, 32767]
-    got = Streams(model, 6).run(x)[0]
-    for s in range(6):
-        one = Interpreter(model)
-        one.set_input(x[s], 0)
-        one.invoke()
-        np.testing.assert_array_equal(got[s][1:8], one.get_output(0)[1:8])
+    assert_streams_are_interpreters(model, [x], written=slice(1, 8))
 
 
 @pytest.mark.parametrize("over", [False, True])
@@ -249,20 +231,13 @@ def test_filter_bank_log_as_streams_equals_one_interpreter_per_stream(over):
     """Streams of the op (``invoke_streams``): the table of results, or with ``over`` one input at 2^16 in one
     stream (the arithmetic for all), against one interpreter per stream."""
     from microinterp.kernels.signal.filter_bank_log import TABLED
-    from microinterp.streams import Streams
-
     model = custom_model("SignalFilterBankLog", [((7,), "UINT32", None)], [((7,), "INT16")],
                          {"input_correction_bits": 3, "output_scale": 1 << 15})
     x = np.random.default_rng(int(over)).integers(0, TABLED, size=(4, 7)).astype(np.uint32)
     x[0, :3] = [0, 1, TABLED - 1]
     if over:
         x[2, 5] = TABLED
-    got = Streams(model, 4).run(x)[0]
-    for s in range(4):
-        one = Interpreter(model)
-        one.set_input(x[s], 0)
-        one.invoke()
-        np.testing.assert_array_equal(got[s], one.get_output(0))
+    assert_streams_are_interpreters(model, [x])
 
 
 @pytest.mark.parametrize("bits", [0, 3, 17, 31])
