@@ -170,9 +170,10 @@ class BoundGatherRfft:
     costs about 0.5 us more on a few hundred values), a value cast to the product type by a copy before its product
     (a mixed-type multiply costs twice a same-type one), a butterfly's signed terms gathered from the stored values
     and their negations (one negation of ``2n`` values instead of a product of ``p 2n`` terms by signs), an
-    untwiddled first stage on the samples in frame order (the leaves' order composed into its gather), the gathers
-    by ``take`` in ``clip`` mode (every position is valid: no checked, buffered output) and the bins written through
-    an ``[F, n + 1, 2]`` view of the output instead of fancy indexing."""
+    untwiddled first stage on the samples in frame order (the leaves' order composed into its gather), a 16-bit
+    build's stage arithmetic in float64 (:meth:`_float_stages`), the gathers by the array's own ``take`` in
+    ``wrap`` mode (every position is valid: no checked, buffered output; ``np.take``'s wrapper costs 0.5 us a call)
+    and the bins written through an ``[F, n + 1, 2]`` view of the output instead of fancy indexing."""
 
     def __init__(self, rfft: GatherRfft, frames: np.ndarray, out: np.ndarray):
         a, n, sub = rfft.a, rfft.n, rfft.sub
@@ -204,7 +205,8 @@ class BoundGatherRfft:
         for i, st in enumerate(self.stages):
             index = rfft.leaves.reshape(-1)[st.index] if i == 0 and self.fused else where[st.index]
             signed = (index + np.where(st.sign < 0, 2 * n, 0))[:, columns]
-            twiddle = _full((st.a[0] + 1j * st.b[1]) / 2.0 ** a.frac, (count, n))      # exact: 15-bit values
+            # the complex twiddle over 2^15 (exact: 15-bit values), for the float stages
+            twiddle = _full((st.a[0] + 1j * st.b[1]) / 2.0 ** a.frac, (count, n)) if self.exact_float else None
             self.consts.append((np.array(st.div, prod), np.array(st.div / 2.0 ** a.frac), st.twiddled,
                                 _full(st.a, (count, 2, n)), _full(st.b, (count, 2, n)), twiddle, signed))
         self.half = np.array(0.5)

@@ -72,7 +72,7 @@ class BoundPcan:
     invoke as :meth:`Pcan.invoke` does."""
 
     def __init__(self, op: Any, x: np.ndarray, noise: np.ndarray, lut: np.ndarray, out: np.ndarray, shift: int):
-        n = x.shape                 # one stream's channels, or a stream axis before them (:meth:`Pcan.invoke_streams`)
+        n = x.shape                 # one stream's channels, or a stream axis before them (streams = BIND)
         self.op, self.x, self.noise, self.lut, self.out = op, x, noise[..., :n[-1]], lut, out[..., :n[-1]]
         table = lut.astype(np.int64)
         bit_lengths = np.arange(33)
