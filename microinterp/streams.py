@@ -8,9 +8,9 @@ model's variable tensors) carries over to its next step, as it does between the 
 :meth:`Streams.reset` clears it. Stream ``s`` of step ``t`` equals the ``t``-th invoke of an interpreter fed stream
 ``s``'s inputs, bit for bit.
 
-How each op runs every stream is its kernel's declaration (:mod:`.kernels.streams`): its own ``invoke`` or ``bind``
-on the stream views, an explicit ``invoke_streams`` (with per-stream state for stateful kernels), or -- for a stateless op
-without one -- its single-stream ``invoke`` once per stream. Stateful ops without a declaration, control flow and
+How each op runs every stream is its kernel's declaration (:mod:`.kernels.streams`): its own ``invoke`` or
+``bind`` on the stream views, an explicit ``invoke_streams`` (with per-stream state for stateful kernels), or -- for
+a stateless op without one -- its single-stream ``invoke`` once per stream. Stateful ops without a declaration, control flow and
 resource variables are refused with the list of them.
 
 The cost of an op's NumPy calls is shared by the streams: the zoo's audio front end, 0.29 ms per window alone, takes

@@ -27,5 +27,5 @@ from __future__ import annotations
 
 #: The kernel's ``invoke`` handles a leading stream axis on every non-constant tensor (see the module docstring).
 INVOKE = "invoke"
-#: The kernel's ``bind`` (and ``invoke``, where ``bind`` declines) does (see the module docstring).
+#: The kernel's ``bind`` does, where it binds; else its ``invoke_streams`` or ``invoke`` (see the module docstring).
 BIND = "bind"

@@ -128,9 +128,7 @@ class Svdf:
             return None
         if not data.quantized:
             return _bind_float(x, wf, wt, bias, state_view, ctx.output(op, 0), data)
-        if data.features is None or data.time_weights is None:
-            return None
-        return _bind_quantized(x, bias, state_view, ctx.output(op, 0), data)
+        return _bind_quantized(x, bias, state_view, ctx.output(op, 0), data)     # (prepare kept the constants)
 
     def invoke(self, ctx, op, data: SvdfData) -> None:
         x, wf, wt, bias, state_view = (ctx.input(op, k) for k in range(5))

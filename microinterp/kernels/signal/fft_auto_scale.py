@@ -43,10 +43,7 @@ class FftAutoScale:
         scales = [np.array(bits, np.int32) for bits in range(16)]
 
         def call() -> None:
-            low, high = int(lowest(v)), int(highest(v))
-            peak = max(high, -low, 0) if low != -32768 else _peak(v.tolist())
-            msb = 32 if peak == 0 else (peak & 0xFFFFFFFF).bit_length()
-            bits = max(16 - msb - 1, 0)
+            bits = _shift(int(lowest(v)), int(highest(v)), v)
             np.left_shift(v, shifts[bits], out=y)
             copyto(s, scales[bits])
         return call
@@ -59,10 +56,7 @@ class FftAutoScale:
         if not v.size:
             self.invoke_streams(ctx, op, data, None)
             return
-        low, high = int(v.min()), int(v.max())
-        peak = max(high, -low, 0) if low != -32768 else _peak(v.tolist())
-        msb = 32 if peak == 0 else (peak & 0xFFFFFFFF).bit_length()
-        bits = max(16 - msb - 1, 0)
+        bits = _shift(int(v.min()), int(v.max()), v)
         np.left_shift(v, bits, out=y)
         s[...] = bits
 
@@ -85,6 +79,14 @@ class FftAutoScale:
         bits = np.maximum(16 - msb - 1, 0)
         np.left_shift(rows, bits.astype(np.int16)[:, None], out=y.reshape(rows.shape))
         s[...] = bits.reshape(s.shape)
+
+
+def _shift(low: int, high: int, v: np.ndarray) -> int:
+    """The frame's shift from its extremes: ``16 - MostSignificantBit32(peak) - 1`` floored at 0, the peak
+    ``max(|v|)`` unless a -32768 occurs (then :func:`_peak` replays the C loop)."""
+    peak = max(high, -low, 0) if low != -32768 else _peak(v.tolist())
+    msb = 32 if peak == 0 else (peak & 0xFFFFFFFF).bit_length()
+    return max(16 - msb - 1, 0)
 
 
 def _peak(values: list[int]) -> int:

@@ -74,6 +74,7 @@ class Taps:
 class FilterBank:
     #: streams: its bound call (constant tables) runs every stream's spectrum at once, else invoke_streams
     streams = BIND
+
     def prepare(self, ctx, op) -> FilterBankData:
         n = int(options(ctx, op, ("num_channels",))["num_channels"])
         ctx.check_io_count(op, 6, 1)

@@ -126,10 +126,16 @@ class BoundPcan:
         copyto(self.out, h, casting="unsafe")
 
     def _refuse(self) -> None:
-        top = int(self.noise.max())
-        needed = 4 * msb32(top) - 6 + 2
-        raise InvokeError(self.op.index, self.op.key, f"noise estimate {top} reads gain table entry {needed} of "
-                                                      f"{self.lut.shape[0]}")
+        raise _past_the_table(self.op, int(self.noise.max()), self.lut.shape[0])
+
+
+def _past_the_table(op: Any, top: int, entries: int) -> InvokeError | None:
+    """The invoke's failure when the largest noise estimate ``top`` makes the quadratic read past a gain table of
+    ``entries`` (TFLM would read past it): entry ``4 msb(top) - 6 + 2``, or ``top`` itself up to 2; else None."""
+    needed = 2 if top <= 2 else 4 * msb32(top) - 6 + 2      # the entries a channel reads grow with x
+    if needed < entries:
+        return None
+    return InvokeError(op.index, op.key, f"noise estimate {top} reads gain table entry {needed} of {entries}")
 
 
 _FRAC_SCALE, _FRAC_OFFSET = np.array(2048.0), np.array(1024.0)
@@ -175,12 +181,9 @@ class Pcan:
     @staticmethod
     def _apply(op, x: np.ndarray, noise: np.ndarray, lut: np.ndarray, out: np.ndarray, data: PcanData) -> None:
         n = noise[..., :x.shape[-1]].astype(np.int64)
-        if n.size:
-            top = int(n.max())
-            needed = 2 if top <= 2 else 4 * msb32(top) - 6 + 2      # the entries a channel reads grow with x
-            if needed >= lut.shape[0]:
-                raise InvokeError(op.index, op.key, f"noise estimate {top} reads gain table entry {needed} of "
-                                                    f"{lut.shape[0]}")
+        error = _past_the_table(op, int(n.max()), lut.shape[0]) if n.size else None
+        if error is not None:
+            raise error
         gain = wide_dynamic_function(n, lut.astype(np.int64)) & U32
         snr = ((x.astype(np.uint64) * gain.astype(np.uint64)) >> np.uint64(data.snr_shift)) & np.uint64(U32)
         out[...] = pcan_shrink(snr.astype(np.int64))

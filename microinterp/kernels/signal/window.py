@@ -44,8 +44,9 @@ class Window:
 
     def bind(self, ctx, op, data: WindowData):
         """On the fixed views: the int32 products into a kept buffer, the shift, the saturation, the store. The
-        samples are copied to int32 and a constant window is kept as int32 in the frames' shape, so that the
-        product has operands of one type and shape (a mixed-type or broadcast product costs twice as much)."""
+        samples are copied to int32 and the window is kept as int32 in the frames' shape (one given at invoke is
+        copied there at each call), so that the product has operands of one type and shape (a mixed-type or
+        broadcast product costs twice as much)."""
         x, w, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)
         if not (x.flags.c_contiguous and out.flags.c_contiguous) or w.ndim != 1:
             return None             # (a window given at invoke over streams: one per stream, :meth:`invoke`)
@@ -55,17 +56,14 @@ class Window:
         # passes on one window
         shift, lo, hi = np.array(data.shift, np.int32), np.array(-32768, np.int32), np.array(32767, np.int32)
         clip = np_umath.clip
-        if w.flags.writeable:           # a window given at invoke
-            def given() -> None:
-                np.multiply(rows, w, out=raw, dtype=np.int32)
-                np.right_shift(raw, shift, out=raw)
-                clip(raw, lo, hi, out=raw)
-                copyto(dst, raw, casting="unsafe")
-            return given
-        wide, window = np.empty(rows.shape, np.int32), np.ascontiguousarray(np.broadcast_to(w.astype(np.int32),
-                                                                                             rows.shape))
+        wide, window = np.empty(rows.shape, np.int32), np.empty(rows.shape, np.int32)
+        given = w.flags.writeable       # a window given at invoke: read at every call, else laid out once
+        if not given:
+            copyto(window, w)
 
         def call() -> None:
+            if given:
+                copyto(window, w)
             copyto(wide, rows)
             np.multiply(wide, window, out=raw)
             np.right_shift(raw, shift, out=raw)
