@@ -121,7 +121,10 @@ class Interpreter(LiteRTMixin):
         # set_input / get_output fast paths in memory: (view, dtype, shape) per input, the output views
         self._input_slots = [(None if views is None or tensors[i].is_constant else views[i], tensors[i].dtype,
                               tensors[i].shape) for i in sg.inputs]
-        self._output_views = [None if views is None else views[i] for i in sg.outputs]
+        self._input_fast = {k: slot for k, slot in enumerate(self._input_slots) if slot[0] is not None}
+        self._output_fast = {} if views is None else {k: views[i] for k, i in enumerate(sg.outputs)
+                                                     if views[i] is not None}
+        self.invoke = self.runtime.invoke       # type: ignore[method-assign]  # one Python frame less a call
 
     def _runtime(self, arena: Any, ooc: OutOfCore | None, max_arena: int, device_resets: tuple[int, ...]) -> Runtime:
         """The runtime for these settings: in memory in ``arena`` (a shared arena's tenant, or the plan's own size
@@ -237,9 +240,12 @@ class Interpreter(LiteRTMixin):
 
     def set_input(self, value: Any, index: int = 0) -> None:
         """Copy ``value`` into input ``index``; its shape and dtype must match the model's exactly."""
-        if type(index) is int and 0 <= index < len(self._input_slots) and type(value) is np.ndarray:
-            view, dtype, shape = self._input_slots[index]       # fast path: an exact match in memory
-            if value.dtype is dtype and value.shape == shape and view is not None:
+        try:                    # fast path: an exact match in memory (a dict of the writable inputs' slots)
+            view, dtype, shape = self._input_fast[index]
+        except (KeyError, TypeError):
+            pass
+        else:                   # (True and 1.0 find slot 1: only an int index takes the path)
+            if type(value) is np.ndarray and value.dtype is dtype and value.shape == shape and type(index) is int:
                 view[...] = value
                 return
         t = self._io_tensor("input", index)
@@ -263,9 +269,12 @@ class Interpreter(LiteRTMixin):
 
     def get_output(self, index: int = 0) -> np.ndarray:
         """A copy of output ``index`` after the last invoke."""
-        if type(index) is int and 0 <= index < len(self._output_views):
-            view = self._output_views[index]
-            if view is not None:
+        try:                    # fast path in memory (as set_input's)
+            view = self._output_fast[index]
+        except (KeyError, TypeError):
+            pass
+        else:
+            if type(index) is int:
                 return view.copy()
         return self.runtime.read_tensor(self._io_tensor("output", index).index)
 

@@ -54,6 +54,21 @@ def test_arena_too_small_names_needed_size():
     mi.Interpreter(reshape_model(), arena=needed)  # exactly enough works
 
 
+def test_the_fast_input_and_output_paths_take_only_int_indices():
+    """set_input/get_output find in-memory slots in a dict: numpy integers still work (through the checked path),
+    True and 1.0 -- equal to 1 as dict keys -- are refused as the checked path refuses them."""
+    it = mi.Interpreter(reshape_model())
+    x = np.arange(6, dtype=np.int8).reshape(1, 2, 3)
+    it.set_input(x, np.int64(0))
+    it.invoke()
+    assert np.array_equal(it.get_output(np.int64(0)).ravel(), x.ravel())
+    for index in (True, False, 1.0, 0.0, [0]):
+        with pytest.raises(mi.InputError, match="out of range"):
+            it.set_input(x, index)
+        with pytest.raises(mi.InputError, match="out of range"):
+            it.get_output(index)
+
+
 def test_larger_arena_keeps_counters():
     it = mi.Interpreter(reshape_model(), arena=10_000)
     assert it.arena_size == 10_000

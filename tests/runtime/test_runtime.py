@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -127,3 +129,62 @@ def test_quiet_floats_silences_inside_and_restores_after_even_on_an_exception():
         assert np.geterr() == before
         with pytest.raises(RuntimeWarning):
             np.array([3e38], np.float32) * np.float32(10)
+
+
+def _chain(n: int, dtype: str = "FLOAT32", fail_at: int | None = None):
+    """n CUSTOM ops in a chain, each adding its index to its input and logging it; op ``fail_at`` raises the host's
+    MemoryError instead."""
+    from microinterp.testing.builder import ModelBuilder
+
+    b = ModelBuilder()
+    ts = [b.add_tensor(f"t{k}", (4,), dtype) for k in range(n + 1)]
+    for k in range(n):
+        b.add_op("CUSTOM", [ts[k]], [ts[k + 1]], custom_code="Step")
+    b.inputs, b.outputs = [ts[0]], [ts[-1]]
+    log: list[tuple[int, dict]] = []
+
+    class Step:
+        def prepare(self, ctx, op):
+            return op.inputs[0]     # the op's index (op k reads tensor t k)
+
+        def invoke(self, ctx, op, data):
+            log.append((data, np.geterr()))
+            if data == fail_at:
+                raise MemoryError("Unable to allocate 3 GiB")
+            ctx.output(op, 0)[...] = ctx.input(op, 0) + data
+
+    resolver = mi.OpResolver()
+    resolver.register("Step", Step())
+    return b.build(), resolver, log
+
+
+@pytest.mark.parametrize("dtype", ["FLOAT32", "INT32"])
+@pytest.mark.parametrize("unrolled", [256, 2])
+def test_the_written_out_invoke_runs_every_op_once_in_order(monkeypatch, dtype, unrolled):
+    """InMemoryRuntime's invoke is written out for its model (one line per op up to UNROLLED_OPS, a loop beyond):
+    every op once, in op order, each with its clock reading; float32 models under the quiet errstate and the
+    caller's settings back after, integer models under the caller's own."""
+    from microinterp.runtime import memory
+
+    monkeypatch.setattr(memory, "UNROLLED_OPS", unrolled)
+    model, resolver, log = _chain(5, dtype)
+    it = mi.Interpreter(model, resolver=resolver)
+    before = np.geterr()
+    it.set_input(np.arange(4).astype(dtype.lower()), 0)
+    it.invoke()
+    assert [k for k, _ in log] == [0, 1, 2, 3, 4]
+    assert all(set(state.values()) == {"ignore"} for _, state in log) == (dtype == "FLOAT32")
+    assert np.geterr() == before
+    assert it.get_output(0).tolist() == [v + 10 for v in range(4)]
+    stamps = it.runtime.stamps
+    assert all(b >= a > 0 for a, b in itertools.pairwise(stamps)) and len(stamps) == 6
+
+
+def test_a_kernel_out_of_host_memory_at_invoke_is_a_typed_error_and_leaves_the_errstate():
+    model, resolver, log = _chain(3, fail_at=1)
+    it = mi.Interpreter(model, resolver=resolver)
+    before = np.geterr()
+    with pytest.raises(mi.HostMemoryError, match="3 GiB.*backing="):
+        it.invoke()
+    assert [k for k, _ in log] == [0, 1] and np.geterr() == before
+
