@@ -34,6 +34,7 @@ from ..quant import (
 )
 from ._qutil import check_scales, qparams
 from .bands import ROW_NORMALISED
+from .softmax import bind_row_max
 
 INPUT_INTEGER_BITS = 5
 ACCUMULATION_INTEGER_BITS = 12
@@ -115,11 +116,11 @@ class LogSoftmax:
         if rows.shape[0] == 1:      # one row: 1-D operands, nothing for NumPy to broadcast ([1, 1] ones cost more)
             row, dst, diff, running = rows[0], dst[0], diff[0], running[0]
             # 0-d operands (a 1-element [1] operand to broadcast costs NumPy 0.35 us more a call)
-            top, log_total, fmax_all = np.empty((), np.float32), np.empty((), np.float32), np_umath.fmax.reduce
-            total = running[-1, ...]
+            top, log_total = np.empty((), np.float32), np.empty((), np.float32)
+            total, row_max = running[-1, ...], bind_row_max(row, top)
 
             def one_row() -> None:    # under the runtime's quiet errstate
-                fmax_all(row, initial=lowest, out=top)
+                row_max()
                 np.subtract(row, top, out=diff)
                 expf(diff, running)
                 accumulate(running, out=running)        # left to right, as the C loop

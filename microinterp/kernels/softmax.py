@@ -28,7 +28,9 @@ SRDHM / RDBPOT per element. Likewise the int16 exp look-up is tabulated for all 
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -250,15 +252,16 @@ def _bind_narrow(rows: np.ndarray, dst: np.ndarray, e_t: np.ndarray, total: np.n
 
 def _bind_one_row(row: np.ndarray, dst: np.ndarray, beta: np.ndarray | None):
     """The bound float softmax of a single row (a classifier's head): the same operations as the general form on
-    1-D operands -- the maximum into a 0-d array, the running sums by ``add.accumulate`` (the C loop's sequential
-    float32 sums; the last one the total), the division by a 0-d view of it -- with no ``[1, 1]`` or ``[1]`` operand
-    for NumPy to broadcast (each such call cost twice a flat one on a short row)."""
+    1-D operands -- the maximum into a 0-d array (:func:`bind_row_max`), the running sums by ``add.accumulate`` (the
+    C loop's sequential float32 sums; the last one the total), the division by a 0-d view of it -- with no
+    ``[1, 1]`` or ``[1]`` operand for NumPy to broadcast (each such call cost twice a flat one on a short row)."""
     top, e, running = np.empty((), np.float32), np.empty(row.shape, np.float32), np.empty(row.shape, np.float32)
     total = running[-1, ...]        # a 0-d view: a 1-element [1] divisor to broadcast costs NumPy 0.35 us more
-    expf, fmax_all, accumulate, isnan = libm.into("expf"), np_umath.fmax.reduce, np_umath.add.accumulate, math.isnan
+    expf, accumulate, isnan = libm.into("expf"), np_umath.add.accumulate, math.isnan
+    row_max = bind_row_max(row, top)
 
     def call() -> None:       # under the runtime's quiet errstate
-        fmax_all(row, initial=FLT_LOWEST, out=top)       # std::max from lowest(): NaN never wins
+        row_max()
         np.subtract(row, top, out=e)
         if beta is not None:
             np.multiply(e, beta, out=e)
@@ -268,6 +271,30 @@ def _bind_one_row(row: np.ndarray, dst: np.ndarray, beta: np.ndarray | None):
         if isnan(running[-1]):
             nan_rows_as_x86(e[None], running[-1:], dst[None])
     return call
+
+
+#: Rows up to this long take their maximum in Python (:func:`bind_row_max`).
+SHORT_ROW = 24
+
+
+def bind_row_max(row: np.ndarray, top: np.ndarray) -> Callable[[], None]:
+    """A call writing the maximum of the 1-D float32 ``row`` into the 0-d ``top`` as TFLM's softmax loops take it:
+    ``max = std::max(max, x)`` from ``lowest()`` -- ``(max < x) ? x : max``, so a NaN never wins and an all-NaN row
+    gives ``lowest()``. Up to :data:`SHORT_ROW` elements that very fold on the row's Python floats (exact: each is
+    a float32 value; 3 elements 0.68 -> 0.14 us, 16 elements 0.68 -> 0.34), else one ``fmax`` reduction from
+    ``lowest()`` (``fmax`` never returns a NaN against a number either)."""
+    if row.size > SHORT_ROW:
+        fmax_all = np_umath.fmax.reduce
+        return functools.partial(fmax_all, row, initial=FLT_LOWEST, out=top)
+    values, lowest = row.tolist, float(FLT_LOWEST)
+
+    def fold() -> None:
+        m = lowest
+        for v in values():
+            if m < v:       # noqa: PLR1730 - std::max's own test, 5x cheaper than the max() builtin's call
+                m = v
+        top[()] = m
+    return fold
 
 
 def _softmax_float(rows: np.ndarray, beta: float) -> np.ndarray:

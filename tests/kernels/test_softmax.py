@@ -120,3 +120,31 @@ def test_rows_of_one_element_match_the_wheel(op):
                       0x7F7FFFFF, 0x3F800000, 0xC2C80000, 0x00000001], np.uint32)
     x = words.view(np.float32).reshape(-1, 1)
     assert_bitwise_matches_tflm(single_op(op, [T(x.shape, "FLOAT32")], T(x.shape, "FLOAT32")), [x])
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 10, 24, 25, 40])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_row_maximum_is_std_max_from_lowest(depth, seed):
+    """bind_row_max (one-row SOFTMAX / LOG_SOFTMAX, a Python fold up to SHORT_ROW elements, an fmax reduction
+    beyond): bit for bit the C loop ``max = std::max(max, x)`` from ``lowest()`` -- a NaN never wins, an all-NaN row
+    gives lowest(), of equal zeros the first one stays."""
+    from microinterp.kernels.softmax import FLT_LOWEST, bind_row_max
+
+    rng = np.random.default_rng(seed)
+    row = rng.normal(size=depth).astype(np.float32)
+    if seed == 1:
+        row[rng.random(depth) < 0.5] = np.nan
+    elif seed == 2:
+        row[:] = np.nan
+    elif seed == 3:
+        row[:] = np.where(rng.random(depth) < 0.3, -np.inf, np.float32(0.0))
+        row[np.argmax(row == 0)] = np.float32(-0.0)     # the first zero -0.f, the later ones +0.f: it stays
+    top = np.empty((), np.float32)
+    bind_row_max(row, top)()
+    want = np.float32(FLT_LOWEST)
+    for v in row:
+        want = v if want < v else want       # std::max(max, v)
+    if depth <= 24 or seed != 3:      # fmax's choice between equal zeros is its own (it cannot change an output)
+        assert top.view(np.uint32) == np.float32(want).view(np.uint32)
+    else:
+        assert top == want
