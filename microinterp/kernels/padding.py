@@ -234,9 +234,9 @@ def window_copy(x: np.ndarray, buf: np.ndarray, y0: int, stride_h: int, pad_h: i
 def fixed_windows(x: np.ndarray, data: Any, out: np.ndarray, filter_h: int,
                   filter_w: int) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray] | None:
     """For a bound float convolution on fixed views (whole op, ``data``'s geometry): ``(dst, src, win)`` -- the part
-    of a kept zero-filled float32 tap buffer that holds the image and the view of ``x`` that goes there (None, None
-    when no tap reaches the image; refresh with ``dst[...] = src``), and every window of the buffer
-    (:func:`window_view`). None for the unusual geometries (:func:`tap_extent`; strides or dilations below 1) and
+    of a kept zero-filled float32 tap buffer that holds the image and the view of ``x`` that goes there (refresh with
+    ``dst[...] = src``), and every window of the buffer (:func:`window_view`); ``dst`` and ``src`` None when there is
+    nothing to refresh: no tap reaches the image, or every tap is inside it (then ``win`` views ``x`` itself). None for the unusual geometries (:func:`tap_extent`; strides or dilations below 1) and
     empty or non-contiguous outputs, which keep the unbound path."""
     n, oh, ow, _ = out.shape
     c_in = x.shape[3]
@@ -246,6 +246,10 @@ def fixed_windows(x: np.ndarray, data: Any, out: np.ndarray, filter_h: int,
         return None
     buf = np.zeros((n, *extent, c_in), np.float32)
     copy = window_copy(x, buf, 0, data.stride_h, data.pad_h, data.pad_w, data.in_h)
+    if copy is not None and copy[0].shape == buf.shape and x.dtype == np.float32:
+        # the image fills the whole buffer (no tap outside it): the windows of x itself, nothing to copy (a 1 x 1
+        # or unpadded convolution; 0.16-0.2 us a call saved on a small one)
+        return None, None, window_view(copy[1], oh, ow, filter_h, filter_w, *steps)
     dst, src = copy if copy is not None else (None, None)
     return dst, src, window_view(buf, oh, ow, filter_h, filter_w, *steps)
 
