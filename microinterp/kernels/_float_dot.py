@@ -157,7 +157,7 @@ def _einsum_sums(cols_t: np.ndarray, w: np.ndarray, w_t: np.ndarray | None, skip
         direct = out is not None and out.shape == (n, c) and out.dtype == np.float32 and out.flags.c_contiguous \
             and not any(np.shares_memory(out, v) for v in (cols_t, w_t))
         totals = out if direct else np.empty((n, c), np.float32)
-        return functools.partial(c_einsum, layout, cols_t, w_t, out=totals), totals, totals
+        return _einsum_into(layout, cols_t, w_t, totals), totals, totals
     totals = np.empty((c, n), np.float32)
     as_nc = totals.T
 
@@ -165,6 +165,14 @@ def _einsum_sums(cols_t: np.ndarray, w: np.ndarray, w_t: np.ndarray | None, skip
         c_einsum(layout, cols_t, w, out=totals)
         return as_nc
     return sums, totals, as_nc
+
+
+def _einsum_into(subscripts: str, a: np.ndarray, b: np.ndarray, totals: np.ndarray) -> Callable[[], np.ndarray]:
+    """``c_einsum(subscripts, a, b, out=totals)`` as a call without arguments returning ``totals`` (a closure: a
+    partial with ``out=`` merges its keywords into a new dict at every call, 0.07 us more)."""
+    def sums() -> np.ndarray:
+        return c_einsum(subscripts, a, b, out=totals)
+    return sums
 
 
 def _taps_einsum_sums(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray | None):
@@ -176,7 +184,7 @@ def _taps_einsum_sums(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray | N
             and taps.flags.c_contiguous):
         return None
     totals = np.empty((n, c), np.float32)
-    return functools.partial(c_einsum, "knc,kc->nc", xs_t, taps, out=totals), totals, totals
+    return _einsum_into("knc,kc->nc", xs_t, taps, totals), totals, totals
 
 
 def sequential_dot(cols: np.ndarray, w: np.ndarray, skip: np.ndarray | None = None,

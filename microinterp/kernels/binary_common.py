@@ -283,7 +283,8 @@ def bind_int32_binary(ufunc: np.ufunc, x1: np.ndarray, x2: np.ndarray, out: np.n
         return None
     (x1, x2), y, refreshes = laid_out((x1, x2), y)     # a short broadcast inner loop made long
     if lo <= INT32_MIN and hi >= INT32_MAX:
-        return refreshed(refreshes, functools.partial(ufunc, x1, x2, out=y))
+        # the output positional: a partial's keywords are merged into a new dict at every call (0.1 us)
+        return refreshed(refreshes, functools.partial(ufunc, x1, x2, y))
     clip = np_umath.clip
 
     def call() -> None:

@@ -91,7 +91,8 @@ class Comparison:
             a, b = a.reshape(out.shape), b.reshape(out.shape)
         y = out.reshape(np.broadcast_shapes(a.shape, b.shape))
         (a, b), y, refreshes = laid_out((a, b), y)     # a short broadcast inner loop made long
-        return refreshed(refreshes, functools.partial(self.fn, a, b, out=y))
+        # the output positional: a partial's keywords are merged into a new dict at every call (0.1 us)
+        return refreshed(refreshes, functools.partial(self.fn, a, b, y))
 
     def invoke(self, ctx, op, data: ComparisonData) -> None:
         a, b, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)

@@ -95,7 +95,8 @@ class Concatenation:
     def bind(self, ctx, op, data: ConcatenationData):
         """The same concatenation on the fixed views, as a call without arguments."""
         parts = tuple(ctx.input(op, k) for k in range(len(op.inputs)))
-        return functools.partial(concatenate, parts, axis=data.axis, out=ctx.output(op, 0))
+        # arguments positional: a partial's keywords are merged into a new dict at every call (0.1 us)
+        return functools.partial(concatenate, parts, data.axis, ctx.output(op, 0))
 
     def invoke(self, ctx, op, data: ConcatenationData) -> None:
         parts = [ctx.input(op, k) for k in range(len(op.inputs))]

@@ -285,7 +285,8 @@ def bind_row_max(row: np.ndarray, top: np.ndarray) -> Callable[[], None]:
     ``lowest()`` (``fmax`` never returns a NaN against a number either)."""
     if row.size > SHORT_ROW:
         fmax_all = np_umath.fmax.reduce
-        return functools.partial(fmax_all, row, initial=FLT_LOWEST, out=top)
+        # (axis, dtype, out, keepdims, initial) positional: a partial's keywords cost a dict at every call
+        return functools.partial(fmax_all, row, 0, None, top, False, FLT_LOWEST)
     values, lowest = row.tolist, float(FLT_LOWEST)
 
     def fold() -> None:
