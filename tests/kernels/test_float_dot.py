@@ -159,7 +159,10 @@ def test_einsum_layout_never_leaves_the_taps_innermost():
     assert _float_dot.einsum_layout(1, 1, w, w_t) is None                           # one output: a lane sum
     assert _float_dot.einsum_layout(1, 4, w, None) is None                          # pixels axis of 1, no [K, C]
     assert _float_dot.einsum_layout(1, 4, w, w_t) == "kn,kc->nc"
-    assert _float_dot.einsum_layout(9, 4, w, w_t) == "kn,ck->cn"
+    assert _float_dot.einsum_layout(9, 4, w, w_t) == "kn,kc->nc"                     # few products: into the output
+    wide, wide_t = np.ones((4, 100), np.float32), np.ones((100, 4), np.float32)
+    assert _float_dot.einsum_layout(9, 4, wide, wide_t) == "kn,ck->cn"               # more pixels, many products
+    assert _float_dot.einsum_layout(2, 4, wide, wide_t) == "kn,kc->nc"               # more channels
     assert _float_dot.einsum_layout(2, 4, w, w_t) == "kn,kc->nc"
     assert _float_dot.einsum_layout(2, 4, w[:, ::2], None) is None                  # no contiguous filter
 
