@@ -21,15 +21,16 @@ multiply-add over (pixels, channels, multiplier), then one vectorized requantiza
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..quant import Requantizer, activation_range_float
 from ._float_dot import BoundDot, add_bias_x86, bias_as_tap, bind_finish, sequential_taps
-from ._qutil import copyto
 from .conv import (
     ConvRows,
+    bound_windows_call,
     check_strides,
     eval_strides,
     filter_and_bias,
@@ -166,7 +167,8 @@ class DepthwiseConv2D:
         if data.kind != "float32" or not data.constant_operands:
             return None
         w, bias = filter_and_bias(ctx, op, data)
-        return BoundFloatDepthwise.build(data, ctx.input(op, 0), w, bias, ctx.output(op, 0))
+        bound = BoundFloatDepthwise.build(data, ctx.input(op, 0), w, bias, ctx.output(op, 0))
+        return None if bound is None else bound.bound()
 
     def invoke(self, ctx, op, data: DepthwiseData) -> None:
         w, bias = filter_and_bias(ctx, op, data)
@@ -236,12 +238,9 @@ class BoundFloatDepthwise:
                    None if bias is None else np.array(bias, np.float32), skip_t, np.float32(data.act_min),
                    np.float32(data.act_max), out.reshape(n * oh * ow, c_out))
 
-    def __call__(self) -> None:
-        if self.dst is not None:
-            self.dst[...] = self.src
-        copyto(self.xs_view, self.win_t)
-        # under the runtime's quiet errstate (runtime.memory.quiet_floats)
-        self.finish()
+    def bound(self) -> Callable[[], None]:
+        """The invoke as a closure over its parts (:func:`.conv.bound_windows_call`)."""
+        return bound_windows_call(self.dst, self.src, self.xs_view, self.win_t, self.finish)
 
 
 def _kind(ctx, op, x, bias_t) -> str:
