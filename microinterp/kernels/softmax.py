@@ -235,16 +235,24 @@ def _bind_narrow(rows: np.ndarray, dst: np.ndarray, e_t: np.ndarray, total: np.n
     # the subtraction; 1000 x 15: 45 -> 9 us against a reduction along rows this short); a maximum's zero sign
     # cannot matter: x - max is then a zero, and expf gives 1 either way
     fmax_rows, lowest, total_dot = np_umath.fmax.reduce, np.array(FLT_LOWEST, np.float32), total.dot
+    # the maxima and the totals spread over every row of a [W, R] buffer by an assignment before the subtraction
+    # and the division (same-shaped operands take NumPy's plain loop, a broadcast [R] operand its general
+    # iterator), the quotients into that buffer and copied into the output seen transposed (a ufunc writing a
+    # transposed view costs more than the copy): 25 x 3 rows 3.9-4.2 -> 3.5-3.6 us
+    spread = np.empty(e_t.shape, np.float32)
 
     def call() -> None:       # under the runtime's quiet errstate
         e_t[...] = rows_t
         fmax_rows(e_t, axis=0, initial=lowest, out=top)     # std::max from lowest(): NaN never wins
-        np.subtract(e_t, top, out=e_t)
+        spread[...] = top
+        np.subtract(e_t, spread, out=e_t)
         if beta is not None:
             np.multiply(e_t, beta, out=e_t)
         expf(e_t, e_t)
         np.add.reduce(e_t, axis=0, out=total)
-        np.divide(e_t, total, out=dst_t)
+        spread[...] = total
+        np.divide(e_t, spread, out=spread)
+        dst_t[...] = spread
         if math.isnan(total_dot(ones)):
             nan_rows_as_x86(e, total, dst)
     return call
