@@ -157,27 +157,27 @@ class BoundLog32:
         v, t, b, u, f, e, segment = self.v, self.t, self.b, self.u, self.f, self.e, self.segment
         copyto(v, self.x)
         if self.bits:
-            np.left_shift(v, self.bits, out=v)
-            np.bitwise_and(v, _U32, out=v)
+            np.left_shift(v, self.bits, v)
+            np.bitwise_and(v, _U32, v)
         copyto(f, v)
-        np.frexp(f, out=(f, e))              # e: the bit length (exact below 2^53)
-        np.left_shift(v, _SEVENTEEN, out=t)
-        np.right_shift(t, e, out=t)          # m
-        np.right_shift(t, _NINE, out=b)
+        np.frexp(f, f, e)                    # e: the bit length (exact below 2^53)
+        np.left_shift(v, _SEVENTEEN, t)
+        np.right_shift(t, e, t)          # m
+        np.right_shift(t, _NINE, b)
         _LOG_SEGMENTS.take(b, 1, segment, "wrap")
-        np.bitwise_and(t, _SEGMENT, out=u)
-        np.multiply(segment[1], u, out=u)
-        np.right_shift(u, _SIXTEEN, out=u)   # rel_pos
-        np.add(t, u, out=t)
-        np.left_shift(e, _SIXTEEN, out=u)
-        np.add(t, u, out=t)                  # log2 less the segment's base
-        np.multiply(t, _LOG_COEFF, out=t)
-        np.add(t, segment[0], out=t)
-        np.right_shift(t, _SIXTEEN, out=t)   # loge
-        np.multiply(t, self.scale, out=t)
-        np.add(t, _HALF, out=t)
-        np.bitwise_and(t, _U32, out=t)       # out_scale * loge + round in uint32
-        np.right_shift(t, _SIXTEEN, out=t)
+        np.bitwise_and(t, _SEGMENT, u)
+        np.multiply(segment[1], u, u)
+        np.right_shift(u, _SIXTEEN, u)   # rel_pos
+        np.add(t, u, t)
+        np.left_shift(e, _SIXTEEN, u)
+        np.add(t, u, t)                  # log2 less the segment's base
+        np.multiply(t, _LOG_COEFF, t)
+        np.add(t, segment[0], t)
+        np.right_shift(t, _SIXTEEN, t)   # loge
+        np.multiply(t, self.scale, t)
+        np.add(t, _HALF, t)
+        np.bitwise_and(t, _U32, t)       # out_scale * loge + round in uint32
+        np.right_shift(t, _SIXTEEN, t)
         np.minimum(t, _INT16_MAX, out=t)
         copyto(self.out, t, casting="unsafe")
 

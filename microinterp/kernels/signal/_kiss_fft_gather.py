@@ -86,11 +86,11 @@ class GatherStages:
         w = np.empty(z.shape, a.prod)
         r, frac = a.round, a.frac
         for st in self.stages:
-            np.multiply(z, st.div, out=v)                   # C_FIXDIV: sround(x * (max / p))
+            np.multiply(z, st.div, v)                   # C_FIXDIV: sround(x * (max / p))
             v += r
             v >>= frac
             if st.twiddled:
-                np.multiply(v, st.a, out=w)                 # C_MUL: sround(vr br - vi bi), sround(vr bi + vi br):
+                np.multiply(v, st.a, w)                 # C_MUL: sround(vr br - vi bi), sround(vr bi + vi br):
                 v[:, ::-1] *= st.b                          # the rows swapped in place: vi (-bi) and vr bi
                 w += v[:, ::-1]
                 w += r
@@ -276,18 +276,18 @@ class BoundGatherRfft:
         for _, scale, twiddled, _, _, twiddle, index in self.consts:
             copyto(f, src)
             src = z
-            np.multiply(f, scale, out=f)                    # C_FIXDIV
-            np.add(f, half, out=f)
-            np.floor(f, out=f)
+            np.multiply(f, scale, f)                    # C_FIXDIV
+            np.add(f, half, f)
+            np.floor(f, f)
             if twiddled:
-                np.multiply(fc, twiddle, out=fc)            # C_MUL, then sround
-                np.add(f, half, out=f)
-                np.floor(f, out=f)
+                np.multiply(fc, twiddle, fc)            # C_MUL, then sround
+                np.add(f, half, f)
+                np.floor(f, f)
                 copyto(t32, f, casting="unsafe")
                 copyto(t, t32, casting="unsafe")            # stored to int16 (wraps as C's store)
             else:
                 copyto(t, f, casting="unsafe")              # a C_FIXDIV result: within int16
-            np.negative(t, out=negated)                     # (wrapping alike: the sum is modulo 2^16)
+            np.negative(t, negated)                     # (wrapping alike: the sum is modulo 2^16)
             signed.take(index, 1, self.terms[index.shape[0]], "wrap")
             np.add.reduce(self.terms[index.shape[0]], axis=1, out=z)    # the signed sum, wrapping in int16
 
@@ -299,20 +299,20 @@ class BoundGatherRfft:
         for div, _, twiddled, a_full, b_full, _, index in self.consts:
             copyto(v_flat, src)
             src = z
-            np.multiply(v, div, out=v)                      # C_FIXDIV: sround(x * (max / p))
-            np.add(v, r, out=v)
-            np.right_shift(v, frac, out=v)
+            np.multiply(v, div, v)                      # C_FIXDIV: sround(x * (max / p))
+            np.add(v, r, v)
+            np.right_shift(v, frac, v)
             result = v
             if twiddled:                                    # C_MUL: sround(vr br - vi bi), sround(vr bi + vi br)
-                np.multiply(v, a_full, out=w)
+                np.multiply(v, a_full, w)
                 copyto(s, v_rows_swapped)                   # the rows swapped, contiguous (a reversed view
-                np.multiply(s, b_full, out=s)               # costs every operation on it twice the time)
-                np.add(w, s, out=w)
-                np.add(w, r, out=w)
-                np.right_shift(w, frac, out=w)
+                np.multiply(s, b_full, s)               # costs every operation on it twice the time)
+                np.add(w, s, w)
+                np.add(w, r, w)
+                np.right_shift(w, frac, w)
                 result = w
             copyto(t, result.reshape(t.shape), casting="unsafe")     # stored to the value type (wraps as C's)
-            np.negative(t, out=negated)                     # (wrapping alike: the sum is modulo 2^bits)
+            np.negative(t, negated)                     # (wrapping alike: the sum is modulo 2^bits)
             signed.take(index, 1, self.terms[index.shape[0]], "wrap")
             np.add.reduce(self.terms[index.shape[0]], axis=1, out=z)    # the signed sum, wrapping in the value type
 
@@ -324,22 +324,22 @@ class BoundGatherRfft:
         ``int``, as the scalar code), stored."""
         r, frac, g, v, f1, f2, tw, prods = self.r, self.frac, self.g, self.fv, self.f1, self.f2, self.twp, self.prods
         flat.take(self.gather, 1, g, "wrap")
-        np.multiply(g, self.conj, out=g)                    # fpnk.i = -tmp[n - k].i, stored
+        np.multiply(g, self.conj, g)                    # fpnk.i = -tmp[n - k].i, stored
         copyto(v, g)
-        np.multiply(v, self.div, out=v)                     # C_FIXDIV(fpk, 2), C_FIXDIV(fpnk, 2)
-        np.add(v, r, out=v)
-        np.right_shift(v, frac, out=v)
+        np.multiply(v, self.div, v)                     # C_FIXDIV(fpk, 2), C_FIXDIV(fpnk, 2)
+        np.add(v, r, v)
+        np.right_shift(v, frac, v)
         fpk, fpnk = self.fpk, self.fpnk
-        np.subtract(fpk, fpnk, out=f2)                      # C_SUB(f2k, fpk, fpnk)
-        np.add(fpk, fpnk, out=f1)                           # C_ADD(f1k, fpk, fpnk)
-        np.multiply(self.f2_rows, self.coef, out=prods)     # [f2.r, f2.i] x the twiddle rows
-        np.add(*self.pair, out=tw)
-        np.add(tw, r, out=tw)
-        np.left_shift(tw, self.one, out=tw)                 # sround, stored: ((x + r) << 1) >> bits
-        np.right_shift(tw, self.bits, out=tw)
-        np.multiply(f1, self.sx, out=f1)
-        np.multiply(tw, self.st, out=tw)
-        np.add(f1, tw, out=f1)
+        np.subtract(fpk, fpnk, f2)                      # C_SUB(f2k, fpk, fpnk)
+        np.add(fpk, fpnk, f1)                           # C_ADD(f1k, fpk, fpnk)
+        np.multiply(self.f2_rows, self.coef, prods)     # [f2.r, f2.i] x the twiddle rows
+        np.add(*self.pair, tw)
+        np.add(tw, r, tw)
+        np.left_shift(tw, self.one, tw)                 # sround, stored: ((x + r) << 1) >> bits
+        np.right_shift(tw, self.bits, tw)
+        np.multiply(f1, self.sx, f1)
+        np.multiply(tw, self.st, tw)
+        np.add(f1, tw, f1)
         np.right_shift(f1, self.one, out=self.bins, casting="unsafe")      # HALF_OF in C's int, stored
 
 

@@ -26,11 +26,11 @@ class _Ring:
 
     @staticmethod
     def add(a, b, out=None):
-        return np.add(a, b, out=out)
+        return np.add(a, b, out)
 
     @staticmethod
     def sub(a, b, out=None):
-        return np.subtract(a, b, out=out)
+        return np.subtract(a, b, out)
 
     @staticmethod
     def neg(a):

@@ -50,10 +50,10 @@ class Energy:
 
         def call() -> None:
             copyto(a, re)
-            np.multiply(a, a, out=a)
+            np.multiply(a, a, a)
             copyto(b, im)
-            np.multiply(b, b, out=b)
-            np.add(a, b, out=a)
+            np.multiply(b, b, b)
+            np.add(a, b, a)
             copyto(dst, a, casting="unsafe")
         return call
 
@@ -62,7 +62,7 @@ class Energy:
             return
         x = ctx.input(op, 0)
         c = x[..., :2 * data.end].reshape(*x.shape[:-1], -1, 2)[..., data.start:data.end, :].astype(np.int32)
-        np.multiply(c, c, out=c)
+        np.multiply(c, c, c)
         e = np.add(c[..., 0], c[..., 1])                        # int32, wrapping as the C code's
         ctx.output(op, 0)[..., data.start:data.end] = e.view(np.uint32)     # stored as uint32: the same bits
 

@@ -44,7 +44,7 @@ class FftAutoScale:
 
         def call() -> None:
             bits = _shift(int(lowest(v)), int(highest(v)), v)
-            np.left_shift(v, shifts[bits], out=y)
+            np.left_shift(v, shifts[bits], y)
             copyto(s, scales[bits])
         return call
 
@@ -57,7 +57,7 @@ class FftAutoScale:
             self.invoke_streams(ctx, op, data, None)
             return
         bits = _shift(int(v.min()), int(v.max()), v)
-        np.left_shift(v, bits, out=y)
+        np.left_shift(v, bits, y)
         s[...] = bits
 
     def invoke_streams(self, ctx, op, data: None, state: None) -> None:
@@ -77,7 +77,7 @@ class FftAutoScale:
             peak[r] = _peak(rows[r].tolist())
         msb = np.where(peak == 0, 32, bit_length(peak & 0xFFFFFFFF))
         bits = np.maximum(16 - msb - 1, 0)
-        np.left_shift(rows, bits.astype(np.int16)[:, None], out=y.reshape(rows.shape))
+        np.left_shift(rows, bits.astype(np.int16)[:, None], y.reshape(rows.shape))
         s[...] = bits.reshape(s.shape)
 
 

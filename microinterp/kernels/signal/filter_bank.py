@@ -115,7 +115,7 @@ class FilterBank:
 
         def call() -> None:
             copyto(spectrum, x)
-            matmul(spectrum, matrix, out=total)
+            matmul(spectrum, matrix, total)
             copyto(work, total, casting="unsafe")       # exact integers below 2^53, modulo 2^64 as int64
             copyto(out, channels)
         return call

@@ -58,7 +58,7 @@ class FilterBankLog:
         above = np.empty(x.shape, bool)
 
         def call() -> None:
-            if count_nonzero(np.greater_equal(x, limit, out=above)):
+            if count_nonzero(np.greater_equal(x, limit, above)):
                 exact()
             else:
                 table.take(x, None, dst, "wrap")

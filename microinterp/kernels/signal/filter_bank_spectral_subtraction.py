@@ -64,25 +64,25 @@ class FilterBankSpectralSubtraction:
 
         def call() -> None:
             copyto(v, x)
-            np.left_shift(v, sb, out=sv)
-            np.bitwise_and(sv, u32, out=sv)                  # s
-            np.multiply(sv, smoothing, out=a)
+            np.left_shift(v, sb, sv)
+            np.bitwise_and(sv, u32, sv)                  # s
+            np.multiply(sv, smoothing, a)
             copyto(b, noise)
-            np.multiply(b, one_minus, out=b)
-            np.add(a, b, out=a)                              # uint64, wrapping as C's
-            np.right_shift(a, ssb, out=a)
-            np.bitwise_and(a, u32, out=a)                    # the new estimate
+            np.multiply(b, one_minus, b)
+            np.add(a, b, a)                              # uint64, wrapping as C's
+            np.right_shift(a, ssb, a)
+            np.bitwise_and(a, u32, a)                    # the new estimate
             if clamping:                                     # the estimate clamped to s, and kept so
                 np.minimum(a, sv, out=a)
                 copyto(noise, a, casting="unsafe")
             else:
                 copyto(noise, a, casting="unsafe")
                 np.minimum(a, sv, out=a)                     # min(estimate, s)
-            np.multiply(v, remaining, out=b)
-            np.right_shift(b, ssb, out=b)
-            np.bitwise_and(b, u32, out=b)                    # the floor
-            np.subtract(sv, a, out=a)                        # s - min(estimate, s): no wrap to cut
-            np.right_shift(a, sb, out=a)
+            np.multiply(v, remaining, b)
+            np.right_shift(b, ssb, b)
+            np.bitwise_and(b, u32, b)                    # the floor
+            np.subtract(sv, a, a)                        # s - min(estimate, s): no wrap to cut
+            np.right_shift(a, sb, a)
             np.maximum(b, a, out=a)
             copyto(out, a, casting="unsafe")
             copyto(ne, noise)

@@ -44,21 +44,21 @@ class FilterBankSquareRoot:
 
         def call() -> None:
             shift = shifts[int(shift_in) & 31]
-            if count_nonzero(np.greater_equal(x, exact, out=mask)):
+            if count_nonzero(np.greater_equal(x, exact, mask)):
                 copyto(root, sqrt64(x))
             else:
                 copyto(f, x)
-                np.sqrt(f, out=f)
+                np.sqrt(f, f)
                 copyto(root, f, casting="unsafe")          # the floor: exact below 2^51
-                if count_nonzero(np.equal(root, limit, out=mask)):
+                if count_nonzero(np.equal(root, limit, mask)):
                     copyto(root, sqrt64(x))
                 else:
-                    np.multiply(root, root, out=rest)
-                    np.subtract(x, rest, out=rest)
-                    np.greater(rest, root, out=mask)
-                    np.add(root, mask, out=root)
-            np.right_shift(root, shift, out=root)
-            np.bitwise_and(root, u32, out=root)
+                    np.multiply(root, root, rest)
+                    np.subtract(x, rest, rest)
+                    np.greater(rest, root, mask)
+                    np.add(root, mask, root)
+            np.right_shift(root, shift, root)
+            np.bitwise_and(root, u32, root)
             copyto(out, root, casting="unsafe")
         return call
 

@@ -96,32 +96,32 @@ class BoundPcan:
         f, e, frac, a, s, q, h, mask = self.f, self.e, self.frac, self.a, self.s, self.q, self.h, self.mask
         rows = self.rows
         copyto(f, self.noise)
-        np.frexp(f, out=(f, e))                      # e: the bit length, f: x / 2^e
-        if count_nonzero(np.greater(e, self.last, out=mask)):
+        np.frexp(f, f, e)                            # e: the bit length, f: x / 2^e
+        if count_nonzero(np.greater(e, self.last, mask)):
             self._refuse()
-        np.multiply(f, _FRAC_SCALE, out=f)
-        np.subtract(f, _FRAC_OFFSET, out=f)
+        np.multiply(f, _FRAC_SCALE, f)
+        np.subtract(f, _FRAC_OFFSET, f)
         copyto(frac, f, casting="unsafe")            # ((x << 11) >> e) & 0x3FF
         self.columns.take(e, 1, rows, "wrap")
-        np.multiply(rows[0], frac, out=a)
-        np.right_shift(a, _FIVE32, out=a)
-        np.add(a, rows[1], out=a)
-        np.multiply(a, frac, out=a)
-        np.add(a, _ROUND14, out=a)
-        np.right_shift(a, _FIFTEEN32, out=a)
-        np.add(a, rows[2], out=a)
+        np.multiply(rows[0], frac, a)
+        np.right_shift(a, _FIVE32, a)
+        np.add(a, rows[1], a)
+        np.multiply(a, frac, a)
+        np.add(a, _ROUND14, a)
+        np.right_shift(a, _FIFTEEN32, a)
+        np.add(a, rows[2], a)
         copyto(self.r16, a, casting="unsafe")        # the int16 result
         copyto(s, self.r16, casting="unsafe")        # sign-extended, as uint64: its low 32 bits the uint32 gain
-        np.bitwise_and(s, _U32, out=s)
+        np.bitwise_and(s, _U32, s)
         copyto(q, self.x)
-        np.multiply(q, s, out=s)
-        np.right_shift(s, self.shift, out=s)
-        np.bitwise_and(s, _U32, out=s)               # the SNR
-        np.multiply(s, s, out=q)
-        np.right_shift(q, _TWENTY, out=q)            # (snr^2) >> 20 where snr < 2^13
-        np.right_shift(s, _SIX_U, out=h)
-        np.subtract(h, _SIXTY_FOUR, out=h)           # (snr >> 6) - 64 where snr >= 2^13
-        np.less(s, _LOW_BELOW, out=mask)
+        np.multiply(q, s, s)
+        np.right_shift(s, self.shift, s)
+        np.bitwise_and(s, _U32, s)               # the SNR
+        np.multiply(s, s, q)
+        np.right_shift(q, _TWENTY, q)            # (snr^2) >> 20 where snr < 2^13
+        np.right_shift(s, _SIX_U, h)
+        np.subtract(h, _SIXTY_FOUR, h)           # (snr >> 6) - 64 where snr >= 2^13
+        np.less(s, _LOW_BELOW, mask)
         copyto(h, q, where=mask)
         copyto(self.out, h, casting="unsafe")
 

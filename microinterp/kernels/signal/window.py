@@ -65,9 +65,9 @@ class Window:
             if given:
                 copyto(window, w)
             copyto(wide, rows)
-            np.multiply(wide, window, out=raw)
-            np.right_shift(raw, shift, out=raw)
-            clip(raw, lo, hi, out=raw)
+            np.multiply(wide, window, raw)
+            np.right_shift(raw, shift, raw)
+            clip(raw, lo, hi, raw)
             copyto(dst, raw, casting="unsafe")
         return call
 
