@@ -150,13 +150,13 @@ def bind_logistic_float(x: np.ndarray, out: np.ndarray):
     high, low = np.empty(x.shape, bool), np.empty(x.shape, bool)
 
     def call() -> None:
-        np.negative(x, out=t)
+        np.negative(x, t)
         expf(t, t)
-        np.add(one, t, out=t)
-        np.divide(one, t, out=out)
-        if count_nonzero(np.greater(x, above, out=high)):
+        np.add(one, t, t)
+        np.divide(one, t, out)
+        if count_nonzero(np.greater(x, above, high)):
             copyto(out, one, where=high)
-        if count_nonzero(np.less(x, below, out=low)):
+        if count_nonzero(np.less(x, below, low)):
             expf(x, t)
             copyto(out, t, where=low)
     return call
