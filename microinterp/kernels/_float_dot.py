@@ -130,8 +130,9 @@ EINSUM_IN_ORDER = _einsum_in_order()
 def einsum_layout(n: int, c: int, w: np.ndarray, w_t: np.ndarray | None) -> str | None:
     """The einsum for ``N`` inputs x ``C`` filters (:func:`_einsum_sums`): ``"kn,ck->cn"`` (pixels innermost, ``w``
     ``[C, K]`` C-contiguous) where there are at least as many pixels as channels and more than :data:`SMALL_NC`
-    products, ``"kn,kc->nc"`` (``w_t`` ``[K, C]`` C-contiguous) otherwise; None when the innermost output axis would have length 1 (the taps would be summed in
-    vector lanes), for a single output, or without :data:`EINSUM_IN_ORDER`."""
+    products, ``"kn,kc->nc"`` (``w_t`` ``[K, C]`` C-contiguous) otherwise; None when the innermost output axis would
+    have length 1 (the taps would be summed in vector lanes), for a single output, or without
+    :data:`EINSUM_IN_ORDER`."""
     if not EINSUM_IN_ORDER or n * c < 2:
         return None
     pixels = n > 1 and w.flags.c_contiguous

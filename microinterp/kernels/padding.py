@@ -236,8 +236,9 @@ def fixed_windows(x: np.ndarray, data: Any, out: np.ndarray, filter_h: int,
     """For a bound float convolution on fixed views (whole op, ``data``'s geometry): ``(dst, src, win)`` -- the part
     of a kept zero-filled float32 tap buffer that holds the image and the view of ``x`` that goes there (refresh with
     ``dst[...] = src``), and every window of the buffer (:func:`window_view`); ``dst`` and ``src`` None when there is
-    nothing to refresh: no tap reaches the image, or every tap is inside it (then ``win`` views ``x`` itself). None for the unusual geometries (:func:`tap_extent`; strides or dilations below 1) and
-    empty or non-contiguous outputs, which keep the unbound path."""
+    nothing to refresh: no tap reaches the image, or every tap is inside it (then ``win`` views ``x`` itself). None
+    for the unusual geometries (:func:`tap_extent`; strides or dilations below 1) and empty or non-contiguous
+    outputs, which keep the unbound path."""
     n, oh, ow, _ = out.shape
     c_in = x.shape[3]
     steps = (data.stride_h, data.stride_w, data.dilation_h, data.dilation_w)

@@ -227,13 +227,13 @@ def _bind_narrow(rows: np.ndarray, dst: np.ndarray, e_t: np.ndarray, total: np.n
                  ones: np.ndarray):
     """The bound float softmax of many short rows, on the transposed exponentials ``e_t`` (``[W, R]``): every
     operation's inner loop runs over the rows (a ``[R, 1]`` operand against rows of a few elements made NumPy loop
-    per row), the reduction over ``e_t``'s rows is the C loop's sequential sums, the quotients go into the output
-    seen transposed. The same operations on the same values as the general form."""
+    per row), the reduction over ``e_t``'s rows is the C loop's sequential sums, the quotients are copied into the
+    output seen transposed. The same operations on the same values as the general form."""
     rows_t, dst_t, e = rows.T, dst.T, e_t.T
     top, expf = np.empty(rows.shape[0], np.float32), libm.into("expf")
-    # the maxima over the transposed copy's rows: an elementwise fmax row after row (25 x 3: 1.85 -> 1.6 us with
-    # the subtraction; 1000 x 15: 45 -> 9 us against a reduction along rows this short); a maximum's zero sign
-    # cannot matter: x - max is then a zero, and expf gives 1 either way
+    # the maxima over the transposed copy's rows: an elementwise fmax row after row (1000 x 15: 45 -> 9 us against
+    # a reduction along rows this short); a maximum's zero sign cannot matter: x - max is then a zero, and expf gives
+    # 1 either way
     fmax_rows, lowest, total_dot = np_umath.fmax.reduce, np.array(FLT_LOWEST, np.float32), total.dot
     # the maxima and the totals spread over every row of a [W, R] buffer by an assignment before the subtraction
     # and the division (same-shaped operands take NumPy's plain loop, a broadcast [R] operand its general

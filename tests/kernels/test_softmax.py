@@ -143,7 +143,7 @@ def test_the_row_maximum_is_std_max_from_lowest(depth, seed):
     bind_row_max(row, top)()
     want = np.float32(FLT_LOWEST)
     for v in row:
-        want = v if want < v else want       # std::max(max, v)
+        want = v if want < v else want       # noqa: FURB136 - std::max(max, v), written as C does
     if depth <= 24 or seed != 3:      # fmax's choice between equal zeros is its own (it cannot change an output)
         assert top.view(np.uint32) == np.float32(want).view(np.uint32)
     else:
