@@ -42,10 +42,11 @@ import numpy as np
 from ..quant import Requantizer, activation_range, activation_range_float, mbqm_int64, quantize_multiplier
 from ._blas import matmul
 from ._float_dot import BoundDot, add_bias_x86, bias_as_tap, bind_finish, sequential_dot_t
-from ._qutil import copyto, unpack_int4
+from ._qutil import unpack_int4
 from .bands import Tiler
 from .base import is_batch1_nhwc
 from .padding import (
+    bind_gather,
     compute_padding_height_width,
     fixed_windows,
     input_rows_for,
@@ -256,8 +257,8 @@ class BoundFloatConv:
     copy of the image into it, the taps-first im2col buffer, the taps outside the image -- so an invoke is a handful
     of NumPy calls: refresh the image, write the im2col, the sequential sums, the bias, the clamp into the output."""
 
-    def __init__(self, data: ConvData, dst: np.ndarray, src: np.ndarray | None, win: np.ndarray, w: np.ndarray,
-                 bias: np.ndarray | None, skip_t: np.ndarray | None, out: np.ndarray):
+    def __init__(self, data: ConvData, dst: np.ndarray, src: np.ndarray | None, win: np.ndarray, base: np.ndarray,
+                 w: np.ndarray, bias: np.ndarray | None, skip_t: np.ndarray | None, out: np.ndarray):
         self.dst, self.src = dst, src
         self.win_t = win.transpose(3, 4, 5, 0, 1, 2)
         taps, pixels = math.prod(win.shape[3:]), math.prod(win.shape[:3])
@@ -268,6 +269,7 @@ class BoundFloatConv:
         # the taps-first im2col buffer [K, N] (and the row of ones after it)
         cols_t = np.ones((taps + (tap is not None), pixels), np.float32)
         self.cols_view = cols_t[:taps].reshape(*win.shape[3:], *win.shape[:3])
+        self.gather = bind_gather(self.cols_view, self.win_t, base)
         dot = BoundDot(cols_t, w, skip_t, w_t, out=out)
         self.finish = bind_finish(dot, bias, "total", data.act_min, data.act_max, out)
 
@@ -279,31 +281,32 @@ class BoundFloatConv:
         fixed = fixed_windows(x, data, out, kh, kw)
         if fixed is None:
             return None         # the unusual geometries (windows() gathers their taps): conv_rows as it is
-        dst, src, win = fixed
+        dst, src, win, base = fixed
         skip_t = _outside_taps(data, x, 0, out.shape, w.shape, 0)
         if skip_t is not None and data.float_filter_t is not None and np.isfinite(data.float_filter_t).all():
             skip_t = None   # the taps outside the image read the buffer's zeros: +-0 products, which add nothing
-        return cls(data, dst, src, win, w.reshape(c_out, -1), bias, skip_t, out.reshape(n * oh * ow, c_out))
+        return cls(data, dst, src, win, base, w.reshape(c_out, -1), bias, skip_t, out.reshape(n * oh * ow, c_out))
 
     def bound(self) -> Callable[[], None]:
         """The invoke as a closure over its parts (an instance's ``__call__`` costs 0.06 us more a call: the method
         lookup and the attribute reads); the finish runs under the runtime's quiet errstate."""
-        return bound_windows_call(self.dst, self.src, self.cols_view, self.win_t, self.finish)
+        return bound_windows_call(self.dst, self.src, self.gather, self.finish)
 
 
-def bound_windows_call(dst: np.ndarray | None, src: np.ndarray | None, view: np.ndarray, win_t: np.ndarray,
+def bound_windows_call(dst: np.ndarray | None, src: np.ndarray | None, gather: Callable[[], None],
                        finish: Callable[[], None]) -> Callable[[], None]:
     """A bound float convolution's call: the image into the tap buffer (``dst[...] = src``, when there is one to
-    refresh), the windows into the taps-first buffer (``view``), then ``finish`` (the sums, bias and clamp)."""
+    refresh), the windows into the taps-first buffer (``gather``, :func:`.padding.bind_gather`), then ``finish``
+    (the sums, bias and clamp)."""
     if dst is None:
         def call() -> None:
-            copyto(view, win_t)
+            gather()
             finish()
         return call
 
     def refresh_call() -> None:
         dst[...] = src
-        copyto(view, win_t)
+        gather()
         finish()
     return refresh_call
 

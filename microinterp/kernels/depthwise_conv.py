@@ -38,7 +38,7 @@ from .conv import (
     populate_quantization,
     requantize,
 )
-from .padding import compute_padding_height_width, fixed_windows, outside_image, windows
+from .padding import bind_gather, compute_padding_height_width, fixed_windows, outside_image, windows
 
 
 @dataclass(frozen=True)
@@ -186,8 +186,8 @@ class BoundFloatDepthwise:
     bias) in that buffer's channel order, the taps outside the image -- so an invoke is: refresh the image, write
     the taps, the sequential sums, the bias, the clamp into the output."""
 
-    def __init__(self, dst, src, win, taps, bias, skip_t, lo, hi, out):
-        self.dst, self.src = dst, src
+    def __init__(self, dst, src, win, base, taps, bias, skip_t, lo, hi, out):
+        self.dst, self.src, self.base = dst, src, base
         n, oh, ow, kh, kw, c_in = win.shape
         m = taps.shape[1] // c_in
         k = kh * kw
@@ -227,20 +227,20 @@ class BoundFloatDepthwise:
         fixed = fixed_windows(x, data, out, kh, kw)
         if fixed is None:
             return None         # the unusual geometries (windows() gathers their taps): depthwise_rows as it is
-        dst, src, win = fixed
+        dst, src, win, base = fixed
         taps = np.ascontiguousarray(np.asarray(w[0], np.float32).reshape(kh * kw, c_out))
         skip_t = None
         if not np.isfinite(taps).all():    # 0 * inf is NaN: taps outside the image must be left out, as TFLM does
             mask = outside_image(x, data, 0, oh, ow, kh, kw)
             skip_t = None if mask is None else np.ascontiguousarray(
                 mask.transpose(3, 4, 0, 1, 2, 5).reshape(kh * kw, n * oh * ow))
-        return cls(dst, src, win, taps,
+        return cls(dst, src, win, base, taps,
                    None if bias is None else np.array(bias, np.float32), skip_t, np.float32(data.act_min),
                    np.float32(data.act_max), out.reshape(n * oh * ow, c_out))
 
     def bound(self) -> Callable[[], None]:
         """The invoke as a closure over its parts (:func:`.conv.bound_windows_call`)."""
-        return bound_windows_call(self.dst, self.src, self.xs_view, self.win_t, self.finish)
+        return bound_windows_call(self.dst, self.src, bind_gather(self.xs_view, self.win_t, self.base), self.finish)
 
 
 def _kind(ctx, op, x, bias_t) -> str:

@@ -126,3 +126,35 @@ def test_gathered_windows_equal_the_strided_ones(n, h, w, c, fh, fw, sh, sw, dh,
     gathered = _gathered_windows(x, y0, out_h, out_w, fh, fw, sh, sw, dh, dw, ph, pw, h, 0, offset, 7,
                                  np.dtype(np.int32))
     assert strided.shape == gathered.shape and np.array_equal(strided, gathered)
+
+
+@pytest.mark.parametrize("size,c,k,stride,mult", [(5, 3, 3, 1, 1), (6, 2, 2, 2, 1), (4, 3, 3, 1, 2), (9, 4, 3, 1, 1),
+                                                   (40, 8, 3, 1, 1)])
+def test_bind_gather_copies_every_window(size, c, k, stride, mult):
+    """bind_gather: the windows of a padded buffer (and a depthwise multiplier's broadcast of them) as one take of
+    positions found once, value for value what the strided copy gives -- also after the buffer changes; above
+    GATHER_TAKE_BELOW values the copy itself."""
+    from microinterp.kernels.padding import GATHER_TAKE_BELOW, bind_gather, window_view
+
+    rng = np.random.default_rng(size)
+    buf = rng.normal(size=(1, size, size, c)).astype(np.float32)
+    out_hw = (size - k) // stride + 1
+    win = window_view(buf, out_hw, out_hw, k, k, stride, stride, 1, 1).transpose(3, 4, 5, 0, 1, 2)
+    if mult > 1:
+        win = np.broadcast_to(win[:, :, :, None], (k, k, c, mult, 1, out_hw, out_hw))
+    target, want = np.empty(win.shape, np.float32), np.empty(win.shape, np.float32)
+    gather = bind_gather(target, win, buf)
+    assert (gather.func.__name__ == "take") == (win.size <= GATHER_TAKE_BELOW)
+    for _ in range(2):
+        gather()
+        np.copyto(want, win)
+        assert np.array_equal(target, want)
+        buf[...] = rng.normal(size=buf.shape)
+    # windows starting inside the base (a view of some of its rows and columns)
+    inner = window_view(buf[:, 1:, 1:], out_hw - 1, out_hw - 1, k, k, stride, stride, 1, 1).transpose(3, 4, 5, 0, 1, 2)
+    part = np.empty(inner.shape, np.float32)
+    bind_gather(part, inner, buf)()
+    assert np.array_equal(part, inner)
+    # a base the windows do not lie in, or a strided target: the copy
+    assert bind_gather(target, win, np.empty_like(buf)).func.__name__ == "copyto"
+    assert bind_gather(target[..., ::2], win[..., ::2], buf).func.__name__ == "copyto"
