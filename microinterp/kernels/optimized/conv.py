@@ -186,7 +186,7 @@ class Im2col:
 
             def gather() -> None:
                 copyto(interior, source)
-                take(positions, 0, cols, "clip")        # every position is valid: no checked, buffered take
+                take(positions, None, cols, "wrap")     # every position is valid: "wrap" checks none (0.3 us less)
             return gather
         interior, windows = self.image[self.interior], self.cols_source
 
