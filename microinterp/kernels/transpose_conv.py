@@ -396,7 +396,7 @@ class Merged:
     def sums(self, flat: np.ndarray) -> Any:
         """:meth:`dot` into the kept ``[C_out, pixels]`` totals, returning the NaN test's sum of them (finite: no
         total is +-inf or NaN)."""
-        flat.take(self.index_t, out=self.cols_t)
+        flat.take(self.index_t, None, self.cols_t, "wrap")    # every index valid: "wrap" checks none
         if self.products is None:       # einsum adds the rounded products tap after tap (pixels innermost)
             c_einsum("ckp,kp->cp", self.w, self.cols_t, out=self.totals)
         else:

@@ -78,7 +78,7 @@ class FastMean:
         def call() -> None:
             np.add.reduce(x, axis=data.axes, dtype=np.int32, keepdims=True, out=kept)
             np.add(sums, first, out=sums)
-            take(sums, None, flat)
+            take(sums, None, flat, "wrap")        # every offset sum is a table position: "wrap" checks none
         return call
 
     def invoke(self, ctx, op, data: FastMeanData) -> None:
