@@ -127,7 +127,10 @@ def bind_lookup(lut: np.ndarray, x: np.ndarray, out: np.ndarray) -> Callable[[],
     table has the output's type)."""
     if not (x.flags.c_contiguous and out.flags.c_contiguous) or x.size != out.size or lut.dtype != out.dtype:
         return None
-    return functools.partial(lut.take, x.view(f"u{x.dtype.itemsize}").reshape(-1), None, out.reshape(-1))
+    codes = x.view(f"u{x.dtype.itemsize}").reshape(-1)
+    # a table of every code: each is a valid position, and "wrap" mode checks none ("raise" checks each)
+    mode = "wrap" if lut.size >= 1 << (8 * x.dtype.itemsize) else "raise"
+    return functools.partial(lut.take, codes, None, out.reshape(-1), mode)
 
 
 #: Below this many elements :func:`bind_select` is one masked copy (three plain loops cost more there).

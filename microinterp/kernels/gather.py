@@ -120,7 +120,8 @@ class Gather:
         pos = data.positions.reshape(data.pos_view)
         index = (((np.arange(batch)[:, None, None, None] * outer + np.arange(outer)[None, :, None, None]) * axis_size
                   + pos[:, None, :, None]) * inner + np.arange(inner)[None, None, None, :]).reshape(-1)
-        return functools.partial(x.reshape(-1).take, index, None, out.reshape(-1))     # the method: no dispatch
+        # the method (no dispatch), "wrap": every position is valid, none checked (the default "raise" checks each)
+        return functools.partial(x.reshape(-1).take, index, None, out.reshape(-1), "wrap")
 
     @staticmethod
     def _bind_runtime(op, data: GatherData, x: np.ndarray, positions: np.ndarray, out: np.ndarray):

@@ -62,7 +62,8 @@ class GatherNd:
         if data.starts is None or not (params.flags.c_contiguous and out.flags.c_contiguous) or not out.size:
             return None
         index = (data.starts[:, None] + np.arange(data.slice_size)).reshape(-1)
-        return functools.partial(params.reshape(-1).take, index, None, out.reshape(-1))     # the method: no dispatch
+        # the method (no dispatch), "wrap": every position is valid, none checked (the default "raise" checks each)
+        return functools.partial(params.reshape(-1).take, index, None, out.reshape(-1), "wrap")
 
     def invoke(self, ctx, op, data: GatherNdData) -> None:
         params, indices, out = ctx.input(op, 0), ctx.input(op, 1), ctx.output(op, 0)

@@ -141,10 +141,11 @@ class ResizeBilinear:
             wy, wx = (np.ascontiguousarray(np.broadcast_to(v, taps.shape[1:])) for v in (wy, wx))
             if n == 1:          # one batch: the products on flat views (a leading axis of 1 to broadcast cost 2x)
                 products, wy, wx = taps.reshape(-1), wy.reshape(-1), wx.reshape(-1)
-        zero, gather = np.float32(0.0), functools.partial(flat.take, index, 1, taps)
+        # every position is valid: "wrap" mode checks none (the default "raise" checks each)
+        zero, gather = np.float32(0.0), functools.partial(flat.take, index, 1, taps, "wrap")
         if products.ndim == 1:      # and the gather by element positions, from the flat input
             positions = (index[:, :, None] * c + np.arange(c)).reshape(-1).astype(np.intp)
-            gather = functools.partial(x.reshape(-1).take, positions, 0, products)
+            gather = functools.partial(x.reshape(-1).take, positions, 0, products, "wrap")
         dst_dot, ones = out.reshape(-1).dot, np.ones(out.size, np.float32)    # NaN where an output is (or inf - inf)
 
         def call() -> None:       # under the runtime's quiet errstate

@@ -66,7 +66,8 @@ class ResizeNearestNeighbor:
                 or (len(data.rows) and int(data.rows.max()) >= h) or (len(data.cols) and int(data.cols.max()) >= w):
             return None
         index = (data.rows[:, None] * w + data.cols[None, :]).reshape(-1)
-        return functools.partial(x.reshape(n, h * w, c).take, index, 1, out.reshape(n, index.size, c))
+        # every position is valid (checked above): "wrap" mode checks none
+        return functools.partial(x.reshape(n, h * w, c).take, index, 1, out.reshape(n, index.size, c), "wrap")
 
     def invoke(self, ctx, op, data: ResizeNearestData) -> None:
         resize_rows(data, ctx.input(op, 0), 0, ctx.output(op, 0), 0)
