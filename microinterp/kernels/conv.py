@@ -259,7 +259,7 @@ class BoundFloatConv:
 
     def __init__(self, data: ConvData, dst: np.ndarray, src: np.ndarray | None, win: np.ndarray, base: np.ndarray,
                  w: np.ndarray, bias: np.ndarray | None, skip_t: np.ndarray | None, out: np.ndarray):
-        self.dst, self.src = dst, src
+        self.dst, self.src, self.base = dst, src, base
         self.win_t = win.transpose(3, 4, 5, 0, 1, 2)
         taps, pixels = math.prod(win.shape[3:]), math.prod(win.shape[:3])
         tap = bias_as_tap(w, bias) if skip_t is None and data.float_filter_t is not None else None
@@ -269,7 +269,6 @@ class BoundFloatConv:
         # the taps-first im2col buffer [K, N] (and the row of ones after it)
         cols_t = np.ones((taps + (tap is not None), pixels), np.float32)
         self.cols_view = cols_t[:taps].reshape(*win.shape[3:], *win.shape[:3])
-        self.gather = bind_gather(self.cols_view, self.win_t, base)
         dot = BoundDot(cols_t, w, skip_t, w_t, out=out)
         self.finish = bind_finish(dot, bias, "total", data.act_min, data.act_max, out)
 
@@ -290,7 +289,7 @@ class BoundFloatConv:
     def bound(self) -> Callable[[], None]:
         """The invoke as a closure over its parts (an instance's ``__call__`` costs 0.06 us more a call: the method
         lookup and the attribute reads); the finish runs under the runtime's quiet errstate."""
-        return bound_windows_call(self.dst, self.src, self.gather, self.finish)
+        return bound_windows_call(self.dst, self.src, bind_gather(self.cols_view, self.win_t, self.base), self.finish)
 
 
 def bound_windows_call(dst: np.ndarray | None, src: np.ndarray | None, gather: Callable[[], None],
