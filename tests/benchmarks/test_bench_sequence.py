@@ -1,0 +1,31 @@
+"""Smoke test of benchmarks/bench_sequence.py: a short run (3 time steps, one round) checks every model against the
+wheel and prints the table and the float LSTM's floor."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_sequence.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    pytest.importorskip("tflite_micro")
+    spec = importlib.util.spec_from_file_location("bench_sequence", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_short_run_prints_every_model_and_the_floor(bench, capsys):
+    assert bench.main(["--rounds", "1", "--steps", "3"]) == 0
+    printed = capsys.readouterr().out
+    rows = [line for line in printed.splitlines() if line.endswith("| bit-exact |")]
+    assert [r.split(" | ")[0] for r in rows] == ["| LSTM float32, 3 steps", "| LSTM int8, 3 steps",
+                                                "| SVDF float32 (float32 state)", "| SVDF int8 (int16 state)"]
+    assert "| **sum: one step** |" in printed
+    assert "floor: 3 steps x" in printed and "at best" in printed
