@@ -6,8 +6,11 @@ For each zoo audio preprocessor (``../shared/models/audio_preprocessor_*.tflite`
 invoke, read the features -- on the wheel and on ``Interpreter(model)``, interleaved, medians of ``--rounds`` batches;
 then :class:`microinterp.streams.Streams` with S streams, one step (a window of every stream) per call, reported per
 window and stream; and ``features_batch`` (its default streams) over ``--clips`` one-second clips (49 windows
-each), per window, the median of three runs (each builds its streams). Every streams output is checked bit for bit
-against the single interpreter first, and the last clip's features against ``features``. One BLAS thread.
+each), per window, after one run that checks it and warms the allocator (each run builds its streams). Each of these
+is timed interleaved with a batch of the wheel's windows, round after round (``--rounds``; ``features_batch``: at
+least five), and the ratio is the wheel's median over its own: the machine's speed moves by up to 10 % within
+minutes, and a wheel figure taken minutes earlier moved the ratio as much. Every streams output is checked bit for
+bit against the single interpreter first, and the last clip's features against ``features``. One BLAS thread.
 """
 
 from __future__ import annotations
@@ -75,19 +78,33 @@ def bench(name: str, rounds: int, counts: list[int], clip_counts: list[int]) -> 
         single.set_input(xs[-1], 0)
         single.invoke()
         assert np.array_equal(got[-1], single.get_output(0)), "streams differ from one interpreter"
-        t = _per_call(lambda r=runner, x=xs: r.run(x), max(2, 200 // s), rounds) / s
-        print(f"  streams S={s}: {t * 1e6:.1f} us per window and stream (x{w_s / t:.3f} the wheel)")
+        w_t, t = _interleaved(wheel_call, lambda r=runner, x=xs: r.run(x), max(2, 200 // s), rounds)
+        t /= s
+        print(f"  streams S={s}: {t * 1e6:.1f} us per window and stream (x{w_t / t:.3f} the wheel's "
+              f"{w_t * 1e6:.1f} us)")
     for n in clip_counts:       # features_batch with its default streams: a dataset's clips, chunk by chunk
         clips = [(rng.normal(size=16000) * 10.0 ** rng.uniform(2, 4)).astype(np.int16) for _ in range(n)]
         expected = features(mi.Interpreter(model), clips[-1])
-        samples = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            feats = features_batch(model, clips)
-            samples.append((time.perf_counter() - t0) / (n * feats.shape[1]))
+        feats = features_batch(model, clips)
         assert np.array_equal(feats[-1], expected), "features_batch differs from features"
-        t = statistics.median(samples)
-        print(f"  features_batch, {n} clips: {t * 1e6:.1f} us per window (x{w_s / t:.3f} the wheel)")
+        w_t, t = _interleaved(wheel_call, lambda c=clips: features_batch(model, c), 1, max(5, rounds))
+        t /= n * feats.shape[1]
+        print(f"  features_batch, {n} clips: {t * 1e6:.1f} us per window (x{w_t / t:.3f} the wheel's "
+              f"{w_t * 1e6:.1f} us)")
+
+
+def _interleaved(wheel_call, fn, calls: int, rounds: int) -> tuple[float, float]:
+    """Medians of ``rounds`` alternations of a batch of the wheel's windows (about as long as a batch of ``fn``)
+    and a batch of ``calls`` calls of ``fn``: (seconds per wheel window, seconds per ``fn`` call)."""
+    fn()
+    probe = _per_call(wheel_call, 50, 1)
+    batch = _per_call(fn, calls, 1)
+    wheel_calls = max(50, int(batch * calls / probe))
+    w, t = [], []
+    for _ in range(rounds):
+        w.append(_per_call(wheel_call, wheel_calls, 1))
+        t.append(_per_call(fn, calls, 1))
+    return statistics.median(w), statistics.median(t)
 
 
 def main(argv: list[str] | None = None) -> int:
