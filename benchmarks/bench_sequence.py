@@ -1,10 +1,11 @@
 """Sequence models against the TFLM wheel, and the float LSTM's floor in NumPy calls.
 
-    python benchmarks/bench_sequence.py [--rounds 7] [--steps 150]
+    python benchmarks/bench_sequence.py [--rounds 7] [--steps 150] [--states 64,128]
 
 Models, built in-process as the tests build them (``tests/kernels/test_unidirectional_sequence_lstm.py``,
 ``tests/kernels/test_svdf.py``; seed 0): a float32 and an int8 UNIDIRECTIONAL_SEQUENCE_LSTM of ``--steps`` time steps
-(16 inputs, 32 states, batch-major), and SVDF layers (40 inputs, 64 units, rank 1, memory 10) in float32 and int8 with
+(16 inputs, 32 states, batch-major; the float one also with ``--states`` states: where the NumPy calls of a step
+stop dominating), and SVDF layers (40 inputs, 64 units, rank 1, memory 10) in float32 and int8 with
 an int16 state. Whole calls -- ``set_input`` + ``invoke`` + ``get_output`` -- on the wheel and on ``Interpreter(model)``,
 interleaved, medians of ``--rounds`` batches, one BLAS thread; every model's output is first checked bit for bit
 against the wheel's.
@@ -45,15 +46,16 @@ from tests.kernels.test_svdf import build as build_svdf
 from tests.kernels.test_unidirectional_sequence_lstm import build as build_lstm
 
 
-def models(steps: int) -> list[tuple[str, bytes, np.ndarray]]:
-    """(name, model, input) of every benchmark model."""
+def models(steps: int, wider: list[int]) -> list[tuple[str, bytes, np.ndarray]]:
+    """(name, model, input) of every benchmark model; ``wider``: float LSTMs of these state sizes too."""
     out = []
-    for kind in ("FLOAT32", "INT8"):
+    for kind, n_state in [("FLOAT32", 32), ("INT8", 32)] + [("FLOAT32", n) for n in wider]:
         rng = np.random.default_rng(0)
-        model, shape = build_lstm(rng, kind=kind, steps=steps, n_in=16, n_state=32)
+        model, shape = build_lstm(rng, kind=kind, steps=steps, n_in=16, n_state=n_state)
         x = rng.normal(size=shape).astype(np.float32) if kind == "FLOAT32" else \
             rng.integers(-128, 128, shape).astype(np.int8)
-        out.append((f"LSTM {kind.lower()}, {steps} steps", model, x))
+        states = "" if n_state == 32 else f", {n_state} states"
+        out.append((f"LSTM {kind.lower()}, {steps} steps{states}", model, x))
     for kind, state in (("FLOAT32", "FLOAT32"), ("INT8", "INT16")):
         rng = np.random.default_rng(0)
         model, shape = build_svdf(rng, kind=kind, state_type=state, input_size=40, units=64, rank=1, memory=10)
@@ -151,9 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--states", default="64,128", help="state sizes of further float LSTMs (comma-separated)")
     args = ap.parse_args(argv)
+    wider = [int(v) for v in args.states.split(",") if v]
     print("| model | wheel us | microinterp us | ratio (wheel / ours) | output |\n|---|---|---|---|---|")
-    wheel_times = {name: compare(name, model, x, args.rounds) for name, model, x in models(args.steps)}
+    wheel_times = {name: compare(name, model, x, args.rounds) for name, model, x in models(args.steps, wider)}
     floor(args.steps, wheel_times[f"LSTM float32, {args.steps} steps"])
     return 0
 
