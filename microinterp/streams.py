@@ -90,9 +90,14 @@ class Streams:
 
     def _step(self, op: Any, kernel: Any, data: Any):
         if getattr(kernel, "streams", None) == BIND:
-            bound = kernel.bind(self.ctx, op, data)
+            # an elementwise op binds and invokes on views of one rank more (constants broadcast to every stream)
+            elementwise = self._elementwise(op, kernel)
+            ctx = self._elementwise_ctx(op) if elementwise else self.ctx
+            bound = kernel.bind(ctx, op, data)
             if bound is not None:
                 return _Bound(bound)
+            if elementwise and not hasattr(kernel, "invoke_streams"):
+                return _Call(kernel, ctx, op, data)
         if hasattr(kernel, "invoke_streams"):
             state = kernel.stream_state(data, self.count) if hasattr(kernel, "stream_state") else None
             return _Explicit(kernel, self.ctx, op, data, state)

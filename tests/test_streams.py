@@ -91,6 +91,43 @@ def test_elementwise_ops_with_constants_and_broadcasting(op, type_name, other):
     assert np.array_equal(got.view(np.uint8), _one_by_one(model, seqs).view(np.uint8))
 
 
+@pytest.mark.parametrize("type_name", ["FLOAT32", "INT32", "INT8"])
+@pytest.mark.parametrize("divisor", ["constant", "input"])
+def test_div_binds_on_views_of_one_rank_more(type_name, divisor):
+    """DIV declares its bound call for streams: an input of lower rank than the output (``[4]`` against ``[3, 4]``)
+    still broadcasts within each stream, and where the bind declines (int8, a divisor given at invoke) the invoke
+    runs on the same padded views."""
+    rng = np.random.default_rng(7)
+    q = {"scale": 0.1, "zero_point": 2} if type_name == "INT8" else {}
+    dtype = {"FLOAT32": np.float32, "INT32": np.int32, "INT8": np.int8}[type_name]
+    b = ModelBuilder()
+    x = b.add_tensor("x", (4,), type_name, **q)
+    if divisor == "constant":
+        data = rng.normal(size=(3, 4)) if type_name == "FLOAT32" else rng.integers(3, 9, (3, 4))
+        c = b.add_tensor("c", (3, 4), type_name, data=data.astype(dtype), **q)
+    else:
+        c = b.add_tensor("c", (3, 4), type_name, **q)
+    y = b.add_tensor("y", (3, 4), type_name, **q)
+    b.add_op("DIV", [x, c], [y], fused_activation_function="NONE")
+    b.inputs, b.outputs = [x] if divisor == "constant" else [x, c], [y]
+    model = b.build()
+    if type_name == "FLOAT32":
+        xs, cs = rng.normal(size=(3, 2, 4)), rng.normal(size=(3, 2, 3, 4))
+    else:
+        xs, cs = rng.integers(-100, 100, (3, 2, 4)), rng.integers(3, 9, (3, 2, 3, 4))
+    xs, cs = xs.astype(dtype), cs.astype(dtype)
+    runner = Streams(model, 3)
+    for t in range(2):
+        got = runner.run(xs[:, t]) if divisor == "constant" else runner.run(xs[:, t], cs[:, t])
+        for s in range(3):
+            it = mi.Interpreter(model)         # DIV keeps no state: the step's inputs alone decide it
+            it.set_input(xs[s, t], 0)
+            if divisor == "input":
+                it.set_input(cs[s, t], 1)
+            it.invoke()
+            assert np.array_equal(got[0][s].view(np.uint8), it.get_output(0).view(np.uint8))
+
+
 def test_a_stateless_op_without_a_declaration_runs_stream_by_stream():
     """SOFTMAX declares nothing for streams: it runs once per stream through the single-stream views."""
     b = ModelBuilder()

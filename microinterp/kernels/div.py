@@ -44,6 +44,7 @@ from .binary_common import (
     float_activation_range,
     int32_activation_range,
 )
+from .streams import BIND
 
 SUPPORTED_TYPES = ("FLOAT32", "INT32", "INT8")
 MAX_BROADCAST_RANK = 5
@@ -101,6 +102,9 @@ def div_int8_table(zp1: int, zp2: int, zp_out: int, m: int, shift: int, lo: int,
 class Div:
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
+    #: streams: its bound call on the streams' views where it binds (an int32 division by a constant: three calls
+    #: instead of the checked invoke's dozen), else its invoke (:mod:`.streams`)
+    streams = BIND
 
     def prepare(self, ctx, op) -> DivData:
         ctx.check_io_count(op, 2, 1)

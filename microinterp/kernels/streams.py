@@ -9,7 +9,8 @@ axis, and each op runs once per step for every stream. A kernel says how:
   invokes;
 - ``streams = BIND``: the same for its ``bind``, which the streams runner calls once on its views (kept buffers: no
   temporaries a step, as SignalWindow, SignalEnergy, SignalPCAN and SignalFilterBank); where ``bind`` declines, its
-  ``invoke_streams`` if it has one, else its ``invoke``;
+  ``invoke_streams`` if it has one, else its ``invoke``. An elementwise op (DIV) binds and invokes on the views
+  described below for the elementwise ops;
 - ``invoke_streams(ctx, op, data, state)``: an explicit version, for kernels that reduce or index along an axis
   (SignalFftAutoScale's peak per stream, STRIDED_SLICE, CONCATENATION) or keep state: ``stream_state(data,
   streams)`` then gives the state of every stream (zeroed as ``reset`` zeroes the single stream's), and
