@@ -301,31 +301,44 @@ def gather_rfft(nfft: int, type_name: str) -> GatherRfft:
     return GatherRfft(sub, sw_r, sw_i)
 
 
-def rfft_frames(frames: np.ndarray, nfft: int, type_name: str) -> np.ndarray:
-    """:func:`._kiss_fft.rfft` of every row of ``frames`` (``[F, nfft]``): ``[F, nfft + 2]`` interleaved bins."""
+def rfft_frames(frames: np.ndarray, nfft: int, type_name: str, out: np.ndarray | None = None) -> np.ndarray:
+    """:func:`._kiss_fft.rfft` of every row of ``frames`` (``[F, nfft]``): ``[F, nfft + 2]`` interleaved bins, into
+    ``out`` when given (C-contiguous, the value type).
+
+    The split after the half-length FFT (``kiss_fftr``'s loop over ``k = 1 .. ncfft / 2``) reads bins ``k`` and
+    ``ncfft - k`` as two slices of the transform (the second reversed) and stores its results through slices of
+    the output seen as ``[F, ncfft + 1, 2]``: no gather, no separate interleaving pass; ``ncfft - k`` is stored
+    after ``k`` (at ``k = ncfft / 2`` both name one bin, and the scalar loop's second store wins)."""
     sub, sw_r, sw_i = vector_plan(nfft, type_name)
-    if sub.gather is not None and len(frames) < GATHER_BELOW:
-        return gather_rfft(nfft, type_name)(frames)
-    a = sub.a
-    x = a.values(frames)
+    a, count, n = sub.a, len(frames), sub.n
+    if sub.gather is not None and count < GATHER_BELOW:
+        bins = gather_rfft(nfft, type_name)(frames)
+        if out is None:
+            return bins
+        out[...] = bins
+        return out
+    if out is None or not out.flags.c_contiguous:       # (the bins are stored through a view of the output)
+        bins = rfft_frames(frames, nfft, type_name, np.empty((count, 2 * (n + 1)), a.dtype))
+        if out is None:
+            return bins
+        out[...] = bins
+        return out
+    x = frames if frames.dtype == a.dtype else a.values(frames)
     tr, ti = sub(x[:, 0::2], x[:, 1::2])
-    n = sub.n
-    out_r = np.zeros((len(x), n + 1), tr.dtype)
-    out_i = np.zeros((len(x), n + 1), tr.dtype)
+    h = n // 2
+    bins = out.reshape(count, n + 1, 2)
     dc_r, dc_i = a.fixdiv(tr[:, 0], ti[:, 0], 2)
-    out_r[:, 0], out_r[:, n] = a.add(dc_r, dc_i), a.sub(dc_r, dc_i)
-    k = np.arange(1, n // 2 + 1)
+    bins[:, 0, 0], bins[:, n, 0] = a.add(dc_r, dc_i), a.sub(dc_r, dc_i)
+    bins[:, 0, 1] = bins[:, n, 1] = 0
+    k, nk = slice(1, h + 1), slice(n - 1, n - h - 1, -1)        # bins k and n - k, k = 1 .. h
     fpk = a.fixdiv(tr[:, k], ti[:, k], 2)
-    fpnk = a.fixdiv(tr[:, n - k], a.neg(ti[:, n - k]), 2)
+    fpnk = a.fixdiv(tr[:, nk], a.neg(ti[:, nk]), 2)
     f1k = (a.add(fpk[0], fpnk[0]), a.add(fpk[1], fpnk[1]))
     f2k = (a.sub(fpk[0], fpnk[0]), a.sub(fpk[1], fpnk[1]))
-    tw = a.c_mul(*f2k, sw_r[k - 1], sw_i[k - 1])
-    out_r[:, k], out_i[:, k] = a.half_sum(f1k[0], tw[0]), a.half_sum(f1k[1], tw[1])
-    # n - k after k: at k = n/2 both name one bin, and the scalar loop's second store wins
-    out_r[:, n - k], out_i[:, n - k] = a.half_sum(f1k[0], tw[0], -1), a.half_sum(tw[1], f1k[1], -1)
-    inter = np.empty((len(x), 2 * (n + 1)), frames.dtype)
-    inter[:, 0::2], inter[:, 1::2] = out_r, out_i
-    return inter
+    tw = a.c_mul(*f2k, sw_r[:h], sw_i[:h])
+    bins[:, k, 0], bins[:, k, 1] = a.half_sum(f1k[0], tw[0]), a.half_sum(f1k[1], tw[1])
+    bins[:, nk, 0], bins[:, nk, 1] = a.half_sum(f1k[0], tw[0], -1), a.half_sum(tw[1], f1k[1], -1)
+    return out
 
 
 def irfft_frames(bins: np.ndarray, nfft: int, type_name: str) -> np.ndarray:

@@ -13,12 +13,13 @@ frame at most ``fft_length`` samples (TFLM would write or zero past its buffers 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._qutil import copyto
-from ..streams import INVOKE
+from ..streams import BIND
 from . import _kiss_fft_vec
 from ._common import options
 from ._kiss_fft import factor, real_fft_plan
@@ -36,8 +37,8 @@ class RfftData:
 
 
 class Rfft:
-    #: streams: its invoke transforms every frame of the last axis (:mod:`..streams`)
-    streams = INVOKE
+    #: streams: its bound call (or invoke) transforms every frame of the last axis (:mod:`..streams`)
+    streams = BIND
 
     def prepare(self, ctx, op) -> RfftData:
         o = options(ctx, op, ("T", "fft_length"))
@@ -67,22 +68,27 @@ class Rfft:
         return RfftData(type_name, n, scratch)
 
     def bind(self, ctx, op, data: RfftData):
-        """A fixed-point build whose half-length FFT gathers (factors 2 and 4) over fewer than
-        :data:`._kiss_fft_vec.GATHER_BELOW` frames: the frames zero-padded into a kept buffer (read in place when
-        they fill ``fft_length``), the last one copied into the work area as :meth:`invoke` does, and
-        :class:`._kiss_fft_gather.BoundGatherRfft` into the output (None otherwise)."""
+        """The invoke on fixed views: the frames zero-padded into a kept buffer (read in place when they fill
+        ``fft_length``), the last one copied into the work area as :meth:`invoke` does, then the transform into the
+        output -- :class:`._kiss_fft_gather.BoundGatherRfft` for a fixed-point build whose half-length FFT gathers
+        (factors 2 and 4) over fewer than :data:`._kiss_fft_vec.GATHER_BELOW` frames, else :func:`rfft_frames`
+        writing its bins straight into the output (streams: every stream's frame at once). None for views that are
+        not C-contiguous or frames of no sample (:meth:`invoke`)."""
         x, out = ctx.input(op, 0), ctx.output(op, 0)
         n, frame = data.fft_length, x.shape[-1]
-        if data.type_name == "FLOAT32" or not frame or not (x.flags.c_contiguous and out.flags.c_contiguous):
+        if not frame or not (x.flags.c_contiguous and out.flags.c_contiguous):
             return None
         frames, rows = x.reshape(-1, frame), out.reshape(-1, n + 2)
-        sub, _, _ = vector_plan(n, data.type_name)
-        if sub.gather is None or not 0 < len(rows) < _kiss_fft_vec.GATHER_BELOW:
+        if not len(rows):
             return None
         padded = frames if frame == n else np.zeros((len(rows), n), x.dtype)
         head, last = padded[:, :frame], padded[-1]
         work = ctx.scratch(data.scratch).view(x.dtype)[:n]
-        transform = BoundGatherRfft(gather_rfft(n, data.type_name), padded, rows)
+        sub, _, _ = vector_plan(n, data.type_name)
+        if sub.gather is not None and len(rows) < _kiss_fft_vec.GATHER_BELOW:
+            transform = BoundGatherRfft(gather_rfft(n, data.type_name), padded, rows)
+        else:
+            transform = functools.partial(rfft_frames, padded, n, data.type_name, rows)
 
         def call() -> None:
             if padded is not frames:
@@ -102,7 +108,7 @@ class Rfft:
         padded = np.zeros((len(rows), data.fft_length), x.dtype)     # each frame in the scratch, zero-padded
         padded[:, :frame] = frames
         work[...] = padded[-1]
-        rows[...] = rfft_frames(padded, data.fft_length, data.type_name)   # every frame's butterflies at once
+        rfft_frames(padded, data.fft_length, data.type_name, rows)          # every frame's butterflies at once
 
 
 KERNEL = Rfft()

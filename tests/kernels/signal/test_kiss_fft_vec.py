@@ -66,6 +66,20 @@ def test_rfft_frames_equal_the_scalar_code(type_name, nfft, form, monkeypatch):
 
 @pytest.mark.parametrize("form", list(FORMS))
 @pytest.mark.parametrize("type_name", list(DTYPES))
+def test_rfft_frames_into_an_output(type_name, form, monkeypatch):
+    """``out=``: the bins land in the given array, C-contiguous (through its own view) or not (through a copy)."""
+    _form(monkeypatch, form)
+    frames = _frames(type_name, 64, 5, 64)
+    expected = np.stack([rfft(f, 64, type_name) for f in frames])
+    dense = np.zeros((4, 66), DTYPES[type_name])
+    strided = np.zeros((4, 70), DTYPES[type_name])[:, 2:68]
+    for out in (dense, strided):
+        assert rfft_frames(frames, 64, type_name, out) is out
+        assert _same(out, expected)
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+@pytest.mark.parametrize("type_name", list(DTYPES))
 @pytest.mark.parametrize("nfft", LENGTHS)
 def test_irfft_frames_equal_the_scalar_code(type_name, nfft, form, monkeypatch):
     _form(monkeypatch, form)

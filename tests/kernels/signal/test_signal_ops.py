@@ -100,6 +100,26 @@ def test_rfft_every_radix(n, type_name):
     assert result[0].shape == (2, n + 2)
 
 
+@pytest.mark.parametrize("n", [64, 480, 512])
+@pytest.mark.parametrize("type_name", ["INT16", "INT32", "FLOAT32"])
+def test_rfft_many_frames(n, type_name):
+    """40 frames: beyond the gathers' GATHER_BELOW, the bound call writes every frame's bins straight into the
+    output (frames innermost in the stages, the split through slices of the output)."""
+    rng = np.random.default_rng(n + 1)
+    frame = n - n // 16
+    if type_name == "FLOAT32":
+        x = rng.uniform(-1000, 1000, size=(40, frame)).astype(np.float32)
+    elif type_name == "INT32":
+        x = rng.integers(-(1 << 30), 1 << 30, size=(40, frame)).astype(np.int32)
+    else:
+        x = i16(rng, (40, frame))
+        x[3] = -32768                                   # a frame at the type's extreme (the wrap-arounds)
+    code = {"INT16": 7, "INT32": 2, "FLOAT32": 0}[type_name]
+    model = custom_model("SignalRfft", [((40, frame), type_name, None)], [((40, n + 2), type_name)],
+                         {"T": code, "fft_length": n})
+    assert_matches_tflm(model, [x])
+
+
 @given(size=st.integers(2, 60), data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_energy(size, data, seed):
     start = data.draw(st.integers(0, size // 2))
