@@ -85,18 +85,9 @@ def test_fft_auto_scale(size, magnitude, seed):
 @pytest.mark.parametrize("type_name", ["INT16", "INT32", "FLOAT32"])
 def test_rfft_every_radix(n, type_name):
     """Sizes whose halves factor into 4, 2, 3 and 5 (every butterfly TFLM's build can run), every build."""
-    rng = np.random.default_rng(n)
     frame = n - n // 4
-    if type_name == "FLOAT32":
-        x = rng.uniform(-1000, 1000, size=(2, frame)).astype(np.float32)
-    elif type_name == "INT32":
-        x = rng.integers(-(1 << 30), 1 << 30, size=(2, frame)).astype(np.int32)
-    else:
-        x = i16(rng, (2, frame))
-    code = {"INT16": 7, "INT32": 2, "FLOAT32": 0}[type_name]
-    model = custom_model("SignalRfft", [((2, frame), type_name, None)], [((2, n + 2), type_name)],
-                         {"T": code, "fft_length": n})
-    result = assert_matches_tflm(model, [x])
+    x = _rfft_frames(np.random.default_rng(n), type_name, (2, frame))
+    result = assert_matches_tflm(_rfft_model(type_name, n, (2, frame)), [x])
     assert result[0].shape == (2, n + 2)
 
 
@@ -105,19 +96,25 @@ def test_rfft_every_radix(n, type_name):
 def test_rfft_many_frames(n, type_name):
     """40 frames: beyond the gathers' GATHER_BELOW, the bound call writes every frame's bins straight into the
     output (frames innermost in the stages, the split through slices of the output)."""
-    rng = np.random.default_rng(n + 1)
     frame = n - n // 16
-    if type_name == "FLOAT32":
-        x = rng.uniform(-1000, 1000, size=(40, frame)).astype(np.float32)
-    elif type_name == "INT32":
-        x = rng.integers(-(1 << 30), 1 << 30, size=(40, frame)).astype(np.int32)
-    else:
-        x = i16(rng, (40, frame))
+    x = _rfft_frames(np.random.default_rng(n + 1), type_name, (40, frame))
+    if type_name == "INT16":
         x[3] = -32768                                   # a frame at the type's extreme (the wrap-arounds)
+    assert_matches_tflm(_rfft_model(type_name, n, (40, frame)), [x])
+
+
+def _rfft_frames(rng, type_name: str, shape: tuple[int, int]) -> np.ndarray:
+    if type_name == "FLOAT32":
+        return rng.uniform(-1000, 1000, size=shape).astype(np.float32)
+    if type_name == "INT32":
+        return rng.integers(-(1 << 30), 1 << 30, size=shape).astype(np.int32)
+    return i16(rng, shape)
+
+
+def _rfft_model(type_name: str, n: int, shape: tuple[int, int]) -> bytes:
     code = {"INT16": 7, "INT32": 2, "FLOAT32": 0}[type_name]
-    model = custom_model("SignalRfft", [((40, frame), type_name, None)], [((40, n + 2), type_name)],
-                         {"T": code, "fft_length": n})
-    assert_matches_tflm(model, [x])
+    return custom_model("SignalRfft", [(shape, type_name, None)], [((shape[0], n + 2), type_name)],
+                        {"T": code, "fft_length": n})
 
 
 @given(size=st.integers(2, 60), data=st.data(), seed=st.integers(0, 2**32 - 1))
