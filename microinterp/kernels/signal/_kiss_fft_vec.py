@@ -79,6 +79,18 @@ class _VFixed(_Ring):
         d = self.prod.type(self.max // k)
         return self.sround(r * d), self.sround(i * d)
 
+    def fixdiv_wide(self, r, i, k):
+        """:meth:`fixdiv` left in the product type: ``|x (max // k)| >> frac`` fits the value type for ``k >= 2``,
+        so the store's cast changes nothing, and the twiddle products after it multiply operands of one type."""
+        d = self.prod.type(self.max // k)
+        out = []
+        for v in (r, i):
+            w = v * d
+            w += self.round
+            w >>= self.frac
+            out.append(w)
+        return out
+
     def unit_after_fixdiv(self, p: int, tw_r, tw_i) -> bool:
         """Whether ``C_MUL`` by the twiddle ``(tw_r, tw_i)`` returns every ``C_FIXDIV(x, p)`` unchanged: the twiddle
         is ``(max, 0)`` (``tw[0]``, the one of every ``k = 0`` butterfly), so ``sround(v max) = v + ((round - v) >>
@@ -125,6 +137,8 @@ class _VFloat(_Ring):
 
     def fixdiv(self, r, i, k):
         return r, i
+
+    fixdiv_wide = fixdiv
 
     @staticmethod
     def unit_after_fixdiv(p: int, tw_r, tw_i) -> bool:
@@ -209,25 +223,27 @@ class VectorKissFFT:
 
     def _twiddled(self, xr, xi, tws, p):
         """Every component divided by ``p`` (``C_FIXDIV``), and components ``1 ..`` times their twiddles (none on a
-        one-point stage whose twiddle leaves them unchanged: :meth:`_VFixed.unit_after_fixdiv`)."""
+        one-point stage whose twiddle leaves them unchanged: :meth:`_VFixed.unit_after_fixdiv`): ``(v0r, v0i, sr,
+        si)``, component 0 divided and the others twiddled, in the value type. The division stays in the product
+        type until stored (:meth:`_VFixed.fixdiv_wide`)."""
         a = self.a
-        vr, vi = a.fixdiv(xr, xi, p)
+        wr, wi = a.fixdiv_wide(xr, xi, p)
+        v0r, v0i = a.wrap(wr[:, :, 0]), a.wrap(wi[:, :, 0])
         if xr.shape[-1] == 1 and p in self.unit_stages:
-            return vr, vi, vr[:, :, 1:], vi[:, :, 1:]
-        sr, si = a.c_mul(vr[:, :, 1:], vi[:, :, 1:], tws[0][1:], tws[1][1:])
-        return vr, vi, sr, si
+            return v0r, v0i, a.wrap(wr[:, :, 1:]), a.wrap(wi[:, :, 1:])
+        sr, si = a.c_mul(wr[:, :, 1:], wi[:, :, 1:], tws[0][1:], tws[1][1:])
+        return v0r, v0i, sr, si
 
     def _bfly2(self, xr, xi, tws, m, fstride, out_r, out_i):
         a = self.a
-        vr, vi, tr, ti = self._twiddled(xr, xi, tws, 2)
-        r0, q0, tr, ti = vr[:, :, 0], vi[:, :, 0], tr[:, :, 0], ti[:, :, 0]
+        r0, q0, tr, ti = self._twiddled(xr, xi, tws, 2)
+        tr, ti = tr[:, :, 0], ti[:, :, 0]
         out_r[:, :, 0], out_i[:, :, 0] = a.add(r0, tr), a.add(q0, ti)
         out_r[:, :, 1], out_i[:, :, 1] = a.sub(r0, tr), a.sub(q0, ti)
 
     def _bfly4(self, xr, xi, tws, m, fstride, out_r, out_i):
         a = self.a
-        vr, vi, sr, si = self._twiddled(xr, xi, tws, 4)
-        v0r, v0i = vr[:, :, 0], vi[:, :, 0]
+        v0r, v0i, sr, si = self._twiddled(xr, xi, tws, 4)
         s0r, s1r, s2r = sr[:, :, 0], sr[:, :, 1], sr[:, :, 2]
         s0i, s1i, s2i = si[:, :, 0], si[:, :, 1], si[:, :, 2]
         s5r, s5i = a.sub(v0r, s1r), a.sub(v0i, s1i)
@@ -248,8 +264,7 @@ class VectorKissFFT:
     def _bfly3(self, xr, xi, tws, m, fstride, out_r, out_i):
         a = self.a
         epi3 = self.tw_i[fstride * m]
-        vr, vi, sr, si = self._twiddled(xr, xi, tws, 3)
-        v0r, v0i = vr[:, :, 0], vi[:, :, 0]
+        v0r, v0i, sr, si = self._twiddled(xr, xi, tws, 3)
         s3r, s3i = a.add(sr[:, :, 0], sr[:, :, 1]), a.add(si[:, :, 0], si[:, :, 1])
         s0r, s0i = a.sub(sr[:, :, 0], sr[:, :, 1]), a.sub(si[:, :, 0], si[:, :, 1])
         m_r, m_i = a.sub(v0r, a.half(s3r)), a.sub(v0i, a.half(s3i))
@@ -263,8 +278,8 @@ class VectorKissFFT:
         sm = a.s_mul
         ya = (self.tw_r[fstride * m], self.tw_i[fstride * m])
         yb = (self.tw_r[fstride * 2 * m], self.tw_i[fstride * 2 * m])
-        vr, vi, sr, si = self._twiddled(xr, xi, tws, 5)
-        s0 = (vr[:, :, 0], vi[:, :, 0])
+        v0r, v0i, sr, si = self._twiddled(xr, xi, tws, 5)
+        s0 = (v0r, v0i)
         s1, s2, s3, s4 = ((sr[:, :, j], si[:, :, j]) for j in range(4))
         s7 = (a.add(s1[0], s4[0]), a.add(s1[1], s4[1]))
         s10 = (a.sub(s1[0], s4[0]), a.sub(s1[1], s4[1]))
