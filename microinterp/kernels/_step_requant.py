@@ -80,6 +80,17 @@ class StepRequantizer:
         """``clamp(f(acc), lo, hi)`` (channels along the last axis), of ``values``' dtype."""
         return self.values[self.index(np.add(acc, self.key_offset, dtype=self.thresholds.dtype))]
 
+    def coded(self, bits: int, offset: int = 0) -> np.ndarray | None:
+        """One channel's thresholds preceded by ``(lo - 1 + offset) mod 2^bits`` entries below every key, so that
+        the ``searchsorted`` index (``code - lo + 1`` on the thresholds alone) stored into a ``bits``-bit integer
+        -- C's narrowing cast, modulo ``2^bits`` -- is ``code + offset``: the store is the cast. None for several
+        channels."""
+        if self.values.size != self.thresholds.size + 1 or self.key_offset.any():
+            return None
+        lowest = -np.inf if self.thresholds.dtype.kind == "f" else np.iinfo(self.thresholds.dtype).min
+        pad = (int(self.values[1]) - 1 + offset) % (1 << bits)
+        return np.concatenate([np.full(pad, lowest, self.thresholds.dtype), self.thresholds])
+
 
 def exact_keys(acc_min: int, acc_max: int, channels: int, dtype) -> bool:
     """Whether every key and threshold of ``channels`` channels over ``[acc_min, acc_max]`` is exact in ``dtype``."""

@@ -59,12 +59,11 @@ def bind_steps(x: np.ndarray, out: np.ndarray, data: Any):
     x2, ov = x.reshape(-1)[:b * a].reshape(b, a), out.reshape(b, d)
     cols = np.ones((b, a + 1), gemm.dtype)
     xs, acc = cols[:, :a], np.empty((b, d), gemm.dtype)
-    thresholds = steps.thresholds.astype(gemm.dtype)       # exact: prepare checked float32's bound
-    pad = code_padding(data)
-    if pad is not None:
-        find, values = np.concatenate([np.full(pad, -np.inf, gemm.dtype), thresholds]).searchsorted, None
+    coded = coded_thresholds(data)      # exact in float32 too: prepare checked its bound
+    if coded is not None:
+        find, values = coded.astype(gemm.dtype).searchsorted, None
     else:
-        find, values = thresholds.searchsorted, steps.values
+        find, values = steps.thresholds.astype(gemm.dtype).searchsorted, steps.values
     product = cols.dot if data.small else partial(matmul, cols)         # product(gemm, acc): cols @ gemm -> acc
     if values is None:
         def codes() -> None:
@@ -80,14 +79,10 @@ def bind_steps(x: np.ndarray, out: np.ndarray, data: Any):
     return indexed
 
 
-def code_padding(data: Any) -> int | None:
-    """With a step function of one channel and int8 output: how many -inf thresholds to put first so that the
-    ``searchsorted`` index, cast to int8, is the output code (``index = code - lo + 1``, so ``(lo - 1) mod 256``);
-    None otherwise (per-channel steps, int16 output, no steps)."""
-    steps = data.steps
-    if steps is None or data.type_name != "INT8" or steps.values.size != steps.thresholds.size + 1:
+def coded_thresholds(data: Any) -> np.ndarray | None:
+    """With a step function of one channel and int8 output: its thresholds preceded by ``(lo - 1) mod 256``
+    entries below every key, so that the ``searchsorted`` index, cast to int8, is the output code
+    (:meth:`._step_requant.StepRequantizer.coded`); None otherwise (per-channel steps, int16 output, no steps)."""
+    if data.steps is None or data.type_name != "INT8":
         return None
-    lo = int(steps.values[1])
-    if not np.array_equal(steps.values[1:], np.arange(lo, lo + steps.values.size - 1)):
-        return None
-    return (lo - 1) % 256
+    return data.steps.coded(8)

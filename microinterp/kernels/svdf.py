@@ -30,9 +30,11 @@ import numpy as np
 from numpy._core import umath as np_umath
 
 from ..libm import tanhf
-from ..quant import QMAX, QMIN, Requantizer, quantize_multiplier, wrap_int32
+from ..quant import INT32_MAX, INT32_MIN, QMAX, QMIN, Requantizer, quantize_multiplier, wrap_int32
 from ._float_dot import BoundDot, c_einsum, sequential_dot_core, sequential_taps_core
 from ._qutil import copyto
+from ._step_requant import requantization_steps
+from ._weight_stats import accumulator_range
 
 
 @dataclass(frozen=True)
@@ -166,67 +168,112 @@ class Svdf:
 
 def _bind_quantized(x: np.ndarray, bias: np.ndarray, state_view: np.ndarray, out: np.ndarray, data: SvdfData):
     """:meth:`Svdf.invoke`'s int8 steps on kept buffers: the state shifted by one copy (NumPy copies overlapping
-    ranges as memmove does), the feature product in float64 (exact: ``|acc| < 2^53``), its MBQM, clamp and wrapping
-    store into the newest slot, the time product as float64 products summed over the memory (exact integers), the
-    rank sums plus the bias; each int32 wrap only where the sums can leave int32 (bounds from the constant
-    weights), then the second MBQM, the output zero point and the clamp."""
+    ranges as memmove does); the feature product ``[x | 1] @ [W ; -zp_in sum W]`` in float64 (exact: ``|acc| <
+    2^53``, the input zero point folded into a last row); its MBQM, clamp and wrapping store into the newest slot;
+    the time product as float64 products over the memory plus a last tap holding ``bias - zp_state sum_m wt`` (the
+    state zero point and the bias folded in: exact integers) and the rank sums; each int32 wrap only where the sums
+    can leave int32 (bounds from the constant weights), then the second MBQM, the output zero point and the clamp.
+
+    Both requantizations are non-decreasing step functions of their accumulators where nothing wraps before them
+    (:mod:`._step_requant`): then each is one ``searchsorted`` whose index, stored by the narrowing cast, is the
+    value -- for the state, ``clamp(MBQM) + zp_state`` modulo the state type, as the wheel stores it
+    (:meth:`._step_requant.StepRequantizer.coded`). Elsewhere (a left shift that wraps, accumulators past int32)
+    the MBQM, clamp and zero point run as array operations. None (the invoke) where a product could pass 2^53."""
     batch, filters, memory = x.shape[0], *data.time_weights.shape
     units, rank = filters // data.rank, data.rank
+    inputs = x.shape[1]
     flat = state_view.reshape(-1)
     head, tail = flat[:-1], flat[1:]
     state = flat.reshape(batch, filters, memory)
     newest = state[:, :, -1]
-    features, time_weights = data.features, data.time_weights.astype(np.float64)
-    xf, dot = np.empty(x.shape, np.float64), np.empty((batch, filters), np.float64)
-    d, d32, y = np.empty((batch, filters), np.int64), np.empty((batch, filters), np.int32), np.empty((batch, filters),
-                                                                                                    np.int64)
-    centred, sums = np.empty(state.shape, np.float64), np.empty((batch, filters), np.float64)
-    s = np.empty((batch, filters), np.int64)
-    acc, acc32, z = (np.empty((batch, units), t) for t in (np.int64, np.int32, np.int64))
+    features = np.concatenate([data.features, -data.input_zp * data.features.sum(axis=0, keepdims=True)])
     bias64 = bias.reshape(-1)[:units].astype(np.int64)
+    folded = -data.state_zp * data.time_weights.sum(axis=1)              # [F]: -zp_state sum_m wt
+    folded[::rank] += bias64                                             # each unit's bias on its first filter
+    time_weights = np.concatenate([data.time_weights, folded[:, None]], axis=1).astype(np.float64)
+    # float64 holds every partial sum of both products exactly below 2^53 (raw int8 inputs, the state's values)
+    state_abs = max(abs(data.state_min), abs(data.state_max))
+    time_bound = rank * float((state_abs * np.abs(data.time_weights).sum(axis=1) + np.abs(folded)).max(initial=0))
+    feature_bound = float((128 * np.abs(features[:-1]).sum(axis=0) + np.abs(features[-1])).max(initial=0))
+    if max(time_bound, feature_bound) >= 2.0 ** 53:
+        return None                 # (no model comes near: the invoke's int64 arithmetic)
+    xf = np.ones((batch, inputs + 1), np.float64)                        # [x | 1]
+    xs, dot = xf[:, :inputs], np.empty((batch, filters), np.float64)
+    taps = np.ones((batch, filters, memory + 1), np.float64)             # [state | 1]
+    state_taps, sums = taps[:, :, :memory], np.empty((batch, filters), np.float64)
+    total = sums if rank == 1 else np.empty((batch, units), np.float64)
     # the largest magnitudes each int32 sum can reach (inputs and state anywhere in their types): a wrap (one C
     # cast to int32) only where one can leave int32; the time sums and the bias add up modulo 2^32 in C, so one
     # wrap of their exact total is the C code's
-    feature_reach = 255 * float(np.abs(features).sum(axis=0).max(initial=0))
+    lows, highs = accumulator_range(data.features.T, data.input_zp)      # every filter's feature sum
+    acc_lo, acc_hi = int(lows.min(initial=0)), int(highs.max(initial=0))
+    wrap_features = acc_lo < INT32_MIN or acc_hi > INT32_MAX
     state_span = max(abs(data.state_min - data.state_zp), abs(data.state_max - data.state_zp))
-    time_reach = state_span * float(np.abs(time_weights).sum(axis=1).max(initial=0))
-    wrap_features = feature_reach >= 2 ** 31
-    wrap_acc = rank * time_reach + float(np.abs(bias64).max(initial=0)) >= 2 ** 31
-    first = data.requantize[0].bind(d32 if wrap_features else d, y)
-    second = data.requantize[1].bind(acc32 if wrap_acc else acc, z)
-    time_sums = s.reshape(batch, units, rank)
-    zp_in, zp_state = np.array(float(data.input_zp)), np.array(float(data.state_zp))
-    state_lo, state_hi, zp_state64 = (np.array(v, np.int64) for v in (data.state_min, data.state_max, data.state_zp))
-    out_lo, out_hi, zp_out64 = (np.array(v, np.int64) for v in (-128, 127, data.output_zp))
+    time_reach = state_span * float(np.abs(data.time_weights).sum(axis=1).max(initial=0))
+    reach = rank * time_reach + float(np.abs(bias64).max(initial=0))
+    wrap_acc = reach >= 2 ** 31
+    bits = 8 * state.itemsize
+    state_steps = None if wrap_features else requantization_steps(
+        *data.e1, 0, data.state_min, data.state_max, acc_lo, acc_hi)
+    state_codes = None if state_steps is None else state_steps.coded(bits, data.state_zp)
+    out_range = (INT32_MIN, INT32_MAX) if wrap_acc else (-int(reach), int(reach))
+    out_steps = requantization_steps(*data.e2, data.output_zp, -128, 127, *out_range,
+                                     dtype=np.int64 if wrap_acc else np.float64)
+    out_codes = None if out_steps is None else out_steps.coded(8)
+    store_state = _stored_by_steps(state_codes, dot, newest) if state_codes is not None else \
+        _stored_by_mbqm(data.requantize[0], dot, newest, wrap_features, data.state_min, data.state_max,
+                        data.state_zp)
+    wrapped = (np.empty((batch, units), np.int64), np.empty((batch, units), np.int32)) if wrap_acc else None
+    keys = total if wrapped is None else wrapped[1]
+    store_out = _stored_by_steps(out_codes, keys, out) if out_codes is not None else \
+        _stored_by_mbqm(data.requantize[1], keys, out, False, -128 - data.output_zp, 127 - data.output_zp,
+                        data.output_zp)
+    by_unit = sums.reshape(batch, units, rank)
 
     def call() -> None:
         copyto(head, tail)                              # state[i] = state[i + 1]
-        copyto(xf, x)
-        np.subtract(xf, zp_in, out=xf)
+        copyto(xs, x)
         np.matmul(xf, features, out=dot)
-        copyto(d, dot, casting="unsafe")
-        if wrap_features:
-            copyto(d32, d, casting="unsafe")
-        first()
-        np_umath.clip(y, state_lo, state_hi, out=y)
-        np.add(y, zp_state64, out=y)
-        copyto(newest, y, casting="unsafe")             # C's narrowing store: wraps
-        copyto(centred, state)
-        np.subtract(centred, zp_state, out=centred)
-        c_einsum("bfm,fm->bf", centred, time_weights, out=sums)
-        copyto(s, sums, casting="unsafe")
-        if rank == 1:
-            np.add(time_sums[:, :, 0], bias64, out=acc)
-        else:
-            np.add.reduce(time_sums, axis=2, out=acc)
-            np.add(acc, bias64, out=acc)
-        if wrap_acc:
-            copyto(acc32, acc, casting="unsafe")
-        second()
-        np.add(z, zp_out64, out=z)
-        np_umath.clip(z, out_lo, out_hi, out=z)
-        copyto(out, z, casting="unsafe")
+        store_state()
+        copyto(state_taps, state)
+        c_einsum("bfm,fm->bf", taps, time_weights, out=sums)
+        if rank > 1:
+            np.add.reduce(by_unit, axis=2, out=total)
+        if wrapped is not None:                         # the exact total, modulo 2^32 as C's int32 sums
+            copyto(wrapped[0], total, casting="unsafe")
+            copyto(wrapped[1], wrapped[0], casting="unsafe")
+        store_out()
     return call
+
+
+def _stored_by_steps(coded: np.ndarray, keys: np.ndarray, dst: np.ndarray):
+    """``dst[...] = index`` of the kept ``keys`` among the ``coded`` thresholds: the narrowing store makes the index
+    the value (:meth:`._step_requant.StepRequantizer.coded`)."""
+    find = coded.searchsorted
+
+    def store() -> None:
+        copyto(dst, find(keys, "right"), casting="unsafe")
+    return store
+
+
+def _stored_by_mbqm(requantize: Requantizer, keys: np.ndarray, dst: np.ndarray, wrap: bool, lo: int, hi: int,
+                    zero_point: int):
+    """``dst[...] = clamp(MBQM(keys), lo, hi) + zero_point`` (a narrowing, wrapping store) on kept buffers, the keys
+    (exact integers) first wrapped to int32 where ``wrap``."""
+    acc, acc32, y = (np.empty(keys.shape, t) for t in (np.int64, np.int32, np.int64))
+    mbqm = requantize.bind(acc32 if wrap else acc, y)
+    lo_hi = (np.array(lo, np.int64), np.array(hi, np.int64))
+    zp = np.array(zero_point, np.int64)
+
+    def store() -> None:
+        copyto(acc, keys, casting="unsafe")
+        if wrap:
+            copyto(acc32, acc, casting="unsafe")
+        mbqm()
+        np_umath.clip(y, *lo_hi, out=y)
+        np.add(y, zp, out=y)
+        copyto(dst, y, casting="unsafe")             # C's narrowing store: wraps
+    return store
 
 
 def _bind_float(x: np.ndarray, wf: np.ndarray, wt: np.ndarray, bias: np.ndarray, state_view: np.ndarray,

@@ -53,6 +53,31 @@ def test_per_tensor_int32_mbqm(m, shift, zp, out, width, seed, float_keys):
     assert np.array_equal(steps(acc), _direct(f, acc, lo, hi))
 
 
+@given(m=st.integers(1 << 30, (1 << 31) - 1), shift=st.integers(-24, 0), bits=st.sampled_from([8, 16]),
+       offset=st.integers(-200, 200), seed=st.integers(0, 2**32 - 1), float_keys=st.booleans())
+@example(m=1 << 30, shift=-14, bits=16, offset=0, seed=0, float_keys=True)
+@example(m=(1 << 31) - 1, shift=0, bits=8, offset=100, seed=1, float_keys=False)     # a zero point that wraps
+def test_coded_thresholds_make_the_index_the_stored_value(m, shift, bits, offset, seed, float_keys):
+    """``coded``: the index among the padded thresholds, stored into a ``bits``-bit integer (C's narrowing cast),
+    is ``clamp(f(acc), lo, hi) + offset`` modulo 2^bits -- the SVDF state's zero point added after its clamp."""
+    rng = np.random.default_rng(seed)
+    lo, hi = (-128, 127) if bits == 8 else (-32768, 32767)
+    requantize = Requantizer(m, shift)
+    acc_min, acc_max = -int(rng.integers(0, 1 << 30)), int(rng.integers(0, 1 << 30))
+    steps = StepRequantizer(requantize, lo, hi, acc_min, acc_max, dtype=np.float64 if float_keys else np.int64)
+    acc = _probe_points(steps, acc_min, acc_max, 1, 1, rng)
+    stored = np.empty(acc.shape, np.int8 if bits == 8 else np.int16)
+    np.copyto(stored, steps.coded(bits, offset).searchsorted(acc.astype(steps.thresholds.dtype), "right"),
+              casting="unsafe")
+    expected = (_direct(requantize, acc, lo, hi) + offset).astype(stored.dtype)       # wraps as the store does
+    assert np.array_equal(stored, expected)
+
+
+def test_coded_declines_several_channels():
+    steps = StepRequantizer(lambda a: a, -2, 2, -5, 5, channels=2)
+    assert steps.coded(8) is None
+
+
 @given(channels=st.integers(1, 6), repeat=st.integers(1, 4), seed=st.integers(0, 2**32 - 1))
 def test_per_channel_columns(channels, repeat, seed):
     rng = np.random.default_rng(seed)

@@ -20,7 +20,8 @@ def build(rng: np.random.Generator, *, kind: str = "INT8", state_type: str = "IN
           input_size: int = 4, units: int = 2, rank: int = 1, memory: int = 3, act: str = "NONE",
           zp_in: int = 0, zp_state: int = 0, zp_out: int = 0, state_factor: float = 1.0,
           out_factor: float = 1.0, bias: bool = True, state_variable: bool = True,
-          bias_scale_error: float = 0.0, time_weights: int | None = None) -> tuple[bytes, tuple[int, int]]:
+          bias_scale_error: float = 0.0, time_weights: int | None = None,
+          feature_weights: int | None = None) -> tuple[bytes, tuple[int, int]]:
     filters = units * rank
     b = ModelBuilder()
     if kind == "FLOAT32":
@@ -39,8 +40,9 @@ def build(rng: np.random.Generator, *, kind: str = "INT8", state_type: str = "IN
         s_out = s_state * s_wt * smax * (wt_lim / 2) * (memory * rank) ** 0.5 / 128 * out_factor
         s_bias = float(np.float32(s_state)) * float(np.float32(s_wt)) + bias_scale_error
         x = b.add_tensor("x", (batch, input_size), "INT8", scale=s_in, zero_point=zp_in)
-        wf = b.add_tensor("wf", (filters, input_size), "INT8",
-                          data=rng.integers(-127, 128, (filters, input_size)), scale=s_wf, zero_point=0)
+        wf_data = rng.integers(-127, 128, (filters, input_size)) if feature_weights is None else \
+            np.full((filters, input_size), feature_weights)
+        wf = b.add_tensor("wf", (filters, input_size), "INT8", data=wf_data, scale=s_wf, zero_point=0)
         wt_data = rng.integers(-wt_lim + 1, wt_lim, (filters, memory)) if time_weights is None else \
             np.full((filters, memory), time_weights)
         wt = b.add_tensor("wt", (filters, memory), state_type, data=wt_data, scale=s_wt, zero_point=0)
@@ -99,6 +101,49 @@ def test_int16_time_sums_that_wrap_int32_match_tflm(sign):
                             state_factor=0.002, time_weights=sign * 32767)
     x = np.full(in_shape, 127 * sign, np.int8)
     assert_sequence_matches(model, [x] * 10)
+
+
+@pytest.mark.parametrize("state_type,zp_state", [("INT8", -20), ("INT8", 100), ("INT16", 0)])
+@pytest.mark.parametrize("rank", [1, 2])
+def test_the_state_itself_matches_tflm(state_type, zp_state, rank):
+    """The activation state after every invoke -- the newest slot's requantization, its zero point added after the
+    clamp and its wrapping store (one searchsorted where the requantization is a step function) -- not only the
+    output it feeds, which a small output scale can leave unchanged."""
+    rng = np.random.default_rng(11)
+    model, in_shape = build(rng, state_type=state_type, zp_state=zp_state, zp_in=9, rank=rank, units=3, memory=4,
+                            input_size=6, batch=2)
+    _assert_state_and_output_match(model, [random_tensor(rng, in_shape) for _ in range(4)])
+
+
+def test_requantizations_that_are_no_step_functions_match_tflm():
+    """A state scale so small that the first MBQM shifts the feature sums left past int32 (2^20), and an output
+    scale so small that the second shifts the wrapping int32 time sums left: neither is a non-decreasing step
+    function, and both run as MBQM, clamp and zero point on arrays -- the state and the output still the wheel's."""
+    rng = np.random.default_rng(3)
+    model, in_shape = build(rng, state_type="INT16", input_size=40, units=3, memory=8, state_factor=1e-6,
+                            out_factor=1e-9, time_weights=32767, zp_out=3)
+    _assert_state_and_output_match(model, [random_tensor(rng, in_shape) for _ in range(6)])
+
+
+def test_feature_sums_that_wrap_int32_match_tflm():
+    """70000 inputs at 127 against weights of 127 with an input zero point of -128: the feature sum passes 2^31
+    and wraps in int32 before its MBQM, as the C code's accumulation does."""
+    rng = np.random.default_rng(4)
+    model, in_shape = build(rng, state_type="INT16", input_size=70000, units=1, memory=2, zp_in=-128,
+                            feature_weights=127)
+    _assert_state_and_output_match(model, [np.full(in_shape, 127, np.int8), random_tensor(rng, in_shape)] * 2)
+
+
+def _assert_state_and_output_match(model: bytes, xs: list[np.ndarray]) -> None:
+    """The activation state and the output after every invoke, against the wheel's."""
+    mi, ref = Interpreter(model), TflmRunner(model, preserve_all=True)
+    state = mi.runtime.model.main.operators[0].inputs[4]
+    for x in xs:
+        mi.set_input(x)
+        mi.invoke()
+        ref.run([x])
+        np.testing.assert_array_equal(mi.runtime.read_tensor(state), ref.tensor(state))
+        np.testing.assert_array_equal(mi.get_output(), ref.output(0))
 
 
 @pytest.mark.parametrize("kind,state_type", [("INT8", "INT8"), ("INT8", "INT16"), ("FLOAT32", "FLOAT32")])

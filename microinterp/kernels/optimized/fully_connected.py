@@ -34,7 +34,7 @@ from .._weight_stats import ChannelStats, fill_transposed
 from ..base import HostBudget
 from ..fully_connected import KERNEL as REFERENCE
 from ..fully_connected import FullyConnectedData, FullyConnectedTiler
-from ..fully_connected_bound import code_padding
+from ..fully_connected_bound import coded_thresholds
 from ._buffers import work_buffer
 from ._epilogue import _F32_EXACT, Epilogue, gemm, gemm_weights_from
 from ._group import GROUP_BYTES, block_rows, group_done, group_for
@@ -220,7 +220,7 @@ def _plan(ctx, op, data: FullyConnectedData) -> FullyConnectedPlan | None:
         return None
     outputs = data.batches * data.depth
     if data.steps is not None:
-        if code_padding(data) is not None:
+        if coded_thresholds(data) is not None:
             if outputs < _MIN_CODE_OUTPUTS:
                 return None
         elif outputs < _MIN_OUTPUTS and outputs * data.accum < _MIN_PRODUCT:
