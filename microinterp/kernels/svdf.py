@@ -289,7 +289,8 @@ def _bind_float(x: np.ndarray, wf: np.ndarray, wt: np.ndarray, bias: np.ndarray,
     state = flat.reshape(batch, filters, memory)
     newest, memory_first = state[:, :, -1], state.transpose(2, 0, 1)
     x_t, xs_t = np.empty((x.shape[1], batch), np.float32), np.empty((memory, batch, filters), np.float32)
-    features = BoundDot(x_t, np.ascontiguousarray(wf, np.float32))
+    w = np.ascontiguousarray(wf, np.float32)
+    features = BoundDot(x_t, w, None, np.ascontiguousarray(w.T))    # the transpose: the channels-innermost einsum
     time_sums = BoundDot.taps(xs_t, np.ascontiguousarray(np.asarray(wt, np.float32).T))
     start = np.broadcast_to(bias.reshape(-1)[:units], (batch, units)).astype(np.float32)
     acc = np.empty((batch, units), np.float32)
