@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from microinterp import Interpreter
 from microinterp.errors import PrepareError
 from microinterp.kernels import lstm_eval
+from microinterp.kernels.unidirectional_sequence_lstm import CELL, HIDDEN
 from microinterp.quant import mbqm, quantize_multiplier
 from microinterp.testing.builder import ModelBuilder
 from microinterp.testing.single_op import random_tensor
@@ -86,13 +87,20 @@ def build(rng: np.random.Generator, *, kind: str = "INT8", batch: int = 1, steps
 
 def assert_sequence_matches(model, inputs: list[np.ndarray]) -> None:
     """Invoke microinterp (reference kernels, and optimized kernels) and the wheel on each input in turn, without
-    reset; every invoke must match, op by op."""
+    reset; every invoke must match, op by op, and so must the hidden and cell states it leaves (variable tensors:
+    the next invoke starts from them)."""
     for optimized in (False, True):
         mi = Interpreter(model, preserve_all_tensors=True, optimized=optimized)
         ref = TflmRunner(model)
+        op = mi.runtime.model.main.operators[0]
+        states = [ti for ti in (op.inputs[HIDDEN], op.inputs[CELL]) if mi.runtime.model.main.tensors[ti].is_variable]
         for step, x in enumerate(inputs):
             result = compare_with_tflm(model, [x], interpreter=mi, tflm=ref)
-            assert result.ok, f"invoke {step} ({'optimized' if optimized else 'reference'} kernels): {result}"
+            kernels = "optimized" if optimized else "reference"
+            assert result.ok, f"invoke {step} ({kernels} kernels): {result}"
+            for ti in states:
+                got, want = mi.runtime.read_tensor(ti), ref.tensor(ti)
+                assert got.tobytes() == want.tobytes(), f"invoke {step} ({kernels} kernels): state tensor {ti}"
 
 
 @st.composite
