@@ -93,7 +93,7 @@ class IntegerStep:
             per_gate = tuple(a[::s] for a in rec_mult)
             acc = np.arange(rec_min, rec_max + 1, dtype=np.int64)[:, None]
             table = self._requant16(acc, per_gate, None if self.acc64 else Requantizer(*per_gate), self.rec_wraps)
-            self.rec_table = np.ascontiguousarray(table.T).reshape(-1).astype(np.int64)
+            self.rec_table = np.ascontiguousarray(table.T).reshape(-1).astype(np.int16)     # saturated: int16 values
             offsets = np.repeat(np.arange(4) * span - rec_min, s).astype(np.float64)
         else:
             self.rec_table, self.rec_mult = None, rec_mult
