@@ -89,22 +89,19 @@ class Streams:
         return op.key in ELEMENTWISE_OPS and kernel is REFERENCE_KERNELS.get(op.key)
 
     def _step(self, op: Any, kernel: Any, data: Any):
-        if getattr(kernel, "streams", None) == BIND:
-            # an elementwise op binds and invokes on views of one rank more (constants broadcast to every stream)
-            elementwise = self._elementwise(op, kernel)
-            ctx = self._elementwise_ctx(op) if elementwise else self.ctx
+        declared = getattr(kernel, "streams", None)
+        # an elementwise op binds and invokes on views of one rank more (constants broadcast to every stream)
+        elementwise = self._elementwise(op, kernel)
+        ctx = self._elementwise_ctx(op) if elementwise else self.ctx
+        if declared == BIND:
             bound = kernel.bind(ctx, op, data)
             if bound is not None:
                 return _Bound(bound)
-            if elementwise and not hasattr(kernel, "invoke_streams"):
-                return _Call(kernel, ctx, op, data)
         if hasattr(kernel, "invoke_streams"):
             state = kernel.stream_state(data, self.count) if hasattr(kernel, "stream_state") else None
             return _Explicit(kernel, self.ctx, op, data, state)
-        if getattr(kernel, "streams", None) in (BIND, INVOKE):
-            return _Call(kernel, self.ctx, op, data)
-        if self._elementwise(op, kernel):
-            return _Call(kernel, self._elementwise_ctx(op), op, data)
+        if elementwise or declared in (BIND, INVOKE):
+            return _Call(kernel, ctx, op, data)
         return _OneByOne(kernel, self, op, data)
 
     def _elementwise_ctx(self, op: Any) -> InvokeContext:
