@@ -60,10 +60,14 @@ class _VFixed(_Ring):
     def wrap(self, v):
         return v.astype(self.dtype)
 
-    def sround(self, x):
+    def _rounded(self, x):
+        """``(x + round) >> frac`` in place, in the product type (``sround`` before its store)."""
         x += self.round
         x >>= self.frac
-        return x.astype(self.dtype)
+        return x
+
+    def sround(self, x):
+        return self._rounded(x).astype(self.dtype)
 
     def s_mul(self, a, b):
         return self.sround(a * b)
@@ -76,20 +80,14 @@ class _VFixed(_Ring):
         return self.sround(r), self.sround(i)
 
     def fixdiv(self, r, i, k):
-        d = self.prod.type(self.max // k)
-        return self.sround(r * d), self.sround(i * d)
+        wr, wi = self.fixdiv_wide(r, i, k)
+        return self.wrap(wr), self.wrap(wi)
 
     def fixdiv_wide(self, r, i, k):
         """:meth:`fixdiv` left in the product type: ``|x (max // k)| >> frac`` fits the value type for ``k >= 2``,
         so the store's cast changes nothing, and the twiddle products after it multiply operands of one type."""
         d = self.prod.type(self.max // k)
-        out = []
-        for v in (r, i):
-            w = v * d
-            w += self.round
-            w >>= self.frac
-            out.append(w)
-        return out
+        return self._rounded(r * d), self._rounded(i * d)
 
     def unit_after_fixdiv(self, p: int, tw_r, tw_i) -> bool:
         """Whether ``C_MUL`` by the twiddle ``(tw_r, tw_i)`` returns every ``C_FIXDIV(x, p)`` unchanged: the twiddle
@@ -326,14 +324,10 @@ def rfft_frames(frames: np.ndarray, nfft: int, type_name: str, out: np.ndarray |
     after ``k`` (at ``k = ncfft / 2`` both name one bin, and the scalar loop's second store wins)."""
     sub, sw_r, sw_i = vector_plan(nfft, type_name)
     a, count, n = sub.a, len(frames), sub.n
-    if sub.gather is not None and count < GATHER_BELOW:
-        bins = gather_rfft(nfft, type_name)(frames)
-        if out is None:
-            return bins
-        out[...] = bins
-        return out
-    if out is None or not out.flags.c_contiguous:       # (the bins are stored through a view of the output)
-        bins = rfft_frames(frames, nfft, type_name, np.empty((count, 2 * (n + 1)), a.dtype))
+    gathers = sub.gather is not None and count < GATHER_BELOW
+    if gathers or out is None or not out.flags.c_contiguous:    # (the split stores through a view of the output)
+        bins = gather_rfft(nfft, type_name)(frames) if gathers else \
+            rfft_frames(frames, nfft, type_name, np.empty((count, 2 * (n + 1)), a.dtype))
         if out is None:
             return bins
         out[...] = bins
