@@ -7,7 +7,7 @@ Models, built in-process as the tests build them (``tests/kernels/test_unidirect
 (16 inputs, 32 states, batch-major; the float one also with ``--states`` states: where the NumPy calls of a step
 stop dominating), and SVDF layers (40 inputs, 64 units, rank 1, memory 10) in float32 and int8 with
 an int16 state. Whole calls -- ``set_input`` + ``invoke`` + ``get_output`` -- on the wheel and on ``Interpreter(model)``,
-interleaved, medians of ``--rounds`` batches, one BLAS thread; every model's output is first checked bit for bit
+interleaved, medians of ``--rounds`` batches (``_whole_calls.py``), one BLAS thread; every model's output is first checked bit for bit
 against the wheel's.
 
 The floor: the NumPy calls that any bit-exact float LSTM step makes on this machine, each timed alone on buffers of
@@ -27,9 +27,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse
-import statistics
 import sys
-import time
 import timeit
 from pathlib import Path
 
@@ -37,6 +35,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _whole_calls import interleaved, per_call, whole_calls
 
 import microinterp as mi
 from microinterp import libm
@@ -65,13 +66,6 @@ def models(steps: int, wider: list[int]) -> list[tuple[str, bytes, np.ndarray]]:
     return out
 
 
-def _batch_time(fn, calls: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - t0) / calls
-
-
 def compare(name: str, model: bytes, x: np.ndarray, rounds: int) -> float:
     """Prints and returns the wheel's time over ours (whole calls, interleaved medians)."""
     wheel, ours = TflmRunner(model, preserve_all=False), mi.Interpreter(model)
@@ -83,24 +77,9 @@ def compare(name: str, model: bytes, x: np.ndarray, rounds: int) -> float:
         got, want = check_o.get_output(0), check_w.output(0)
         assert got.tobytes() == np.asarray(want, got.dtype).tobytes(), f"{name}: not the wheel's output"
 
-    def wheel_call():
-        wheel.run([x])
-        wheel.output(0)
-
-    def ours_call():
-        ours.set_input(x, 0)
-        ours.invoke()
-        ours.get_output(0)
-
-    single = _batch_time(wheel_call, 3)
-    calls = max(3, int(0.02 / max(single, 1e-6)))        # batches of about 20 ms
-    for fn in (wheel_call, ours_call):
-        fn()
-    w, o = [], []
-    for _ in range(rounds):
-        w.append(_batch_time(wheel_call, calls))
-        o.append(_batch_time(ours_call, max(1, calls // 3)))
-    w_s, o_s = statistics.median(w), statistics.median(o)
+    wheel_call, ours_call = whole_calls(wheel, ours, x)
+    calls = max(1, int(0.02 / max(per_call(ours_call, 3), 1e-6)))      # batches of about 20 ms
+    w_s, o_s = interleaved(wheel_call, ours_call, calls, rounds)
     print(f"| {name} | {w_s * 1e6:.1f} | {o_s * 1e6:.1f} | {w_s / o_s:.2f} | bit-exact |")
     return w_s
 

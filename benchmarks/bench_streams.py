@@ -21,29 +21,21 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _whole_calls import interleaved, whole_calls
 
 import microinterp as mi
 from microinterp.apps.audio import features, features_batch
 from microinterp.streams import Streams
 
-MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
-
-
-def _per_call(fn, calls: int, rounds: int) -> float:
-    """Median seconds per call over ``rounds`` batches of ``calls``."""
-    samples = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        samples.append((time.perf_counter() - t0) / calls)
-    return statistics.median(samples)
+MODELS = HERE.parents[1] / "shared" / "models"
 
 
 def bench(name: str, rounds: int, counts: list[int], clip_counts: list[int]) -> None:
@@ -53,22 +45,8 @@ def bench(name: str, rounds: int, counts: list[int], clip_counts: list[int]) -> 
     model = path.read_bytes()
     rng = np.random.default_rng(0)
     window = (rng.normal(size=(1, 480)) * 3000).astype(np.int16)
-    wheel, it = TflmRunner(model, preserve_all=False), mi.Interpreter(model)
-
-    def wheel_call():
-        wheel.run([window])
-        wheel.output(0)
-
-    def ours_call():
-        it.set_input(window, 0)
-        it.invoke()
-        it.get_output(0)
-
-    w, o = [], []
-    for _ in range(rounds):         # interleaved
-        w.append(_per_call(wheel_call, 50, 1))
-        o.append(_per_call(ours_call, 20, 1))
-    w_s, o_s = statistics.median(w), statistics.median(o)
+    wheel_call, ours_call = whole_calls(TflmRunner(model, preserve_all=False), mi.Interpreter(model), window)
+    w_s, o_s = interleaved(wheel_call, ours_call, 20, rounds)
     print(f"{name}: wheel {w_s * 1e6:.1f} us per window; Interpreter {o_s * 1e6:.1f} us (x{w_s / o_s:.3f})")
     for s in counts:
         runner = Streams(model, s)
@@ -78,7 +56,7 @@ def bench(name: str, rounds: int, counts: list[int], clip_counts: list[int]) -> 
         single.set_input(xs[-1], 0)
         single.invoke()
         assert np.array_equal(got[-1], single.get_output(0)), "streams differ from one interpreter"
-        w_t, t = _interleaved(wheel_call, lambda r=runner, x=xs: r.run(x), max(2, 200 // s), rounds)
+        w_t, t = interleaved(wheel_call, lambda r=runner, x=xs: r.run(x), max(2, 200 // s), rounds)
         t /= s
         print(f"  streams S={s}: {t * 1e6:.1f} us per window and stream (x{w_t / t:.3f} the wheel's "
               f"{w_t * 1e6:.1f} us)")
@@ -87,24 +65,10 @@ def bench(name: str, rounds: int, counts: list[int], clip_counts: list[int]) -> 
         expected = features(mi.Interpreter(model), clips[-1])
         feats = features_batch(model, clips)
         assert np.array_equal(feats[-1], expected), "features_batch differs from features"
-        w_t, t = _interleaved(wheel_call, lambda c=clips: features_batch(model, c), 1, max(5, rounds))
+        w_t, t = interleaved(wheel_call, lambda c=clips: features_batch(model, c), 1, max(5, rounds))
         t /= n * feats.shape[1]
         print(f"  features_batch, {n} clips: {t * 1e6:.1f} us per window (x{w_t / t:.3f} the wheel's "
               f"{w_t * 1e6:.1f} us)")
-
-
-def _interleaved(wheel_call, fn, calls: int, rounds: int) -> tuple[float, float]:
-    """Medians of ``rounds`` alternations of a batch of the wheel's windows (about as long as a batch of ``fn``)
-    and a batch of ``calls`` calls of ``fn``: (seconds per wheel window, seconds per ``fn`` call)."""
-    fn()
-    probe = _per_call(wheel_call, 50, 1)
-    batch = _per_call(fn, calls, 1)
-    wheel_calls = max(50, int(batch * calls / probe))
-    w, t = [], []
-    for _ in range(rounds):
-        w.append(_per_call(wheel_call, wheel_calls, 1))
-        t.append(_per_call(fn, calls, 1))
-    return statistics.median(w), statistics.median(t)
 
 
 def main(argv: list[str] | None = None) -> int:

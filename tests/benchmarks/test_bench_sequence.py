@@ -3,21 +3,16 @@ every model against the wheel and prints the table and the float LSTM's floor.""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_sequence.py"
+from ._scripts import benchmark_script
 
 
 @pytest.fixture(scope="module")
 def bench():
     pytest.importorskip("tflite_micro")
-    spec = importlib.util.spec_from_file_location("bench_sequence", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    with benchmark_script("bench_sequence") as module:
+        yield module
 
 
 def test_short_run_prints_every_model_and_the_floor(bench, capsys):

@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_zoo.py"
+from ._scripts import benchmark_script
 
 
 @pytest.fixture(scope="module")
 def bench():
     pytest.importorskip("tflite_micro")
-    spec = importlib.util.spec_from_file_location("bench_zoo", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_zoo"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("bench_zoo", None)
+    with benchmark_script("bench_zoo") as module:
+        yield module
 
 
 def test_quick_run_writes_the_table(bench, tmp_path, capsys):
