@@ -269,23 +269,31 @@ GATHER_TAKE_BELOW = 4096
 def bind_gather(target: np.ndarray, windows: np.ndarray, base: np.ndarray) -> Callable[[], None]:
     """``copyto(target, windows)`` as a call without arguments, where ``windows`` is a strided view of the
     C-contiguous ``base`` (:func:`fixed_windows`): up to :data:`GATHER_TAKE_BELOW` values into a C-contiguous
-    ``target``, one ``take`` of ``base``'s flat positions of every element, computed here from the view's strides
-    (``wrap`` mode: every position is valid, no bounds check); else the copy itself."""
-    fits = target.size <= GATHER_TAKE_BELOW and target.flags.c_contiguous and base.flags.c_contiguous \
-        and target.shape == windows.shape and target.dtype == windows.dtype == base.dtype
-    if fits:
-        item = base.itemsize
-        offsets = np.zeros((), np.int64) + (windows.__array_interface__["data"][0]
-                                            - base.__array_interface__["data"][0])
-        for axis, (n, stride) in enumerate(zip(windows.shape, windows.strides)):
-            offsets = offsets + (np.arange(n, dtype=np.int64) * stride).reshape([-1 if a == axis else 1
-                                                                                for a in range(windows.ndim)])
-        offsets = np.broadcast_to(offsets, windows.shape).reshape(-1)
-        fits = offsets.size and offsets.min() >= 0 and offsets.max() < base.nbytes and not (offsets % item).any()
-    if not fits:
+    ``target``, one ``take`` of ``base``'s flat positions of every element (:func:`flat_positions`; ``wrap`` mode:
+    every position is valid, no bounds check); else the copy itself."""
+    fits = target.size <= GATHER_TAKE_BELOW and target.flags.c_contiguous and target.shape == windows.shape \
+        and target.dtype == windows.dtype == base.dtype
+    positions = flat_positions(windows, base) if fits else None
+    if positions is None:
         return functools.partial(copyto, target, windows)
-    positions = (offsets // item).astype(np.intp)
-    return functools.partial(base.reshape(-1).take, positions, None, target.reshape(-1), "wrap")
+    return functools.partial(base.reshape(-1).take, positions.reshape(-1), None, target.reshape(-1), "wrap")
+
+
+def flat_positions(view: np.ndarray, base: np.ndarray) -> np.ndarray | None:
+    """The position in ``base``'s flat data (``base`` C-contiguous) of every element of ``view``, a strided view of
+    it of the same dtype, as an intp array of ``view``'s shape, computed from the view's address and strides; None
+    where an element lies outside ``base`` or between its items (or ``view`` is empty)."""
+    if not base.flags.c_contiguous or view.dtype != base.dtype:
+        return None
+    item = base.itemsize
+    offsets = np.zeros((), np.int64) + (view.__array_interface__["data"][0] - base.__array_interface__["data"][0])
+    for axis, (n, stride) in enumerate(zip(view.shape, view.strides)):
+        offsets = offsets + (np.arange(n, dtype=np.int64) * stride).reshape([-1 if a == axis else 1
+                                                                            for a in range(view.ndim)])
+    offsets = np.broadcast_to(offsets, view.shape)
+    if not offsets.size or offsets.min() < 0 or offsets.max() >= base.nbytes or (offsets % item).any():
+        return None
+    return (offsets // item).astype(np.intp)
 
 
 def window_view(buf: np.ndarray, out_h: int, out_w: int, filter_h: int, filter_w: int, stride_h: int, stride_w: int,

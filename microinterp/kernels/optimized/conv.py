@@ -50,6 +50,7 @@ from .._weight_stats import ChannelStats, accumulator_range
 from ..base import HostBudget
 from ..conv import KERNEL as REFERENCE
 from ..conv import ConvData, ConvTiler, regular_steps
+from ..padding import flat_positions
 from ._buffers import claimed_buffer, still_claimed, work_buffer
 from ._epilogue import Epilogue, gemm, gemm_weights, product_for
 from ._group import GROUP_BYTES, block_rows, group_done, group_for
@@ -169,18 +170,14 @@ class Im2col:
         source, target = x[self.source], self.target
         if self.image is None:
             return functools.partial(copyto, target, source)
-        n, oh, ow, kh, kw, c_in, sh, sw, dh, dw = self.geometry
+        _, _, _, _, kw, c_in, _, _, _, dw = self.geometry
         run = kw * c_in if dw == 1 else c_in
         if not self.shared and run < GATHER_RUN and self.cols.size <= GATHER_ELEMENTS:
             extended = np.empty(self.image.size + 1, self.dtype)
             self._bind(self.cols, extended[:-1].reshape(self.image_shape))
             extended[-1] = 1.0
             positions = np.empty(self.cols.shape, np.intp)
-            at = np.arange(self.image.size, dtype=np.intp).reshape(self.image_shape)
-            s = at.strides
-            positions[:, :self.k] = np.lib.stride_tricks.as_strided(
-                at, (n, oh, ow, kh, kw, c_in), (s[0], sh * s[1], sw * s[2], dh * s[1], dw * s[2], s[3])).reshape(
-                    self.rows, self.k)
+            positions[:, :self.k] = flat_positions(self.cols_source, self.image).reshape(self.rows, self.k)
             positions[:, self.k] = self.image.size
             interior, cols, take = self.image[self.interior], self.cols, extended.take
 
