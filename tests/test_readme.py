@@ -172,3 +172,16 @@ def test_ops_table_matches_registry():
         cell = line.split("|")[1]
         listed |= {name.strip() for name in cell.split(",") if re.fullmatch(r"\s*[A-Za-z0-9_]+\s*", name)}
     assert listed == set(REFERENCE_KERNELS)
+
+
+def test_ci_runs_the_readme_setup_commands():
+    """CI (``.ci/run``) runs the README's two set-up commands as they are written: the main job from a plain
+    install, then the test command -- so a README that stops working for a new user turns CI red."""
+    setup = README.read_text().split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    commands = [b.split("\n")[0] for b in re.findall(r"```bash\n(.*?)```", setup, re.S)][:2]
+    assert commands == ["pip install . && microinterp demo", "pip install -e '.[test]' && python -m pytest -q"]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    for command in commands:
+        assert any(line.strip() == command for line in ci), f".ci/run does not run {command!r}"
+    user = next(i for i, line in enumerate(ci) if line.strip() == commands[0])
+    assert any("venv" in line for line in ci[:user]) and "-e" not in commands[0].split()

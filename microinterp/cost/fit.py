@@ -2,7 +2,9 @@
 
 For each firmware build and each kernel path, the coefficients minimise the squared **relative** error over the
 path's nodes, under non-negativity (every loop-structure term costs instructions; it cannot save them):
-``scipy.optimize.nnls`` on the rows ``features / count`` against 1, with the columns scaled to unit maximum.
+``scipy.optimize.nnls`` on the rows ``features / count`` against 1, with those rows' columns scaled to unit maximum.
+Ties are broken by a stated rule (:func:`independent_terms`: a term that is a combination of the terms named before it
+is left out), so the minimiser is unique and every SciPy release and BLAS kernel gives the same coefficients.
 
 Fitting data: the shape sweeps' goldens (``tests/goldens/device/sweep/``), built in-process. A path no sweep
 covers (the Signal library, the LSTM, PACK, SHAPE ...) is fitted on the zoo's and the population's own nodes with
@@ -99,17 +101,61 @@ def _data_dependent_inputs(raw: bytes, sg: Any, build: str) -> dict[int, Any]:
 
 
 def _nnls(features: list[dict[str, int]], counts: list[int], terms: list[str]) -> dict[str, float]:
-    from scipy.optimize import nnls
+    """min ||R c - 1||^2 over c >= 0, R the rows ``features / count`` (so the squared terms are the nodes' relative
+    errors) with each column scaled to unit maximum; then back to unscaled coefficients.
 
-    a = np.array([[f.get(t, 0) for t in terms] for f in features], dtype=np.float64)
+    Many loop-structure terms are collinear over a path's nodes (on a sweep where every RESHAPE has one row,
+    ``rows`` is the constant ``1``), so the minimisers form a polytope and plain NNLS returns whichever vertex its
+    pivoting reaches -- which moves with the BLAS kernel and the SciPy release. Every minimiser has the same fitted
+    values p = R c* (the objective is strictly convex in p), so the tie is broken by a stated rule: among
+    c >= 0 with R c = p, the one that minimises sum_j (rank_j + 1) c_j, rank_j the term's place in the order of
+    :func:`simplicity` -- a linear programme whose vertex puts the work on the simplest terms (a loop's own count
+    before a count of its inner blocks)."""
+    from scipy.optimize import linprog, nnls
+
+    a, y = _design(features, counts, terms)
+    rows = a / y[:, None]
+    scale = _scale(rows)
+    rows = rows / scale
+    coef, _ = nnls(rows, np.ones(len(y)), maxiter=50 * len(terms))
+    rank = {t: i for i, t in enumerate(sorted(terms, key=simplicity))}
+    lp = linprog(np.array([rank[t] + 1.0 for t in terms]), A_eq=rows, b_eq=rows @ coef,
+                 bounds=(0, None), method="highs")
+    if lp.status == 0:
+        coef = lp.x
+    return {t: float(c / s) for t, c, s in zip(terms, coef, scale) if c > TINY}
+
+
+def simplicity(term: str) -> tuple[int, str]:
+    """The tie-breaking order of terms: fewer factors first (``1``, then ``B``, ``B_U3``, ``B_U3_K`` ...), then by
+    name."""
+    return (0 if term == "1" else len(term.split("_")), term)
+
+
+#: Coefficients (on unit-maximum columns) below this are the solvers' round-off, not work: left out.
+TINY = 1e-9
+
+
+def _design(features: list[dict[str, int]], counts: list[int], terms: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The feature matrix and the counts of the nodes with a non-zero count."""
+    a = np.array([[f.get(t, 0) for t in terms] for f in features], dtype=np.float64).reshape(len(features), len(terms))
     y = np.array(counts, dtype=np.float64)
     keep = y > 0
-    a, y = a[keep], y[keep]
-    scale = np.abs(a).max(axis=0)
+    return a[keep], y[keep]
+
+
+def _scale(rows: np.ndarray) -> np.ndarray:
+    """Each column's largest magnitude (1 for an all-zero column): the scaled rows have unit-maximum columns."""
+    scale = np.abs(rows).max(axis=0) if len(rows) else np.ones(rows.shape[1])
     scale[scale == 0] = 1.0
-    coef, _ = nnls(a / scale / y[:, None], np.ones(len(y)), maxiter=50 * len(terms))
-    coef = coef / scale
-    return {t: float(c) for t, c in zip(terms, coef) if c > 0}
+    return scale
+
+
+def objective(coefs: dict[str, float], features: list[dict[str, int]], counts: list[int]) -> float:
+    """The fit's objective for given coefficients: the sum of the nodes' squared relative errors."""
+    a, y = _design(features, counts, sorted(coefs))
+    c = np.array([coefs[t] for t in sorted(coefs)])
+    return float(np.sum((a @ c / y - 1) ** 2))
 
 
 def _worst(terms: dict[str, float], features, counts) -> float:
@@ -117,34 +163,40 @@ def _worst(terms: dict[str, float], features, counts) -> float:
     return max(errs) if errs else 0.0
 
 
-def fit_build(build: str) -> dict[str, Any]:
-    """The fitted paths of one build."""
+def fitting_data(build: str) -> dict[str, tuple[list[dict[str, int]], list[int], list[str], str]]:
+    """Per fitted path of one build: the nodes' features, their counts, the terms offered and what they come from
+    (``"sweep"`` or ``"models"``). ``*`` is the generic fallback over the sweeps' elementwise and data-movement ops."""
     sweep_rows = _nodes(device.SWEEP_DIR, build, sweep=True)
     model_rows = _nodes(device.GOLDEN_DIR, build, sweep=False)
     by_path: dict[str, list] = defaultdict(list)
     for p, f, y, _, _ in sweep_rows:
         by_path[p].append((f, y))
-    out: dict[str, Any] = {}
+    out: dict[str, tuple] = {}
     for p, rows in sorted(by_path.items()):
         feats, counts = [r[0] for r in rows], [r[1] for r in rows]
         terms = [t for t in sorted(feats[0]) if _applies(t, build)]
         if len(rows) < 12:      # too few nodes for the loop terms: fixed + the main size only
             terms = [t for t in terms if t in ("1", "n", "out", "P_oc", "macs", "R_C", "B_U")] or terms[:2]
-        fit = _nnls(feats, counts, terms)
-        out[p] = {"terms": fit, "fitted_on": "sweep", "nodes": len(rows), "max_rel_error": _worst(fit, feats, counts)}
+        out[p] = (feats, counts, terms, "sweep")
     uncovered: dict[str, list] = defaultdict(list)
     for p, _, y, _, g in model_rows:
         if p not in out:
             uncovered[p].append((g, y))
     for p, rows in sorted(uncovered.items()):
-        feats, counts = [r[0] for r in rows], [r[1] for r in rows]
-        fit = _nnls(feats, counts, list(GENERIC_TERMS))
-        out[p] = {"terms": fit, "fitted_on": "models", "nodes": len(rows),
-                  "max_rel_error": _worst(fit, feats, counts), "generic": True}
+        out[p] = ([r[0] for r in rows], [r[1] for r in rows], list(GENERIC_TERMS), "models")
     generic = [(g, y) for p, _, y, _, g in sweep_rows if "/" not in p and not p.endswith("POOL_2D") and p != "SOFTMAX"]
-    fit = _nnls([g for g, _ in generic], [y for _, y in generic], list(GENERIC_TERMS))
-    out["*"] = {"terms": fit, "fitted_on": "sweep", "nodes": len(generic),
-                "max_rel_error": _worst(fit, [g for g, _ in generic], [y for _, y in generic]), "generic": True}
+    out["*"] = ([g for g, _ in generic], [y for _, y in generic], list(GENERIC_TERMS), "sweep")
+    return out
+
+
+def fit_build(build: str) -> dict[str, Any]:
+    """The fitted paths of one build."""
+    out: dict[str, Any] = {}
+    for p, (feats, counts, terms, fitted_on) in fitting_data(build).items():
+        fit = _nnls(feats, counts, terms)
+        out[p] = {"terms": fit, "fitted_on": fitted_on, "nodes": len(feats), "max_rel_error": _worst(fit, feats, counts)}
+        if fitted_on == "models" or p == "*":
+            out[p]["generic"] = True
     return out
 
 
