@@ -46,3 +46,11 @@ RESOLVER_METHODS = {
     "TRANSPOSE_CONV": "AddTransposeConv", "UNIDIRECTIONAL_SEQUENCE_LSTM": "AddUnidirectionalSequenceLSTM",
     "UNPACK": "AddUnpack", "VAR_HANDLE": "AddVarHandle", "WHILE": "AddWhile", "ZEROS_LIKE": "AddZerosLike",
 }
+
+#: Ops TFLM registers that run on an accelerator, not the CPU: op -> what would run it. A board without that
+#: accelerator cannot run the model (a Vela-compiled model on a Cortex-M alone), whatever its memory.
+ACCELERATOR_OPS = {
+    "ethos-u": "an Arm Ethos-U NPU (the op is a Vela-compiled command stream; deploy the model from before Vela "
+               "on a board without one)",
+}
+

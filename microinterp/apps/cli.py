@@ -95,7 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
                                       "32-bit target, latency, memory against the part, out-of-core settings; "
                                       "exit 0 when it fits, 1 when it does not, 2 when TFLM cannot run it")
     s.add_argument("model")
-    s.add_argument("--mcu", default="stm32f746", help="MCU profile: stm32f746, apollo3, stm32l4r5, stm32h7a3, stm32u575, nrf5340")
+    s.add_argument("--mcu", default=None, help="the board priced: stm32f746 (default), apollo3, stm32l4r5, "
+                                               "stm32h7a3, stm32u575, nrf5340, or CORE@CLOCK such as "
+                                               "cortex-m33@200MHz; with --target alone, a board of that core")
     s.add_argument("--kernels", default="optimized", help="optimized (CMSIS-NN) or reference")
     s.add_argument("--target", default=None, help="the core the firmware is built for (cortex-m3, cortex-m4, "
                                                   "cortex-m7, cortex-m33, cortex-m55); default: the MCU's")

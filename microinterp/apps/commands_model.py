@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from ..errors import MicroInterpError
 from ..interpreter import Interpreter
 from ..model import load_model
 from ..planner.picture import arena_picture
@@ -164,19 +165,29 @@ def _plan_strategies(args: argparse.Namespace) -> int:
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:
+    """Exit codes a script can trust: 0 fits, 1 does not fit in memory (out-of-core settings may follow), 2 TFLM or
+    the board cannot run the model -- an op with no TFLM kernel or needing an accelerator the board lacks, a model
+    TFLM's Prepare refuses, a file that is not a model -- or the arguments are wrong."""
     from .deploy import deploy
 
-    d = deploy(args.model, args.mcu, args.kernels, target=args.target)
-    # exit codes a script can trust: 0 fits, 1 does not fit in memory (out-of-core settings may follow), 2 TFLM
-    # cannot run the model (ops it has no kernel for)
+    try:
+        d = deploy(args.model, args.mcu, args.kernels, target=args.target)
+    except MicroInterpError as e:
+        if args.json:
+            _json({"model": args.model, "deployable": False, "why_not": f"{type(e).__name__}: {e}",
+                   "latency_ms": None, "exit_code": 2})
+        else:
+            print(f"microinterp deploy: NOT deployable: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
     status = 2 if not d.deployable else 0 if d.fits else 1
     if args.json:
-        json.dump({**d.as_dict(), "exit_code": status}, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        _json({**d.as_dict(), "exit_code": status})
         return status
     p = d.mcu
     print(f"{d.model} on {p.name} ({p.core} @ {p.clock_hz / 1e6:g} MHz, {p.sram_bytes // 1024} KB SRAM, "
           f"{p.flash_bytes // 1024} KB flash), {d.kernels} kernels")
+    if p.assumed:
+        print(f"  ({p.assumed})")
     print()
     print(d.resolver)
     t = d.target
@@ -185,17 +196,18 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     print("alignas(16) static uint8_t tensor_arena[kTensorArenaSize];")
     print(f"// for TFLM built for {t['core']} with {t['kernels']} kernels ({t['features']}, {t['float_abi']} float "
           f"ABI): {t['tflm']}, {t['cmsis_nn']}")
+    if t["core"] != p.core_key:
+        print(f"// the latency below is {p.name}'s ({p.core_key}); this arena is the {t['core']} build's")
     if d.unmodelled_ops:
         print(f"// not modelled for this build: {', '.join(d.unmodelled_ops)} (their reference Prepare is counted)")
     print()
     print(f"weights {d.weights_bytes:,d} B of {p.flash_bytes:,d} B flash; arena {d.arena_size:,d} B of "
           f"{p.sram_bytes:,d} B SRAM: {'fits' if d.fits else 'does NOT fit in memory'}")
     if not d.deployable:
-        print(f"NOT deployable: TFLM has no kernel for {', '.join(d.unsupported)} (no latency: a firmware cannot "
-              "run this model)")
+        print(f"NOT deployable on {p.name}: {d.why_not} (no latency: this firmware cannot run the model)")
         return status
     print(f"latency {d.latency_ms:.2f} ms ({d.cycles / 1e6:.2f} M cycles; cost model of {p.figure_note(d.kernels)})")
-    if d.calibrated_cycles is not None:
+    if d.calibrated_latency_ms is not None:
         print(f"  calibrated: {d.calibrated_latency_ms:.2f} ms ({d.calibrated_cycles / 1e6:.2f} M cycles) with "
               f"{p.calibration_note(d.kernels)}")
     if args.per_op:
@@ -207,9 +219,16 @@ def cmd_deploy(args: argparse.Namespace) -> int:
             print(f"out of core: Interpreter(model, arena={o['arena']}, backing={o['backing']!r}, flash={o['flash']}, "
                   f"pools={o['pools']}, mcu={o['mcu']!r}) -> {o['latency_ms']:.1f} ms, SD {o['sd_read_bytes']:,d} B "
                   f"read / {o['sd_write_bytes']:,d} B written per invoke")
+            print(f"  on the command line: microinterp run MODEL --arena {o['arena']} --backing {o['backing']} "
+                  f"--pools {':'.join(str(v) for v in o['pools'])} --mcu {o['mcu']}")
         else:
             print(f"out of core: does not fit this part either (smallest arena {o.get('needed_arena')} bytes)")
     return status
+
+
+def _json(doc: dict) -> None:
+    json.dump(doc, sys.stdout, indent=1)
+    sys.stdout.write("\n")
 
 
 def cmd_report(args: argparse.Namespace) -> int:

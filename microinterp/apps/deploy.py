@@ -28,7 +28,7 @@ from ..cost.mcu import McuProfile, get_profile, kernel_set
 from ..errors import ArenaOverflowError, UnsupportedOpError
 from ..memory32 import estimate_arena
 from ..model import Model, load_model
-from ..tflm_ops import RESOLVER_METHODS
+from ..tflm_ops import ACCELERATOR_OPS, RESOLVER_METHODS
 
 KIB = 1024
 
@@ -60,40 +60,63 @@ class Deployment:
         return tuple(op for op in self.ops if op not in RESOLVER_METHODS)
 
     @property
+    def needs_accelerator(self) -> dict[str, str]:
+        """Ops that run on an accelerator this board lacks (an Ethos-U command stream on a plain Cortex-M), with
+        what would run each."""
+        return {op: ACCELERATOR_OPS[op] for op in self.ops
+                if op in ACCELERATOR_OPS and op not in self.mcu.accelerators}
+
+    @property
     def deployable(self) -> bool:
-        return not self.unsupported
+        return not self.unsupported and not self.needs_accelerator
 
     @property
-    def cycles(self) -> float:
-        return sum(c for _, _, c in self.per_op)
+    def why_not(self) -> str:
+        """Why the model cannot run on this board ("" when it can)."""
+        parts = []
+        if self.unsupported:
+            parts.append(f"TFLM has no kernel for {', '.join(self.unsupported)} (register your own "
+                         "TFLMRegistration for it)")
+        for op, what in self.needs_accelerator.items():
+            parts.append(f"{op} needs {what}; {self.mcu.name} has none")
+        return "; ".join(parts)
 
     @property
-    def latency_ms(self) -> float:
-        return self.cycles / self.mcu.clock_hz * 1e3
+    def cycles(self) -> float | None:
+        """Predicted cycles of one invoke; None when the board cannot run the model."""
+        return sum(c for _, _, c in self.per_op) if self.deployable else None
+
+    @property
+    def latency_ms(self) -> float | None:
+        return None if self.cycles is None else self.cycles / self.mcu.clock_hz * 1e3
 
     @property
     def calibrated_latency_ms(self) -> float | None:
-        return None if self.calibrated_cycles is None else self.calibrated_cycles / self.mcu.clock_hz * 1e3
+        if self.calibrated_cycles is None or not self.deployable:
+            return None
+        return self.calibrated_cycles / self.mcu.clock_hz * 1e3
 
     @property
     def fits(self) -> bool:
         return self.arena_size <= self.mcu.sram_bytes and self.weights_bytes <= self.mcu.flash_bytes
 
     def as_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "mcu": self.mcu.name, "clock_hz": self.mcu.clock_hz, "kernels": self.kernels,
+        return {"model": self.model, "mcu": self.mcu.name, "core": self.mcu.core_key, "clock_hz": self.mcu.clock_hz,
+                "board_assumptions": self.mcu.assumed or None, "kernels": self.kernels,
                 "ops": list(self.ops), "resolver": self.resolver, "arena_bytes": self.arena_bytes,
                 "arena_size": self.arena_size, "head_bytes": self.head_bytes, "tail_bytes": self.tail_bytes,
                 "weights_bytes": self.weights_bytes, "sram_bytes": self.mcu.sram_bytes,
                 "flash_bytes": self.mcu.flash_bytes, "fits": self.fits, "cycles": self.cycles,
                 "latency_ms": self.latency_ms, "cost_build": self.mcu.figure_note(self.kernels),
-                "calibrated": None if self.calibrated_cycles is None else {
+                "calibrated": None if self.calibrated_latency_ms is None else {
                     "cycles": self.calibrated_cycles, "latency_ms": self.calibrated_latency_ms,
                     "build": self.mcu.calibration_note(self.kernels)},
                 "per_op": [{"index": i, "op": op, "cycles": c} for i, op, c in self.per_op],
                 "out_of_core": self.out_of_core, "arena_used_bytes": self.arena_bytes,
                 "kTensorArenaSize": self.arena_size, "target": self.target,
                 "unmodelled_ops": list(self.unmodelled_ops), "unsupported_ops": list(self.unsupported),
-                "deployable": self.deployable}
+                "needs_accelerator": self.needs_accelerator, "deployable": self.deployable,
+                "why_not": self.why_not or None}
 
 
 def resolver_snippet(ops: list[str]) -> str:
@@ -109,15 +132,36 @@ def resolver_snippet(ops: list[str]) -> str:
     return "\n".join(lines)
 
 
-def deploy(model: Any, mcu: str | McuProfile = "stm32f746", kernels: str = "optimized",
+#: The board priced when neither a board nor a core is named.
+DEFAULT_MCU = "stm32f746"
+
+
+def board_for(mcu: str | McuProfile | None, target: str | None) -> McuProfile:
+    """The board a report prices: ``mcu`` when given; else, with a ``target`` core, a board of that core
+    (:data:`microinterp.cost.boards.DEFAULT_BOARD_OF_CORE`: its named profile, or a generic board at a typical
+    clock); else :data:`DEFAULT_MCU`."""
+    from ..cost.boards import DEFAULT_BOARD_OF_CORE
+    from ..targets import get_target
+
+    if isinstance(mcu, McuProfile):
+        return mcu
+    if mcu is not None:
+        return get_profile(mcu)
+    if target is not None:
+        return get_profile(DEFAULT_BOARD_OF_CORE[get_target(target).core.name])
+    return get_profile(DEFAULT_MCU)
+
+
+def deploy(model: Any, mcu: str | McuProfile | None = None, kernels: str = "optimized",
            target: str | None = None) -> Deployment:
     """The deployment report for ``model`` on ``mcu`` (see the module docstring). ``target`` (a core such as
-    ``"cortex-m55"``) overrides the MCU profile's core for the arena figures; ``kernels`` picks CMSIS-NN
-    (``optimized``) or the reference kernels for both the arena and the cost model."""
+    ``"cortex-m55"``) is the core the firmware is built for: the arena figures are that build's, and without
+    ``mcu`` a board of that core is priced (:func:`board_for`); ``kernels`` picks CMSIS-NN (``optimized``) or the
+    reference kernels for both the arena and the cost model."""
     from ..targets import get_target, target_of_core
 
     m: Model = load_model(model)
-    p = mcu if isinstance(mcu, McuProfile) else get_profile(mcu)
+    p = board_for(mcu, target)
     ks = kernel_set(kernels)
     device = get_target(target, ks) if target is not None else target_of_core(p.core, ks)
     ops: list[str] = []
@@ -133,7 +177,7 @@ def deploy(model: Any, mcu: str | McuProfile = "stm32f746", kernels: str = "opti
     per_op = tuple((op.index, op.key, c) for op, c in zip(m.main.operators, cycles))
     calibrated = sum(predict_cycles(m, p, ks, calibrated=True)) if p.calibration.get(ks) else None
     ooc = None
-    if size > p.sram_bytes or weights > p.flash_bytes:
+    if (size > p.sram_bytes or weights > p.flash_bytes) and not any(op in ACCELERATOR_OPS for op in ops):
         ooc = _out_of_core(m, p)
     return Deployment(m.source or m.description or "model", p, ks, tuple(ops), resolver_snippet(ops), arena, size,
                       est.head_bytes, est.persistent_bytes, weights, per_op, ooc, device.describe(),

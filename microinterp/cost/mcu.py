@@ -117,6 +117,8 @@ class McuProfile:
     power_sd_read_mw: float = 0.0                       # SD card (+ its bus) while reading, on top of the CPU
     power_sd_write_mw: float = 0.0                      # SD card (+ its bus) while writing, on top of the CPU
     calibration: Mapping[str, Calibration] = dataclasses.field(default_factory=dict)  # kernel set -> published build
+    assumed: str = ""                                   # what a generic board's figures assume (boards.py)
+    accelerators: tuple[str, ...] = ()                  # accelerator ops the part runs (tflm_ops.ACCELERATOR_OPS)
 
     def __post_init__(self) -> None:
         positive = ("clock_hz", "sram_bytes", "flash_bytes", "sd_read_bytes_per_s", "sd_write_bytes_per_s")
@@ -174,8 +176,9 @@ class McuProfile:
     def figure_note(self, kernels: str = "optimized") -> str:
         """Which board and software build a cycle figure models: printed next to every figure."""
         ks = "CMSIS-NN" if kernel_set(kernels) == "optimized" else "reference"
-        return (f"{self.name} ({self.core_key} @ {self.clock_hz / 1e6:g} MHz, {self.cpi:.3g} cycles/instruction), "
-                f"{ks} kernels of today's build ({TODAY})")
+        assumed = f"; {self.assumed}" if self.assumed else ""
+        return (f"{self.name} ({self.core_key} @ {self.clock_hz / 1e6:g} MHz, {self.cpi:.3g} cycles/instruction"
+                f"{assumed}), {ks} kernels of today's build ({TODAY})")
 
     def calibration_note(self, kernels: str = "optimized") -> str | None:
         """The board's published build its calibrated figure models, or None when it has none."""
@@ -374,13 +377,40 @@ ALIASES: Mapping[str, str] = MappingProxyType({
 })
 
 
+#: What a generic board (``cortex-m33@200MHz``, :mod:`.boards`) takes from the named boards of its core family:
+#: SD, flash-stream, checksum, AES and power figures; no hash or AES engine (a generic board is not known to have one).
+_FAMILY_OF_CORE = {"cortex-m3": "stm32u575", "cortex-m4": "stm32l4r5", "cortex-m7": "stm32f746",
+                   "cortex-m33": "stm32u575", "cortex-m55": "stm32f746"}
+_FAMILY_FIELDS = ("sd_read_bytes_per_s", "sd_write_bytes_per_s", "sd_command_latency_s", "flash_read_cycles_per_byte",
+                  "hash_cycles_per_byte", "aes_gcm_cycles_per_byte", "power_active_mw", "power_idle_mw",
+                  "power_sd_read_mw", "power_sd_write_mw")
+_FAMILIES = {core: {**{f: _PROFILE_DATA[board][f] for f in _FAMILY_FIELDS}, **_NO_AES_ENGINE,
+                    "hash_accel_cycles_per_byte": 0.0, "has_hash_accelerator": False, "hash_accel_algorithms": ()}
+             for core, board in _FAMILY_OF_CORE.items()}
+
+
+def generic_profile(spec: str) -> McuProfile:
+    """The profile of a generic board spec such as ``"cortex-m33@200MHz"`` (:mod:`microinterp.cost.boards`)."""
+    from .boards import board_data
+
+    data = board_data(spec, _FAMILIES)
+    return McuProfile(interpreter_cycles_per_op=round(INTERPRETER_INSTRUCTIONS_PER_OP * CORE_CPI[data["core_key"]]
+                                                      * data["memory_factor"], 1), **data)
+
+
 def get_profile(name: str) -> McuProfile:
-    """The profile called ``name`` (case-insensitive, aliases accepted); a ConfigError lists the known names."""
+    """The profile called ``name`` (case-insensitive, aliases accepted), or a generic board ``CORE@CLOCK[,fact=v]``
+    (:mod:`microinterp.cost.boards`); a ConfigError lists the known names."""
+    from .boards import is_spec
+
+    if is_spec(name):
+        return generic_profile(name)
     key = str(name).strip().lower()
     key = ALIASES.get(key, key)
     if key not in MCU_PROFILES:
         known = ", ".join(sorted(MCU_PROFILES)) + " (aliases: " + ", ".join(sorted(ALIASES)) + ")"
-        raise ConfigError(f"unknown MCU profile {name!r}; known: {known}")
+        raise ConfigError(f"unknown MCU profile {name!r}; known: {known}, or a generic board CORE@CLOCK such as "
+                          "cortex-m33@200MHz")
     return MCU_PROFILES[key]
 
 

@@ -288,3 +288,21 @@ def mobilenet_v2(seed: int = 0, alpha: float = 1.0, input_size: int = 224, class
     net.fc(classes, act="NONE")
     net.softmax()
     return net.build()
+
+
+def vela_like(seed: int = 0) -> bytes:
+    """A model as Arm's Vela compiler writes it for an Ethos-U NPU: the network is one ``ethos-u`` custom op whose
+    inputs are the command stream, the weights, a scratch area and the input tensor (Vela keeps ops it cannot
+    offload, here a final SOFTMAX, as TFLite ops for the CPU)."""
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder(description="vela_like")
+    x = b.add_tensor("input", (1, 96, 96, 1), scale=1 / 128, zero_point=0)
+    cms = b.add_tensor("command_stream", (256,), "UINT8", data=rng.integers(0, 256, 256, dtype=np.uint8))
+    weights = b.add_tensor("weights", (4096,), "UINT8", data=rng.integers(0, 256, 4096, dtype=np.uint8))
+    scratch = b.add_tensor("scratch", (16384,), "UINT8")
+    logits = b.add_tensor("logits", (1, 2), scale=1 / 16, zero_point=0)
+    out = b.add_tensor("output", (1, 2), scale=1 / 256, zero_point=-128)
+    b.add_op("CUSTOM", [cms, weights, scratch, x], [logits], custom_code="ethos-u")
+    b.add_op("SOFTMAX", [logits], [out], beta=1.0)
+    b.inputs, b.outputs = [x], [out]
+    return b.build()

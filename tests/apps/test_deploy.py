@@ -14,6 +14,7 @@ from microinterp.apps.cli import main
 from microinterp.apps.deploy import deploy, resolver_snippet
 from microinterp.kernels import REFERENCE_KERNELS
 from microinterp.memory32 import estimate_arena
+from microinterp.testing.builder import ModelBuilder
 from microinterp.testing.models import demo_cnn
 from microinterp.tflm_ops import RESOLVER_METHODS
 
@@ -110,6 +111,7 @@ def test_deploy_says_when_tflm_cannot_run_a_model_and_exits_non_zero(tmp_path, c
     assert main(["deploy", str(path), "--json"]) == 2
     doc = json.loads(capsys.readouterr().out)
     assert doc["unsupported_ops"] == ["GELU"] and doc["deployable"] is False and doc["exit_code"] == 2
+    assert doc["latency_ms"] is None and doc["cycles"] is None          # no latency where no firmware runs it
 
 
 def test_deploy_exits_zero_when_it_fits_and_one_when_it_does_not(tmp_path, capsys):
@@ -125,3 +127,69 @@ def test_deploy_exits_zero_when_it_fits_and_one_when_it_does_not(tmp_path, capsy
     doc = json.loads(capsys.readouterr().out)
     assert doc["fits"] is False and doc["exit_code"] == 1
     assert resolver_snippet(["ethos-u"]).endswith("op_resolver.AddEthosU();")
+
+
+def test_target_without_mcu_prices_a_board_of_that_core(capsys):
+    """``--target cortex-m55`` alone prices a Cortex-M55 board, not the default Cortex-M7 one; the output names the
+    board and what it assumes."""
+    d = deploy(demo_cnn(), target="cortex-m55")
+    assert d.mcu.core_key == "cortex-m55" and d.target["core"] == "cortex-m55" and d.mcu.name == "cortex-m55@400MHz"
+    assert d.latency_ms == pytest.approx(d.cycles / 400e6 * 1e3)
+    assert deploy(demo_cnn(), target="cortex-m4").mcu.core_key == "cortex-m4"
+    assert deploy(demo_cnn(), target="cortex-m3").mcu.core_key == "cortex-m3"
+    assert deploy(demo_cnn()).mcu.name == "stm32f746"
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/m.tflite"
+        open(path, "wb").write(demo_cnn())
+        assert main(["deploy", path, "--target", "cortex-m55", "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["mcu"] == "cortex-m55@400MHz" and doc["core"] == "cortex-m55" and doc["target"]["core"] == \
+            "cortex-m55"
+        assert "assumed" in doc["board_assumptions"]
+        assert main(["deploy", path, "--target", "cortex-m55"]) == 0
+        out = capsys.readouterr().out
+        assert "on cortex-m55@400MHz (Cortex-M55 @ 400 MHz" in out and "stm32f746" not in out
+        # a board and a core that differ: the text says whose latency it shows
+        assert main(["deploy", path, "--target", "cortex-m55", "--mcu", "apollo3"]) == 0
+        assert "the latency below is apollo3's (cortex-m4); this arena is the cortex-m55 build's" in \
+            capsys.readouterr().out
+
+
+def test_a_vela_model_is_not_deployable_on_a_board_without_an_npu(tmp_path, capsys):
+    from microinterp.testing.models import vela_like
+
+    path = tmp_path / "person_detect_vela.tflite"
+    path.write_bytes(vela_like())
+    d = deploy(path, "stm32f746")
+    assert not d.deployable and set(d.needs_accelerator) == {"ethos-u"} and d.latency_ms is None
+    assert main(["deploy", str(path), "--mcu", "stm32f746"]) == 2
+    out = capsys.readouterr().out
+    assert "NOT deployable on stm32f746: ethos-u needs an Arm Ethos-U NPU" in out and "latency 0" not in out
+    assert main(["deploy", str(path), "--json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["needs_accelerator"].keys() == {"ethos-u"} and doc["latency_ms"] is None and doc["exit_code"] == 2
+
+
+def _gather_int32_model() -> bytes:
+    """GATHER of int32 params: TFLM's Prepare refuses the type (as tflite__dynamic_shapes in the population)."""
+    b = ModelBuilder()
+    x = b.add_tensor("x", (4, 3), "INT32")
+    i = b.add_tensor("i", (2,), "INT32", data=np.array([0, 2], np.int32))
+    y = b.add_tensor("y", (2, 3), "INT32")
+    b.add_op("GATHER", [x, i], [y], axis=0)
+    b.inputs, b.outputs = [x], [y]
+    return b.build()
+
+
+@pytest.mark.parametrize("bad", ["prepare", "garbage"])
+def test_a_model_tflm_cannot_prepare_or_read_exits_2(tmp_path, capsys, bad):
+    path = tmp_path / "m.tflite"
+    path.write_bytes(_gather_int32_model() if bad == "prepare" else b"not a model" * 8)
+    assert main(["deploy", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "NOT deployable" in err and ("PrepareError" if bad == "prepare" else "ModelError") in err
+    assert main(["deploy", str(path), "--json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["deployable"] is False and doc["latency_ms"] is None and doc["exit_code"] == 2
