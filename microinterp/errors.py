@@ -44,6 +44,11 @@ class InvokeError(MicroInterpError, RuntimeError):
         super().__init__(f"op {op_index} ({op_name}) failed at invoke: {rule}")
 
 
+class CheckFailed(MicroInterpError, RuntimeError):
+    """A kernel met a condition TFLM checks with ``TFLITE_CHECK`` at Eval (the firmware aborts). Kernels raise it
+    with the rule; :meth:`microinterp.Interpreter.invoke` turns it into an :class:`InvokeError` naming the op."""
+
+
 class ArenaOverflowError(MicroInterpError, MemoryError):
     """The arena is too small. Carries the request, what was available and the smallest arena that works."""
 

@@ -205,7 +205,8 @@ class Interpreter(LiteRTMixin):
     def invoke(self, progress: Any = None) -> None:
         """Run every op of the main subgraph in order (tile by tile through the SD image when out of core).
 
-        ``progress(done, total, record)`` is called after each op when out of core (for progress bars)."""
+        ``progress(done, total, record)`` is called after each op when out of core (for progress bars). A condition
+        TFLM checks with ``TFLITE_CHECK`` (its firmware would abort) raises :class:`InvokeError` naming the op."""
         self.runtime.invoke(progress)
 
     def invoke_batch(self, inputs: Any, batch: int = 64, progress: Any = None, threads: int = 1) -> Any:

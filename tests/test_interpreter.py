@@ -264,3 +264,32 @@ def test_a_kernel_buffer_the_host_cannot_allocate_is_a_typed_error(monkeypatch):
     monkeypatch.setattr(conv, "ConvPlan", refuse)
     with pytest.raises(mi.HostMemoryError, match="13.1 GiB"):
         mi.Interpreter(demo_cnn())
+
+
+def _equal_logits_softmax(n: int = 1000, rows: int = 8) -> bytes:
+    """RELU then an int8 SOFTMAX over rows of ``n`` equal logits: the sum of exponentials needs a reciprocal shift above
+    31, which TFLM checks (its firmware aborts)."""
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1, rows, 1, n), scale=0.01, zero_point=0)
+    r = b.add_tensor("r", (1, rows, 1, n), scale=0.01, zero_point=0)
+    y = b.add_tensor("y", (1, rows, 1, n), scale=1 / 256, zero_point=-128)
+    b.add_op("RELU", [x], [r])
+    b.add_op("SOFTMAX", [r], [y], beta=1.0)
+    b.inputs, b.outputs = [x], [y]
+    return b.build()
+
+
+@pytest.mark.parametrize("reference", [False, True])
+def test_a_tflite_check_is_an_invoke_error_naming_the_op(tmp_path, reference):
+    """Not a bare RuntimeError: an InvokeError (a MicroInterpError) naming the op and node, in memory and out of
+    core, with optimized and reference kernels; the next invoke on good data runs."""
+    model = _equal_logits_softmax()
+    for kwargs in ({}, {"arena": 8000, "backing": tmp_path / "sd.img"}):
+        it = mi.Interpreter(model, optimized=not reference, **kwargs)
+        assert it.out_of_core == bool(kwargs)
+        with pytest.raises(mi.InvokeError, match=r"op 1 \(SOFTMAX\) failed at invoke: softmax: reciprocal exponent"):
+            it.invoke()
+        it.set_input(np.arange(8000).reshape(1, 8, 1, 1000).astype(np.int8))
+        it.invoke()
+        assert it.get_output(0).dtype == np.int8
+        it.close()

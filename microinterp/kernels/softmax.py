@@ -37,6 +37,7 @@ import numpy as np
 from numpy._core import umath as np_umath
 
 from .. import libm
+from ..errors import CheckFailed
 from ..quant import (
     QMAX,
     QMIN,
@@ -353,7 +354,7 @@ def _softmax_int8(rows: np.ndarray, data: SoftmaxData) -> np.ndarray:
         valid = exponent.min() >= 0 and exponent.max() <= 31
         recip, exponent = recip[:, None], exponent[:, None]
     if not valid:
-        raise RuntimeError(EXPONENT_ERROR)
+        raise CheckFailed(EXPONENT_ERROR)
     type_name = "INT16" if data.output_bits == 16 else "INT8"
     value = mbqm(e, recip, -exponent)                                  # RDBPOT(SRDHM(recip, e), exponent)
     value += QMIN[type_name]

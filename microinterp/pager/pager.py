@@ -36,9 +36,9 @@ from ..arena import Arena, SizingArena, align_up
 from ..bands.op_plan import OpPlan
 from ..bands.tiling import band_kernel, tiler_for
 from ..cost.mcu import McuProfile, get_profile
-from ..errors import ArenaOverflowError, ConfigError, HostMemoryError, InputError
+from ..errors import ArenaOverflowError, CheckFailed, ConfigError, HostMemoryError, InputError
 from ..kernels.base import InvokeContext, PrepareContext, prepare_ops
-from ..runtime.base import OutOfCore, reset_variable
+from ..runtime.base import OutOfCore, check_failed, reset_variable
 from ..runtime.memory import quiet_floats
 from ..storage.sd import SdImage
 from .engine import Engine
@@ -289,9 +289,17 @@ class Pager:
         except MemoryError as e:
             raise HostMemoryError(f"the host ran out of memory in an out-of-core kernel ({e}); a smaller "
                                   "tile= or pools= keeps its buffers smaller") from e
+        except CheckFailed as e:
+            i = self.failed_op()
+            raise check_failed(e, None if i is None else self.model.main.operators[i]) from e
 
     def records(self) -> list[OpRecord]:
         return self.last_records
+
+    def failed_op(self) -> int | None:
+        """The op (a fused chain's last op) the engine was running when an invoke raised."""
+        index = self.engine.current_record.index
+        return index if index >= 0 else None
 
     def reset(self) -> None:
         """Variable tensors (in the tail) back to their initial value and every kernel's ``reset``."""

@@ -42,6 +42,9 @@ class Runtime(Protocol):
     def records(self) -> list[Any]:
         """Per-op records of the last invoke (:class:`~microinterp.pager.profile.OpRecord`)."""
 
+    def failed_op(self) -> int | None:
+        """The main subgraph's op an invoke that raised was running (None when not known)."""
+
     def close(self) -> None:
         """Release what the runtime holds open (the SD image); it cannot invoke afterwards."""
 
@@ -70,3 +73,13 @@ def reset_variable(t: Any, view: np.ndarray | None) -> None:
     if t.is_variable and view is not None:
         zp = t.quantization.zero_point if (t.quantization and t.type_name == "INT8") else 0
         view.view(np.uint8)[...] = zp & 0xFF
+
+
+def check_failed(error: Exception, op: Any) -> Exception:
+    """The :class:`~microinterp.errors.InvokeError` for a kernel's :class:`~microinterp.errors.CheckFailed` (a
+    ``TFLITE_CHECK`` of TFLM) while running ``op`` (None when the runtime cannot tell which)."""
+    from ..errors import InvokeError
+
+    return InvokeError(-1 if op is None else op.index, "?" if op is None else op.key,
+                       f"{error}; TFLM's firmware would abort here")
+

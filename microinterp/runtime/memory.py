@@ -34,7 +34,7 @@ import numpy as np
 from ..arena import Arena, SizingArena
 from ..cost.instructions import DATA_DEPENDENT
 from ..cost.mcu import McuProfile, op_class
-from ..errors import ArenaOverflowError, HostMemoryError, InputError
+from ..errors import ArenaOverflowError, CheckFailed, HostMemoryError, InputError
 from ..graph import MicroGraph
 from ..kernels._qutil import to_int32_arm
 from ..kernels.base import IN_MEMORY_CACHE_BYTES, HostBudget, InvokeContext, PrepareContext, prepare_ops
@@ -45,7 +45,7 @@ from ..planner import allocation_infos, buffer_requests, plan_greedy, plan_linea
 from ..planner.greedy import plan_size
 from ..planner.optimal import plan_optimal
 from ..shared_arena import TenantArena
-from .base import reset_variable
+from .base import check_failed, reset_variable
 
 #: ops up to which :meth:`InMemoryRuntime._invoker` writes one line per op (a loop over the calls beyond)
 UNROLLED_OPS = 256
@@ -270,6 +270,7 @@ class InMemoryRuntime:
         whole call of a one-op model is 1.5-3 us."""
         names: dict[str, Any] = {"stamps": self.stamps, "clock": time.perf_counter, "calls": self.calls,
                                  "reset_variable": reset_variable, "HostMemoryError": HostMemoryError,
+                                 "CheckFailed": CheckFailed, "check_failed": self._check_failed,
                                  "OUT_OF_MEMORY": _OUT_OF_MEMORY,
                                  "resets": [(self.subgraph.tensors[ti], self.views[ti]) for ti in self.device_resets]}
         body = ["def invoke(progress=None):"]
@@ -290,13 +291,27 @@ class InMemoryRuntime:
             body += ["        pass"]
         else:
             body += ["        for call, i in calls:", "            call()", "            stamps[i] = clock()"]
-        body += ["    except MemoryError as e:", "        raise HostMemoryError(OUT_OF_MEMORY.format(e)) from e"]
+        body += ["    except MemoryError as e:", "        raise HostMemoryError(OUT_OF_MEMORY.format(e)) from e",
+                 "    except CheckFailed as e:", "        raise check_failed(e) from e"]
         if self.floats:
             body += ["    finally:", "        leave(token)"]
         exec(compile("\n".join(body), "<microinterp invoke>", "exec"), names)  # noqa: S102 - our own source
         invoke = names["invoke"]
         invoke.__doc__ = InMemoryRuntime.invoke.__doc__
         return invoke
+
+    def _check_failed(self, error: Exception) -> Exception:
+        i = self.failed_op()
+        return check_failed(error, None if i is None else self.subgraph.operators[i])
+
+    def failed_op(self) -> int | None:
+        """The op an invoke that raised was running: the first call whose clock reading is older than the invoke's
+        start (each call's reading is written after it returns), found afterwards -- the invoke loop pays nothing."""
+        start = self.stamps[0]
+        for _, i in self.calls:
+            if self.stamps[i] < start:
+                return i - 1
+        return None
 
     def reset(self) -> None:
         """Variable tensors back to their zero point (int8) or 0, resource variables back to their default values

@@ -36,6 +36,7 @@ from array import array
 
 import numpy as np
 
+from ...errors import CheckFailed
 from ...quant import INT32_MAX, QMAX, QMIN, get_reciprocal
 from ..softmax import _ACCUMULATION_INTEGER_BITS, EXPONENT_ERROR, SoftmaxData
 from ..softmax import KERNEL as REFERENCE
@@ -180,7 +181,7 @@ def _one_row(rows: np.ndarray, out: np.ndarray, data: SoftmaxData) -> bool:
     recip, bits = reciprocal(total)
     exponent = bits + 31 - data.output_bits
     if not 0 <= exponent <= 31:
-        raise RuntimeError(EXPONENT_ERROR)
+        raise CheckFailed(EXPONENT_ERROR)
     _finish(data.exp_table[start:].take(u), recip, np.int64(exponent), out, data)
     return True
 
@@ -195,7 +196,7 @@ def _many_rows(rows: np.ndarray, out: np.ndarray, data: SoftmaxData) -> bool:
     recip, bits = get_reciprocal(totals, _ACCUMULATION_INTEGER_BITS)      # per row on Python ints up to 16 rows
     exponent = bits + (31 - data.output_bits)
     if np.any((exponent < 0) | (exponent > 31)):
-        raise RuntimeError(EXPONENT_ERROR)
+        raise CheckFailed(EXPONENT_ERROR)
     _finish(data.exp_table[index], recip[:, None], exponent[:, None], out, data)
     return True
 
