@@ -8,7 +8,7 @@ The setting of the goals: the STM32F746 profile (Cortex-M7 @ 216 MHz), 512 KB of
 the card (``flash=0``, as SwapNN pre-stores parameters), SD read bandwidth from ``--sd`` (MB/s, SwapNN's range is
 10-40) with writes at half of it. The models are built in-process (``microinterp.testing.models``). For each kernel set
 (the cycle coefficients of ``microinterp.cost.mcu``: TFLM's portable ``reference`` kernels or ``optimized`` = CMSIS-NN),
-SD speed and scheduling variant (``microinterp.schedule.cli.VARIANTS``) it runs the simulation and prints the per-frame
+SD speed and scheduling variant (``microinterp.apps.commands_schedule.VARIANTS``) it runs the simulation and prints the per-frame
 latency overhead and the throughput overhead against compute-only (an MCU with infinite SRAM), as a markdown table;
 ``--output`` also writes it to FILE. Nothing here runs kernels: ``simulate()`` uses the pager's tiles and cycle
 annotations.
@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from microinterp.apps.commands_schedule import VARIANTS, resolve_model
 from microinterp.cost.mcu import get_profile, kernel_set
-from microinterp.schedule.cli import VARIANTS, resolve_model
 from microinterp.schedule.run import Config, run
 
 #: SwapNN's figures (512 KB SRAM, 128 KB tiles): per-frame latency overhead, throughput overhead.

@@ -178,7 +178,7 @@ def test_ci_runs_the_readme_setup_commands():
     """CI (``.ci/run``) runs the README's two set-up commands as they are written: the main job from a plain
     install, then the test command -- so a README that stops working for a new user turns CI red."""
     setup = README.read_text().split("## Set-up", 1)[1].split("\n## ", 1)[0]
-    commands = [b.split("\n")[0] for b in re.findall(r"```bash\n(.*?)```", setup, re.S)][:2]
+    commands = [b.split("\n")[0] for b in re.findall(r"```bash\n(.*?)```", setup, re.DOTALL)][:2]
     assert commands == ["pip install . && microinterp demo", "pip install -e '.[test]' && python -m pytest -q"]
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     for command in commands:

@@ -12,6 +12,7 @@ from ..interpreter import Interpreter
 from ..model import load_model
 from ..planner.picture import arena_picture
 from ..resolver import default_resolver
+from .options import cli_hint
 
 
 # -- info --------------------------------------------------------------------------------------------------------------
@@ -87,7 +88,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.planner == "all":
         return _plan_strategies(args)
     target = {} if args.target is None else {"target": args.target, "kernels": args.kernels}
-    it = Interpreter(args.model, arena=args.arena, optimized=not args.reference, planner=args.planner, **target)
+    it = Interpreter(args.model, arena=args.arena, optimized=args.kernels != "reference", planner=args.planner,
+                     **target)
     rows = it.plan_table()
     if args.json:
         doc = {
@@ -129,18 +131,18 @@ def _plan_strategies(args: argparse.Namespace) -> int:
     from ..planner.optimal import lower_bound, plan_optimal
     from ..planner.reorder import best_order, requests_for_order
 
-    it = Interpreter(args.model, optimized=not args.reference)
+    it = Interpreter(args.model, optimized=args.kernels != "reference")
     req = it.runtime.plan["requests"]
     tflm = plan_size(req, plan_greedy(req))
     order, _ = best_order(it.model, it.runtime.plan["scratch"], it.runtime.plan["unplanned"])
     reordered = requests_for_order(it.model, order, it.runtime.plan["scratch"], it.runtime.plan["unplanned"])
-    phased_it = Interpreter(it.model, optimized=not args.reference, planner="phased")
+    phased_it = Interpreter(it.model, optimized=args.kernels != "reference", planner="phased")
     phased = phased_it.runtime.phased
     rows = {"tflm": tflm, "lower_bound": lower_bound(req), "optimal": plan_size(req, plan_optimal(req)),
             "reordered_lower_bound": lower_bound(reordered),
             "reordered_optimal": plan_size(reordered, plan_optimal(reordered)), "phased": phased_it.head_bytes}
     mcu = get_profile(args.mcu)
-    kernels = "reference" if args.reference else "optimized"
+    kernels = "reference" if args.kernels == "reference" else "optimized"
     base = sum(predict_cycles(it.model, mcu, kernels))
     extra = phased.extra_cycles(mcu, it.model.main.tensors, kernels)
     cost = {"segments": [s.ops for s in phased.segments], "extra_kernel_calls": phased.extra_calls(),
@@ -157,7 +159,7 @@ def _plan_strategies(args: argparse.Namespace) -> int:
           f"{cost['moved_bytes']:,d} line-buffer bytes moved per invoke; on {mcu.name} ({kernels}) "
           f"{base:,.0f} -> {base + extra:,.0f} cycles, throughput -{cost['throughput_decrease_percent']:.1f}%")
     if args.picture:
-        optimal = Interpreter(it.model, optimized=not args.reference, planner="optimal")
+        optimal = Interpreter(it.model, optimized=args.kernels != "reference", planner="optimal")
         for name, interp in (("tflm", it), ("optimal", optimal), ("phased", phased_it)):
             print(f"\n{name}: head {interp.head_bytes:,d} bytes")
             print(arena_picture(interp.plan_table(), interp.head_bytes, width=args.width))
@@ -174,10 +176,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         d = deploy(args.model, args.mcu, args.kernels, target=args.target)
     except MicroInterpError as e:
         if args.json:
-            _json({"model": args.model, "deployable": False, "why_not": f"{type(e).__name__}: {e}",
+            _json({"model": args.model, "deployable": False, "why_not": f"{type(e).__name__}: {cli_hint(str(e))}",
                    "latency_ms": None, "exit_code": 2})
         else:
-            print(f"microinterp deploy: NOT deployable: {type(e).__name__}: {e}", file=sys.stderr)
+            print(f"microinterp deploy: NOT deployable: {type(e).__name__}: {cli_hint(str(e))}", file=sys.stderr)
         return 2
     status = 2 if not d.deployable else 0 if d.fits else 1
     if args.json:
@@ -234,7 +236,11 @@ def _json(doc: dict) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import write
 
-    print(write(args.model, args.output, arena=args.arena, mcu=args.mcu))
+    path = write(args.model, args.output, arena=args.arena, mcu=args.mcu, target=args.target)
+    if args.json:
+        _json({"model": str(args.model), "report": str(path)})
+    else:
+        print(path)
     return 0
 
 
@@ -244,6 +250,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     r = optimize(args.model, budget_s=args.budget)
     with open(args.output, "wb") as f:
         f.write(r.data)
+    if args.json:
+        _json({"model": str(args.model), "output": args.output, "tensors_placed": sum(o >= 0 for o in r.offsets),
+               "tflm_head": r.tflm_head, "head": r.predicted_head, "saved": r.saved, "lower_bound": r.lower_bound})
+        return 0
     print(f"{args.output}: OfflineMemoryAllocation for {sum(o >= 0 for o in r.offsets)} tensors; arena head "
           f"{r.tflm_head:,d} -> {r.predicted_head:,d} bytes ({r.saved:,d} less; lower bound {r.lower_bound:,d})")
     return 0

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from ..cost.mcu import kernel_set
 from ..errors import ConfigError, InputError
 from ..interpreter import Interpreter
 
@@ -58,15 +57,33 @@ def _read_key(path: str | None) -> bytes | str | None:
 
 def _running_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """Interpreter keyword arguments from :func:`_running_options` (only those given)."""
-    kw: dict[str, Any] = {"arena": args.arena, "planner": args.planner, "mcu": args.mcu}
+    kw: dict[str, Any] = {"arena": args.arena, "planner": args.planner, "mcu": args.mcu,
+                          "optimized": args.kernels != "reference", "cost_kernels": args.kernels}
     if args.backing:
-        kw.update(backing=args.backing, pools=args.pools, key=_read_key(args.key_file))
-    elif args.pools or args.key_file:
-        raise ConfigError("--pools and --key-file are out-of-core options: pass --backing too")
+        kw.update(backing=args.backing, pools=args.pools, key=_read_key(args.key_file), recover=args.recover,
+                  flash=args.flash, tile=args.tile, checksum=args.checksum, fuse=not args.no_fuse)
+    elif args.pools or args.key_file or args.recover or args.flash is not None or args.tile is not None \
+            or args.no_fuse or args.checksum != "crc32":
+        raise ConfigError("--pools, --key-file, --recover, --flash, --tile, --checksum and --no-fuse are "
+                          "out-of-core options: pass --backing too")
     if args.target:
-        ks = "reference" if kernel_set(args.kernels) == "reference" else "cmsis-nn"
-        kw.update(target=args.target, kernels=ks)
+        kw.update(target=args.target, kernels=args.kernels)
     return kw
+
+
+def _labels(path: str, samples: int) -> np.ndarray:
+    """The labels of ``--labels``, read and checked before the evaluation runs."""
+    try:
+        labels = np.load(path, allow_pickle=False).reshape(-1)
+    except (OSError, ValueError, EOFError) as e:
+        raise InputError(f"cannot read {path} as a .npy array of labels: {e}") from None
+    if labels.dtype.kind not in "iub":
+        raise InputError(f"{path} holds {labels.dtype} values; labels are integer class indices")
+    if len(labels) != samples:
+        raise InputError(f"{path} has {len(labels)} labels for {samples} samples")
+    if len(labels) and labels.min() < 0:
+        raise InputError(f"{path} has negative labels; labels are class indices >= 0")
+    return labels.astype(np.int64)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -75,12 +92,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         xs = np.load(args.inputs, allow_pickle=False)
     except (OSError, ValueError, EOFError) as e:
-        raise SystemExit(f"microinterp eval: cannot read {args.inputs} as a .npy array: {e}") from None
+        raise InputError(f"cannot read {args.inputs} as a .npy array: {e}") from None
+    if not isinstance(xs, np.ndarray) or xs.ndim == 0:
+        raise InputError(f"{args.inputs} must hold one array of samples along its first axis")
     it = Interpreter(args.model)
+    labels = _labels(args.labels, len(xs)) if args.labels else None
     if args.quantize:
         from ..batch import quantize_samples
 
         xs = quantize_samples(it, xs)
+    else:
+        want = it.get_input_details(0)["dtype"]
+        if xs.dtype != want and xs.dtype.kind == "f" and np.dtype(want).kind in "iu":
+            raise InputError(f"{args.inputs} holds {xs.dtype} samples and the model's input is {np.dtype(want)}: "
+                             "add --quantize to quantize them with the input's scale and zero point")
     progress = None
     bar = None
     if not args.json:
@@ -113,10 +138,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         np.save(args.output, first)
     doc: dict[str, Any] = {"model": str(args.model), "samples": len(xs), "seconds": seconds,
                            "ms_per_sample": seconds / max(len(xs), 1) * 1e3}
-    if args.labels:
-        labels = np.load(args.labels).reshape(-1).astype(np.int64)
-        if len(labels) != len(xs):
-            raise InputError(f"{len(labels)} labels for {len(xs)} samples")
+    if labels is not None:
         pred = first.reshape(len(xs), -1).argmax(axis=1)
         classes = int(max(pred.max(initial=0), labels.max(initial=0))) + 1
         confusion = np.zeros((classes, classes), np.int64)
@@ -136,7 +158,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    it = Interpreter(args.model, optimized=not args.reference, **_running_kwargs(args))
+    it = Interpreter(args.model, **_running_kwargs(args))
     for i, x in enumerate(_run_inputs(it, args.input or [])):
         it.set_input(x, i)
     it.invoke()
@@ -170,10 +192,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from ..storage.null import NullStorage
 
     kw = _running_kwargs(args)
-    if args.backing:            # --dry-run writes nothing: the pager counts against a backing that stores nothing
-        kw.update(backing=NullStorage() if args.dry_run else args.backing, flash=args.flash, tile=args.tile,
-                  checksum=args.checksum, recover=args.recover, fuse=not args.no_fuse)
-    with Interpreter(args.model, cost_kernels=args.kernels, optimized=not args.reference, **kw) as it:
+    if args.backing and args.dry_run:     # --dry-run writes nothing: the pager counts against a null backing
+        kw.update(backing=NullStorage())
+    with Interpreter(args.model, **kw) as it:
         rng = np.random.default_rng(args.seed)
         for i in range(it.num_inputs):
             d = it.get_input_details(i)
@@ -218,8 +239,17 @@ def cmd_profile(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    return run_demo(seed=args.seed, workdir=args.workdir, small=args.small, size=args.size, arena=args.arena,
-                    mcu=args.mcu)
+    if not args.json:
+        return run_demo(seed=args.seed, workdir=args.workdir, small=args.small, size=args.size, arena=args.arena,
+                        mcu=args.mcu)
+    import contextlib
+
+    summary: dict[str, Any] = {}
+    with contextlib.redirect_stdout(sys.stderr):        # the narration on stderr, the document on stdout
+        status = run_demo(seed=args.seed, workdir=args.workdir, small=args.small, size=args.size,
+                          arena=args.arena, mcu=args.mcu, summary=summary)
+    print(json.dumps({**summary, "exit_code": status}, indent=1))
+    return status
 
 
 # -- listen ------------------------------------------------------------------------------------------------------------
@@ -292,10 +322,10 @@ def cmd_lm(args: argparse.Namespace) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "tiny_llama_prefill.tflite").write_bytes(llm.prefill)
         (folder / "tiny_llama_step.tflite").write_bytes(llm.step)
-    prompt = [int(t) for t in args.prompt.split(",") if t.strip()]
+    prompt = list(args.prompt)
     mcus = [m.strip() for m in args.mcu.split(",")]
     doc = report(llm.prefill, llm.step, config, prompt, args.steps, mcus=mcus, kernels=args.kernels,
-                 arena=args.arena, backing=args.backing, flash=args.flash)
+                 arena=args.arena, backing=args.backing, flash=args.flash, recover=args.recover)
     if args.json:
         print(json.dumps(doc, indent=1))
         return 0
@@ -317,7 +347,8 @@ def cmd_lm(args: argparse.Namespace) -> int:
         from ..pager import format_table
         from .lm import generate
 
-        kw = {"arena": args.arena, "backing": f"{args.backing}.profile", "flash": args.flash} if args.backing else {}
+        kw = {"arena": args.arena, "backing": f"{args.backing}.profile", "flash": args.flash,
+              "recover": args.recover} if args.backing else {}
         with Interpreter(llm.step, mcu=mcus[0], cost_kernels=args.kernels, **kw) as step:
             generate(Interpreter(llm.prefill), step, prompt, 2, config)
             print(f"one step, {'out of core' if step.out_of_core else 'in memory'}, arena {step.arena_size} bytes:")

@@ -32,9 +32,12 @@ def _bar(done: int, total: int, record, started: float, stream=sys.stderr) -> No
 
 
 def run_demo(seed: int = 0, workdir: str | None = None, small: bool = False, size: int = 224,
-             arena: int = 512_000, mcu: str = "stm32f746") -> int:
+             arena: int = 512_000, mcu: str = "stm32f746", summary: dict | None = None) -> int:
+    """The demo; its figures also go into ``summary`` when given (``microinterp demo --json``). Exit status 0 when
+    the out-of-core outputs equal the in-memory ones (the small demo: when TFLM's agree too)."""
+    summary = {} if summary is None else summary
     if small:
-        return run_small_demo(seed, workdir)
+        return run_small_demo(seed, workdir, summary)
     with tempfile.TemporaryDirectory(prefix="microinterp-demo-") as tmp:
         folder = Path(workdir or tmp)
         folder.mkdir(parents=True, exist_ok=True)
@@ -63,6 +66,10 @@ def run_demo(seed: int = 0, workdir: str | None = None, small: bool = False, siz
         mem.invoke()
         t_mem = time.perf_counter() - t0
         same = np.array_equal(y, mem.get_output())
+        summary.update(demo="vgg16", input_size=size, arena=arena, out_of_core_seconds=t_ooc,
+                       in_memory_seconds=t_mem, in_memory_arena=mem.arena_used_bytes, identical=bool(same),
+                       top_class=int(np.argmax(y)), mcu=it.mcu.name,
+                       mcu_cycles=sum(r.total_cycles for r in records))
         print(f"invoke in memory ({mem.arena_used_bytes} bytes of arena): {t_mem:.2f} s; outputs "
               f"{'identical' if same else 'DIFFER'} (top class {int(np.argmax(y))})")
         print()
@@ -70,7 +77,8 @@ def run_demo(seed: int = 0, workdir: str | None = None, small: bool = False, siz
         return 0 if same else 1
 
 
-def run_small_demo(seed: int = 0, workdir: str | None = None) -> int:
+def run_small_demo(seed: int = 0, workdir: str | None = None, summary: dict | None = None) -> int:
+    summary = {} if summary is None else summary
     with tempfile.TemporaryDirectory(prefix="microinterp-demo-") as tmp:
         folder = Path(workdir or tmp)
         folder.mkdir(parents=True, exist_ok=True)
@@ -89,6 +97,8 @@ def run_small_demo(seed: int = 0, workdir: str | None = None) -> int:
         it.invoke()
         dt = time.perf_counter() - t0
         y = it.get_output(0)
+        summary.update(demo="demo_cnn", arena=it.arena_used_bytes, head=it.head_bytes, tail=it.tail_bytes,
+                       output=y.reshape(-1).tolist(), seconds=dt)
         print(f"invoke: {dt * 1e3:.2f} ms on this host; output {y.dtype}{list(y.shape)} = {y.reshape(-1).tolist()}")
         try:
             from ..testing.tflm import compare_with_tflm, tflm_arena_head
@@ -98,6 +108,7 @@ def run_small_demo(seed: int = 0, workdir: str | None = None) -> int:
         except ImportError:
             print("TFLM check skipped: install the oracle with pip install 'microinterp[test]'")
             return 0
+        summary.update(tflm_identical=bool(result.ok), tflm_head=head)
         print(f"TFLM (tflite-micro wheel): outputs {'identical' if result.ok else 'DIFFER: ' + str(result)}; "
               f"arena head {head} bytes ({'same' if head == it.head_bytes else 'DIFFERENT'})")
         return 0 if result.ok and head == it.head_bytes else 1

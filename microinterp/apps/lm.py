@@ -100,12 +100,13 @@ def _record(runner: Any, out: Generation, config: LlmConfig, on_token: Any) -> l
 
 def report(prefill_model: Any, step_model: Any, config: LlmConfig, prompt_ids: Sequence[int], n: int, *,
            mcus: Sequence[str] = ("stm32f746", "apollo3"), kernels: str = "optimized", arena: int | None = None,
-           backing: str | None = None, flash: int | None = None) -> dict[str, Any]:
+           backing: str | None = None, flash: int | None = None, recover: bool = False) -> dict[str, Any]:
     """Generate ``n`` tokens and measure what a deployment needs: both models' plans (head, tail, weights), the
     cache, host time per step (whole calls, median), MCU cycles per token and per prompt for every profile in
     ``mcus`` (from the profiles of one prefill and one step invoke on the generation's own inputs) and, with
     ``backing``, the same generation out of core (the two images are ``BACKING.prefill`` and ``BACKING.step``):
-    its tokens, SD traffic and cycles per token on the first profile."""
+    its tokens, SD traffic and cycles per token on the first profile (``recover``: recompute records whose
+    checksum fails, as :class:`~microinterp.Interpreter`'s)."""
     import time
     from itertools import pairwise
 
@@ -146,7 +147,7 @@ def report(prefill_model: Any, step_model: Any, config: LlmConfig, prompt_ids: S
                             "prefill_cycles": cycles["prefill"],
                             "step_cycles": cycles["step"], "tokens_per_s": clock / cycles["step"]}
     if backing is not None:
-        kw = {"arena": arena, "mcu": mcus[0], "flash": flash, "cost_kernels": kernels}
+        kw = {"arena": arena, "mcu": mcus[0], "flash": flash, "cost_kernels": kernels, "recover": recover}
         with Interpreter(prefill_model, backing=f"{backing}.prefill", **kw) as p2, \
                 Interpreter(step_model, backing=f"{backing}.step", **kw) as s2:
             ooc = generate(p2, s2, prompt_ids, n, config)

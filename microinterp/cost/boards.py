@@ -43,7 +43,7 @@ DEFAULT_BOARD_OF_CORE: Mapping[str, str] = MappingProxyType({
 })
 
 FACTS = ("sram", "flash", "memory_factor")
-_CLOCK = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ghz|mhz|khz|hz)\s*$", re.I)
+_CLOCK = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ghz|mhz|khz|hz)\s*$", re.IGNORECASE)
 _UNIT = {"ghz": 1e9, "mhz": 1e6, "khz": 1e3, "hz": 1.0}
 
 

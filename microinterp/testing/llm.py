@@ -27,6 +27,8 @@ spread (4 standard deviations over the int8 range) -- the same estimate in both 
 
 from __future__ import annotations
 
+from ..errors import ConfigError
+
 import math
 from dataclasses import dataclass, field
 
@@ -308,6 +310,7 @@ def tiny_llama(seed: int = 0, config: LlmConfig | None = None) -> TinyLlm:
     config = config or LlmConfig()
     if config.hidden % config.heads or config.prompt > config.context or min(
             config.vocab, config.hidden, config.layers, config.heads, config.ffn, config.prompt) < 1:
-        raise ValueError(f"inconsistent configuration {config}")
+        raise ConfigError(f"inconsistent configuration {config}: every size must be >= 1, hidden a multiple of "
+                          f"heads and the prompt no longer than the context (cache rows)")
     w = _Weights(config, seed)
     return TinyLlm(config, _prefill(w), _step(w))

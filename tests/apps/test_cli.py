@@ -160,8 +160,8 @@ def test_run_takes_npz_runs_out_of_core_and_as_a_firmware(tmp_path, capsys):
 
 
 def test_run_and_profile_take_the_same_running_options(tmp_path, capsys):
-    """Issue 26: one set of options for every command that runs a model (--arena, --backing, --pools, --key-file,
-    --planner, --target, --mcu); the overflow hint names both ways to run in less."""
+    """One set of options for every command that runs a model (--arena, --backing, --pools, --key-file, --recover,
+    --planner, --target, --mcu, --kernels, --json); the overflow hint names both ways to run in less, as options."""
     from microinterp.testing.models import demo_cnn
 
     model = tmp_path / "m.tflite"
@@ -180,4 +180,12 @@ def test_run_and_profile_take_the_same_running_options(tmp_path, capsys):
         assert "pass --backing too" in capsys.readouterr().err
     assert main(["run", str(model), "--input", str(x), "--arena", "20K"]) == 1
     err = capsys.readouterr().err
-    assert "planner='phased'" in err and "backing='sd.img'" in err and err.count("backing='sd.img'") == 1
+    assert "--planner phased" in err and "--backing sd.img" in err and err.count("--backing sd.img") == 1
+    assert "planner='" not in err and "backing='" not in err          # CLI-shaped, not Python keywords
+    for cmd in ("run", "profile"):
+        extra = ["--input", str(x)] if cmd == "run" else ["--host-rounds", "0"]
+        assert main([cmd, str(model), "--recover", *extra]) == 1          # an out-of-core option alone
+        assert "pass --backing too" in capsys.readouterr().err
+        assert main([cmd, str(model), "--arena", "45K", "--backing", str(img), "--recover", "--kernels",
+                     "reference", "--json", *extra]) == 0
+        json.loads(capsys.readouterr().out)

@@ -142,7 +142,8 @@ def test_target_without_mcu_prices_a_board_of_that_core(capsys):
 
     with tempfile.TemporaryDirectory() as tmp:
         path = f"{tmp}/m.tflite"
-        open(path, "wb").write(demo_cnn())
+        with open(path, "wb") as f:
+            f.write(demo_cnn())
         assert main(["deploy", path, "--target", "cortex-m55", "--json"]) == 0
         doc = json.loads(capsys.readouterr().out)
         assert doc["mcu"] == "cortex-m55@400MHz" and doc["core"] == "cortex-m55" and doc["target"]["core"] == \

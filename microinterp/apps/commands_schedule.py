@@ -18,6 +18,15 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from ..sizes import size_argument as _size
+from .options import (
+    add_json,
+    add_kernels,
+    count_argument,
+    output_file,
+    output_folder,
+    pools_argument,
+    sizes_argument,
+)
 
 GENERATED = ("vgg16", "alexnet", "mobilenet_v1", "demo_cnn")
 #: What a sweep varies besides SRAM and tile size (``--variants``): name -> Config changes.
@@ -50,18 +59,10 @@ def resolve_model(spec: str, workdir: str) -> tuple[str, str]:
         return path, name
     if not os.path.exists(spec):
         raise SystemExit(f"microinterp: no such model file: {spec} (or use gen:{'|'.join(GENERATED)})")
+    from ..model import load_model
+
+    load_model(spec)            # a ModelError now, not one per grid point
     return spec, os.path.basename(spec)
-
-
-def _sizes(text: str, size: Callable[[str], int]) -> list[int]:
-    return [size(t) for t in text.split(",") if t.strip()]
-
-
-def _pools(text: str) -> tuple[float, float, float]:
-    vals = tuple(float(v) for v in text.split(","))
-    if len(vals) != 3:
-        raise argparse.ArgumentTypeError(f"pools must be three numbers input,weights,output: {text!r}")
-    return vals  # type: ignore[return-value]
 
 
 def _flash(text: str) -> int | None:
@@ -71,7 +72,7 @@ def _flash(text: str) -> int | None:
 
 
 def _config(args: argparse.Namespace, sram: int, tile: int | None, variant: str = "base") -> Any:
-    from .run import Config
+    from ..schedule.run import Config
 
     kw = {"sram": sram, "tile": tile, "frames": args.frames, "flash": args.flash, "mcu": args.mcu,
           "kernels": args.kernels, "pools": args.pools, "checksum": args.checksum,
@@ -133,7 +134,7 @@ def format_result(r: Any) -> str:
 
 # -- schedule ----------------------------------------------------------------------------------------------------------
 def cmd_schedule(args: argparse.Namespace) -> int:
-    from .run import evaluate, open_records
+    from ..schedule.run import evaluate, open_records
 
     with tempfile.TemporaryDirectory(prefix="microinterp-schedule-") as work:
         path, name = resolve_model(args.model, work)
@@ -153,7 +154,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
         else:
             print(format_result(r))
         if keep and r.out_of_core:
-            from . import plots
+            from ..schedule import plots
 
             what = f"{name}, SRAM {args.sram // 1024} KB, tile {(r.tile_used or 0) // 1024} KB"
             if args.gantt:
@@ -172,13 +173,13 @@ def cmd_schedule(args: argparse.Namespace) -> int:
 # -- sweep -------------------------------------------------------------------------------------------------------------
 def _sweep_one(job: tuple[str, str, Any, str, str]) -> dict[str, Any]:
     path, name, cfg, variant, workdir = job
-    from .run import run
+    from ..schedule.run import run
 
     backing = os.path.join(workdir, f"sd-{os.getpid()}.img")     # one image per worker process, reused
     try:
         r, _, _ = run(path, cfg, name, backing=backing)
     except Exception as e:  # noqa: BLE001 - one failing point must not lose the sweep
-        from .run import Result
+        from ..schedule.run import Result
 
         r = Result(name, cfg.sram, cfg.tile, cfg.frames, status=f"error: {type(e).__name__}: {e}")
     return _row(r, variant)
@@ -191,8 +192,7 @@ def _progress(done: int, total: int, row: dict[str, Any]) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    srams = _sizes(args.sram, _size)
-    tiles = _sizes(args.tile, _size)
+    srams, tiles = args.sram, args.tile
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     for v in variants:
         if v not in VARIANTS:
@@ -202,7 +202,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         path, name = resolve_model(args.model, work)
         jobs = [(path, name, _config(args, s, t, v), v, work) for v in variants for s in srams for t in tiles]
         if args.ray is not None:       # grid points as Ray tasks (workers share this machine's filesystem)
-            from ..apps.scaleout import ray_map
+            from .scaleout import ray_map
 
             rows = ray_map(_sweep_one, [(j,) for j in jobs], args.ray)
         elif args.jobs > 1:
@@ -225,6 +225,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             w.writerow(row)
     with open(json_path, "w") as f:
         json.dump({"schema": "microinterp.sweep/1", "model": name, "results": rows}, f, indent=2, default=str)
+    if args.json:
+        json.dump({"schema": "microinterp.sweep/1", "model": name, "csv": csv_path, "json": json_path,
+                   "results": rows}, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+        return 0
     print("lat +: latency above compute-only (infinite SRAM); fps -: throughput below it (both: lower is better)")
     print(f"{'variant':<15} {'SRAM':>6} {'tile':>6} {'tiles':>6} {'IO':>7} {'comp':>6} {'latency s':>10} "
           f"{'lat +':>8} {'fps':>8} {'fps -':>8}  status")
@@ -238,7 +243,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"{r['variant']:<15} {r['sram'] // 1024:>5}K {r['tile'] // 1024:>5}K  {r['status'][:90]}")
     print(f"wrote {csv_path} and {json_path}")
     if args.plots:
-        from . import plots
+        from ..schedule import plots
 
         p1 = plots.plot_sweep(rows, os.path.join(args.out, f"{name}-latency-throughput.png"),
                               f"{name}: out-of-core latency and throughput")
@@ -249,15 +254,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 # -- parsers -----------------------------------------------------------------------------------------------------------
 def _common(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--frames", type=int, default=4, help="consecutive frames for the throughput run (default 4)")
+    s.add_argument("--frames", type=count_argument(1), default=4, help="consecutive frames for the throughput run (default 4)")
     s.add_argument("--flash", type=_flash, default=None,
                    help="flash budget for weights in bytes (default: the profile's, 1 MB on the stm32f746); 0 puts "
                         "every weight on the SD card, as SwapNN pre-stores them")
-    s.add_argument("--mcu", default="stm32f746", help="MCU profile (default stm32f746)")
-    s.add_argument("--kernels", default="optimized",
-                   help="kernel set whose cycle coefficients the compute tasks use: optimized (alias cmsis-nn, "
-                        "default) or reference (TFLM's portable kernels)")
-    s.add_argument("--pools", type=_pools, default=(1.0, 2.0, 1.0), help="pool split input,weights,output (1,2,1)")
+    s.add_argument("--mcu", default="stm32f746", help="board: a profile name (default stm32f746) or CORE@CLOCK")
+    add_kernels(s, what=": the compute tasks' cycle figures")
+    s.add_argument("--pools", type=pools_argument, default=(1.0, 2.0, 1.0),
+                   help="input:weights:output shares of the arena (default 1:2:1)")
     s.add_argument("--checksum", default="crc32", help="checksum of SD records (default crc32)")
     s.add_argument("--sd-read", type=float, default=None, help="SD read bandwidth in MB/s (default: the profile's)")
     s.add_argument("--sd-write", type=float, default=None, help="SD write bandwidth in MB/s (default: the profile's)")
@@ -276,24 +280,30 @@ def add_parsers(sub: Any, size: Callable[[str], int]) -> None:
     """Register ``schedule`` and ``sweep`` on the main parser's subparsers."""
     s = sub.add_parser("schedule", help="simulate the out-of-core task schedule: latency, throughput, wear, energy")
     s.add_argument("model", help="a .tflite file or gen:vgg16 / gen:alexnet / gen:mobilenet_v1 / gen:demo_cnn")
-    s.add_argument("--sram", type=size, default=512 * 1024, help="SRAM (arena) size, e.g. 512K (default)")
+    s.add_argument("--arena", "--sram", dest="sram", type=size, default=512 * 1024,
+                   help="arena (SRAM) size, e.g. 512K (default; --sram is the old name)")
     s.add_argument("--tile", type=size, default=128 * 1024, help="tile buffer cap, e.g. 128K (default)")
-    s.add_argument("--backing", default=None, help="SD image path (default: a temporary file)")
-    s.add_argument("--json", action="store_true", help="machine-readable output")
-    s.add_argument("--gantt", default=None, help="write a Gantt chart of the CPU and SD timelines (PNG)")
-    s.add_argument("--memory", default=None, help="write the arena over time as rectangles (PNG)")
+    s.add_argument("--backing", type=output_file, default=None, help="SD image path (default: a temporary file)")
+    add_json(s)
+    s.add_argument("--gantt", type=output_file, default=None,
+                   help="write a Gantt chart of the CPU and SD timelines (PNG)")
+    s.add_argument("--memory", type=output_file, default=None, help="write the arena over time as rectangles (PNG)")
     _common(s)
     s.set_defaults(fn=cmd_schedule)
 
     s = sub.add_parser("sweep", help="the schedule over a grid of SRAM and tile sizes (CSV/JSON, plots)")
     s.add_argument("model", help="a .tflite file or gen:vgg16 / gen:alexnet / gen:mobilenet_v1 / gen:demo_cnn")
-    s.add_argument("--sram", default="512K,1M,4M,8M", help="comma-separated SRAM sizes (default 512K,1M,4M,8M)")
-    s.add_argument("--tile", default="16K,32K,64K,128K,256K,512K", help="comma-separated tile sizes")
-    s.add_argument("--jobs", type=int, default=1, help="parallel processes (default 1)")
+    s.add_argument("--arena", "--sram", dest="sram", type=sizes_argument, default=[512 << 10, 1 << 20, 4 << 20, 8 << 20],
+                   help="comma-separated arena (SRAM) sizes (default 512K,1M,4M,8M; --sram is the old name)")
+    s.add_argument("--tile", type=sizes_argument, default=[k << 10 for k in (16, 32, 64, 128, 256, 512)],
+                   help="comma-separated tile sizes (default 16K,32K,64K,128K,256K,512K)")
+    s.add_argument("--jobs", type=count_argument(1), default=1, help="parallel processes (default 1)")
     s.add_argument("--ray", nargs="?", const="local", default=None,
                    help="run the grid points as Ray tasks ('local' starts an instance; workers must see the model "
                         "and output paths)")
-    s.add_argument("--out", default=".", help="directory for MODEL-sweep.csv/.json and the plots (default .)")
+    s.add_argument("--out", type=output_folder, default=".",
+                   help="directory for MODEL-sweep.csv/.json and the plots (default .)")
+    add_json(s)
     s.add_argument("--plots", action="store_true", help="also draw latency/throughput and task-count plots")
     s.add_argument("--variants", default="base",
                    help=f"comma-separated scheduling variants to run: {', '.join(VARIANTS)} (default base)")
