@@ -42,6 +42,11 @@ from .profile import IoStep, OpRecord, TileRecord
 from .work import op_work
 
 
+#: What an integrity error says to do (the CLI writes ``recover=True`` as ``--recover``).
+REPAIR_HINT = ("to repair the image, run again with recover=True: damaged activations are recomputed and damaged "
+               "weight records rewritten from the model (or delete the image: it is rebuilt)")
+
+
 class Engine:
     """Executes the plans of an out-of-core interpreter (built by :class:`~microinterp.pager.Pager`)."""
 
@@ -110,8 +115,9 @@ class Engine:
         self._count_read(rec, run, pool, home, r0, r1, role)
         try:
             self.execution.read(home.device, home.record_offset(r0), run, out)
-        except IntegrityError:
+        except IntegrityError as e:
             if not self.recover:
+                e.args = (f"{e}; {REPAIR_HINT}",)
                 raise
             self._recover(home, r0, r1, depth)
             self._count_read(rec, run, pool, home, r0, r1, role)

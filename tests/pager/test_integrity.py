@@ -185,3 +185,35 @@ def test_a_foreign_file_is_never_overwritten(tmp_path):
     with pytest.raises(StorageError, match="not a microinterp SD image"):
         mi.Interpreter(demo_cnn(), arena=ARENA, backing=path)
     assert path.read_bytes() == content
+
+
+def test_an_integrity_error_names_the_repair_and_the_repair_lasts(tmp_path, capsys):
+    """The error on a damaged weight record says how to repair the image (recover=True; on the command line
+    --recover); a run with --recover rewrites the record from the model, and later runs need no repair."""
+    from microinterp.apps.cli import main
+
+    model, path = demo_cnn(), tmp_path / "sd.img"
+    mfile, xfile = tmp_path / "m.tflite", tmp_path / "x.npy"
+    mfile.write_bytes(model)
+    x = random_input(model)
+    np.save(xfile, x)
+    with mi.Interpreter(model, arena=ARENA, backing=path, flash=0) as it:
+        it.set_input(x)
+        it.invoke()
+        home = _weight_homes(it)[0]
+        _flip(path, home, it.sd_image, 0, 3)
+    for _ in range(2):                  # the same precise error on every reopen, with the way out
+        with mi.Interpreter(model, arena=ARENA, backing=path, flash=0) as it, \
+                pytest.raises(IntegrityError, match="run again with recover=True") as e:
+            it.invoke()
+        assert "weight records rewritten from the model" in str(e.value) and e.value.area == "weights"
+    run = ["run", str(mfile), "--input", str(xfile), "--arena", str(ARENA), "--backing", str(path), "--flash", "0"]
+    assert main([*run, "--mcu", "stm32f746"]) == 1
+    err = capsys.readouterr().err
+    assert "run again with --recover" in err and "recover=True" not in err
+    assert main([*run, "--recover", "--json"]) == 0
+    capsys.readouterr()
+    with mi.Interpreter(model, arena=ARENA, backing=path, flash=0) as it:      # repaired on the card for good
+        it.set_input(x)
+        it.invoke()
+        assert np.array_equal(it.get_output(), in_memory(model, x)) and not it.recoveries
