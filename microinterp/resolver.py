@@ -156,6 +156,11 @@ class OpResolver:
                 return kernel
         return None
 
+    def shipped(self, op_name: str) -> Any | None:
+        """The reference kernel microinterp ships for ``op_name`` (what a plugin or explicit binding overrides, and
+        whose capabilities it keeps unless it declares its own), or None."""
+        return self._layers["reference"].get(op_name)
+
     def layer_of(self, op_name: str, optimized: bool = True) -> str | None:
         for layer in self._active_layers(optimized):
             if op_name in self._layers[layer]:

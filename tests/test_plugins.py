@@ -254,3 +254,46 @@ def test_pip_install_into_a_fresh_venv(tmp_path):
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert "plugins loaded: example" in demo.stdout and "bit-exact with the reference kernels: yes" in demo.stdout
     assert "ADD   -> plugin: microinterp_plugin_example.counting.CountingKernel" in demo.stdout
+
+
+def test_an_override_keeps_the_band_capability_of_the_kernel_it_replaces():
+    """The runnable example of docs/kernels.md: a FULLY_CONNECTED override that delegates to the reference kernel
+    runs out of core in 40 KB with its 2 MB filter streamed in channel groups (it declared nothing, so it keeps the
+    built-in capability), outputs identical to the in-memory run."""
+    import runpy
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "kernel_override" / "fc_override.py"
+    result = runpy.run_path(str(example))["main"]()
+    assert result == {"same": True, "mode": "channels", "out_of_core": True, "calls": result["calls"]}
+    assert result["calls"] >= 2
+
+
+def test_a_delegating_fc_override_runs_mobilenet_v2_out_of_core(tmp_path):
+    """The case users hit: mobilenet_v2 at 512 KB out of core with FULLY_CONNECTED overridden by a kernel that only
+    delegates to the reference one (it failed with ArenaOverflowError: the override ran whole)."""
+    from .conftest import MODELS_DIR
+
+    path = MODELS_DIR / "mobilenet_v2_quantized_1x3x224x224.tflite"
+    if not path.exists():
+        pytest.skip("../shared/models not present")
+    fc = REFERENCE_KERNELS["FULLY_CONNECTED"]
+
+    class Delegating:
+        def prepare(self, ctx, op):
+            return fc.prepare(ctx, op)
+
+        def invoke(self, ctx, op, data):
+            fc.invoke(ctx, op, data)
+
+    resolver = OpResolver()
+    resolver.register("FULLY_CONNECTED", Delegating(), replace=True)
+    x = np.random.default_rng(1).integers(-128, 128, (1, 3, 224, 224), dtype=np.int8)
+    ref = Interpreter(path)
+    ref.set_input(x)
+    ref.invoke()
+    with Interpreter(path, arena=512_000, backing=tmp_path / "sd.img", resolver=resolver) as it:
+        it.set_input(x)
+        it.invoke()
+        assert np.array_equal(it.get_output(), ref.get_output())
+        assert {r.op: r.mode for r in it.profile}["FULLY_CONNECTED"] == "channels"

@@ -36,12 +36,13 @@ def band_plans(model: Any, resolver: Any, optimized: bool) -> list[OpPlan]:
     plans = []
     for op in sg.operators:
         kernel = band_kernel(resolver, op.key, optimized)
-        if not (is_builtin(kernel) or has_bands(op, kernel)) or op.subgraph_refs:
+        shipped = resolver.shipped(op.key)
+        if not (is_builtin(kernel) or has_bands(op, kernel, shipped)) or op.subgraph_refs:
             plans.append(OpPlan(op.index, op, kernel, None, WHOLE))
             continue
         before = len(ctx.scratch_requests)
         data = kernel.prepare(ctx, op)
-        tiler = tiler_for(op, data, sg.tensors, kernel) if len(ctx.scratch_requests) == before else WHOLE
+        tiler = tiler_for(op, data, sg.tensors, kernel, shipped) if len(ctx.scratch_requests) == before else WHOLE
         if len(op.outputs) != 1:        # phases carry one band per op: a SPLIT's several outputs run whole there
             tiler = WHOLE
         plans.append(OpPlan(op.index, op, kernel, data, tiler))

@@ -99,9 +99,10 @@ def band_kernel(resolver: Any, key: str, optimized: bool) -> Any:
     return resolver.find(key, False)
 
 
-def has_bands(op: Any, kernel: Any) -> bool:
-    """Whether ``kernel`` declares bands the tiles may use (:func:`~..kernels.bands.declared_bands`)."""
-    return declared_bands(kernel, _BUILTINS) is not None
+def has_bands(op: Any, kernel: Any, replaced: Any = None) -> bool:
+    """Whether ``kernel`` (an override of ``replaced``) declares bands the tiles may use
+    (:func:`~..kernels.bands.declared_bands`)."""
+    return declared_bands(kernel, _BUILTINS, replaced) is not None
 
 
 def is_builtin(kernel: Any) -> bool:
@@ -109,14 +110,15 @@ def is_builtin(kernel: Any) -> bool:
     return any(kernel is b for b in _BUILTINS)
 
 
-def tiler_for(op: Any, data: Any, tensors: list[Any], kernel: Any) -> Tiler:
-    """The tiler for ``op`` run by ``kernel``: its declaration's (:mod:`..kernels.bands`), after what holds for every
+def tiler_for(op: Any, data: Any, tensors: list[Any], kernel: Any, replaced: Any = None) -> Tiler:
+    """The tiler for ``op`` run by ``kernel`` (an override of the shipped kernel ``replaced``, when it is one): its
+    declaration's (:mod:`..kernels.bands`), after what holds for every
     op -- a kernel without a declaration, an op with several outputs or an empty tensor runs whole; a RESHAPE-like op
     of an activation is an alias; a constant main input runs whole unless the declaration takes constants."""
     key = op.key
     ins = [tensors[i] if i >= 0 else None for i in op.inputs]
     out = tensors[op.outputs[0]] if op.outputs and op.outputs[0] >= 0 else None
-    decl = declared_bands(kernel, _BUILTINS) if kernel is not None else None
+    decl = declared_bands(kernel, _BUILTINS, replaced) if kernel is not None else None
     if out is None or (len(op.outputs) != 1 and not getattr(decl, "multiple_outputs", False)):
         return WHOLE
     if out.num_elements == 0 or any(t is not None and t.data is None and t.num_elements == 0 for t in ins):

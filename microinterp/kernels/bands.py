@@ -24,8 +24,8 @@ Three declarations cover most kernels:
 - a :class:`Tiler` subclass with a ``for_op`` classmethod, for kernels with their own band functions (convolutions,
   pools, PAD, TRANSPOSE, FULLY_CONNECTED in channel groups).
 
-Plugins may declare bands too; a plugin that only inherits a built-in kernel's declaration runs whole (its ``invoke``
-may no longer compute what the inherited band function does), see :func:`declared_bands`.
+Plugins may declare bands too; an override that declares nothing keeps the declaration of the kernel it replaces
+(``bands = None`` opts out), see :func:`declared_bands`.
 """
 
 from __future__ import annotations
@@ -189,13 +189,19 @@ ROW_LOCAL = RowLocal()
 ROW_NORMALISED = RowLocal(elementwise=False)
 
 
-def declared_bands(kernel: Any, builtins: Sequence[Any] = ()) -> Any:
-    """The band declaration of ``kernel``: its ``bands`` attribute when it is one of the built-in kernels
-    ``builtins`` or declares it itself (on its class or instance); None otherwise (a plugin that only inherits a
-    built-in declaration runs whole)."""
-    decl = getattr(kernel, "bands", None)
-    if decl is None:
-        return None
-    if any(kernel is b for b in builtins) or "bands" in vars(type(kernel)) or "bands" in getattr(kernel, "__dict__", {}):
-        return decl
-    return None
+def declared_bands(kernel: Any, builtins: Sequence[Any] = (), replaced: Any = None) -> Any:
+    """The band declaration of ``kernel``, None when its op runs whole. A built-in kernel (one of ``builtins``) has
+    its own. Any other kernel -- a plugin or an explicit registration -- keeps the capability of the kernel it
+    replaces unless it declares its own: a ``bands`` it sets itself (``bands = None`` opts out), else the one it
+    inherits from a built-in kernel class, else the declaration of ``replaced`` (the shipped kernel the override
+    replaces). Out of core, a declaration with band functions of its own (convolutions, FULLY_CONNECTED in channel
+    groups) computes the tiles with them from the override's OpData; a row-local one runs the override's
+    ``invoke`` on band views. An override whose ``invoke`` computes something else than the kernel it replaces must
+    say ``bands = None`` (or declare its own)."""
+    if any(kernel is b for b in builtins):
+        return getattr(kernel, "bands", None)
+    if any("bands" in vars(c) for c in type(kernel).__mro__) or "bands" in getattr(kernel, "__dict__", {}):
+        return kernel.bands
+    return None if replaced is None else declared_bands(replaced, builtins)
+
+

@@ -114,7 +114,7 @@ class Pager:
         variables = self._variables(sizing)
         self.tail_bytes = sizing.tail_bytes
         self.scratch_bytes = max(self._scratch_region(ctx), default=0)
-        self.plans = [OpPlan(op.index, op, k, d, tiler_for(op, d, self.tensors, k))
+        self.plans = [OpPlan(op.index, op, k, d, tiler_for(op, d, self.tensors, k, resolver.shipped(op.key)))
                       for op, k, d in zip(self.subgraph.operators, kernels, op_data)]
         self.virtual = fuse_pads(self.plans, set(self.subgraph.outputs), self.tensors)
         self.homes, weights_bytes, act_bytes, records = layout_homes(

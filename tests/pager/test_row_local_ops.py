@@ -188,14 +188,21 @@ class _Doubler:
 
 
 class _Inherits(type(REFERENCE_KERNELS["TANH"])):
-    """A plugin TANH that only inherits the built-in kernel's declaration: it runs whole (its invoke is its own)."""
+    """A plugin TANH that inherits the built-in kernel's declaration: it keeps its row bands."""
 
 
-def test_a_plugin_runs_in_bands_when_it_declares_them(tmp_path):
-    """A plugin that declares ``bands`` runs in row bands at half the in-memory arena; one that only inherits a
-    built-in kernel's declaration runs whole, so that arena is too small for it (its TANH needs whole tensors)."""
+class _OptsOut(type(REFERENCE_KERNELS["TANH"])):
+    """A plugin TANH that says its invoke is its own: it runs whole."""
+
+    bands = None
+
+
+def test_a_plugin_runs_in_bands_unless_it_opts_out(tmp_path):
+    """A plugin that declares ``bands``, or inherits a built-in kernel's declaration, runs in row bands at half the
+    in-memory arena; one that says ``bands = None`` runs whole, so that arena is too small for it (its TANH needs
+    whole tensors)."""
     model, x = _model("TANH"), _input(13)
-    for kernel in (_Doubler(), _Inherits()):
+    for kernel in (_Doubler(), _Inherits(), _OptsOut()):
         resolver = OpResolver()
         resolver.register("TANH", kernel)
         ref = mi.Interpreter(model, resolver=resolver)
@@ -203,7 +210,7 @@ def test_a_plugin_runs_in_bands_when_it_declares_them(tmp_path):
         ref.invoke()
         arena = ref.arena_used_bytes // 2
         path = tmp_path / f"{type(kernel).__name__}.img"
-        if isinstance(kernel, _Inherits):
+        if isinstance(kernel, _OptsOut):
             with pytest.raises(ArenaOverflowError, match=r"op 1 \(TANH\)"):
                 mi.Interpreter(model, arena=arena, backing=path, flash=0, resolver=resolver)
             continue
