@@ -306,6 +306,18 @@ def _vector_of_offsets(b: flatbuffers.Builder, offs: list[int]) -> int:
     return b.EndVector()
 
 
+def _enum_code(value: Any, codes: dict[str, int]) -> int:
+    """The schema code of an enum option: its name, an int, or the loader's ``UNKNOWN_<code>`` for a code the schema
+    does not name (a rewritten model keeps the value it had, for TFLM to refuse as it would the original)."""
+    if not isinstance(value, str):
+        return int(value)
+    if value in codes:
+        return codes[value]
+    if value.startswith("UNKNOWN_") and value[8:].lstrip("-").isdigit():
+        return int(value[8:])
+    raise ValueError(f"unknown enum value {value!r}; known: {sorted(codes)}")
+
+
 def _options(b: flatbuffers.Builder, op: _OpSpec) -> tuple[int, int | None]:
     table = OP_OPTIONS.get(op.name)
     if table is None:
@@ -335,11 +347,7 @@ def _options(b: flatbuffers.Builder, op: _OpSpec) -> tuple[int, int | None]:
         if key not in op.options and key not in _DEFAULTS:
             continue
         value = op.options.get(key, _DEFAULTS.get(key))
-        if kind == "activation":
-            value = _ACT_CODES[value] if isinstance(value, str) else int(value)
-        elif kind == "padding":
-            value = _PAD_CODES[value] if isinstance(value, str) else int(value)
-        elif kind == "type":
-            value = _TYPE_CODES[value] if isinstance(value, str) else int(value)
+        if kind in ("activation", "padding", "type"):
+            value = _enum_code(value, {"activation": _ACT_CODES, "padding": _PAD_CODES, "type": _TYPE_CODES}[kind])
         getattr(tflite, f"{table}Add{getter}")(b, value)
     return _OPTION_CODES[table], getattr(tflite, table + "End")(b)

@@ -391,3 +391,67 @@ def test_a_constant_main_input_of_a_banded_op_runs_whole_out_of_core(tmp_path):
         it.set_input(np.zeros((1, 8, 8, 4), np.int8), 0)
         it.invoke()
         assert np.array_equal(it.get_output(0), ref.get_output(0))
+
+
+# -- the newer paths: firmware builds (target=) and the rewriter (optimize) ---------------------------------------------
+def _fc_model(outputs: bool = True, activation: object = "NONE") -> bytes:
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 8))
+    w = _q(b, "w", (4, 8), data=np.arange(32).reshape(4, 8) % 7 - 3)
+    bias = b.add_tensor("b", (4,), "INT32", data=np.zeros(4, np.int32), scale=0.01, zero_point=0)
+    y = _q(b, "y", (1, 4))
+    b.add_op("FULLY_CONNECTED", [x, w, bias], [y] if outputs else [], fused_activation_function=activation)
+    b.inputs, b.outputs = [x], [y]
+    return b.build()
+
+
+@pytest.mark.parametrize("core", ["cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55"])
+def test_an_op_without_an_output_is_a_prepare_error_for_every_firmware_build(core):
+    """The field-aware campaign's class on target=: an IndexError in the CMSIS-NN rules (kernels/cmsis_nn/_util)."""
+    for kernels in ("cmsis-nn", "reference"):
+        with pytest.raises(PrepareError, match="FULLY_CONNECTED"):
+            Interpreter(_fc_model(outputs=False), target=core, kernels=kernels)
+
+
+def test_optimize_writes_back_an_activation_code_the_schema_does_not_name():
+    """A rewritten model keeps the option value it had (the writer raised KeyError: 'UNKNOWN_17'); what it wrote
+    loads and behaves as the original."""
+    from microinterp.apps.optimize import optimize
+
+    model = microinterp.load_model(_fc_model(activation=17))
+    assert model.main.operators[0].options["fused_activation_function"] == "UNKNOWN_17"
+    written = microinterp.load_model(optimize(model, budget_s=0.2).data)
+    assert written.main.operators[0].options["fused_activation_function"] == "UNKNOWN_17"
+    for m in (model, written):
+        it = Interpreter(m)
+        it.set_input(np.arange(8, dtype=np.int8).reshape(1, 8))
+        it.invoke()
+    assert np.array_equal(it.get_output(0), _run(model, np.arange(8, dtype=np.int8).reshape(1, 8)))
+
+
+def _run(model, x):
+    it = Interpreter(model)
+    it.set_input(x)
+    it.invoke()
+    return it.get_output(0)
+
+
+def test_an_op_reading_a_tensor_written_later_is_not_reordered():
+    """A file whose op reads a tensor a later op writes has no other order TFLM's run equals: the planners keep the
+    file's order (the reorder search raised 'min() arg is an empty sequence')."""
+    from microinterp.apps.optimize import optimize
+    from microinterp.planner.reorder import best_order, reorderable
+
+    b = ModelBuilder()
+    x, t1, t2, y = (_q(b, n, (1, 8)) for n in ("x", "t1", "t2", "y"))
+    b.add_op("ADD", [x, t2], [t1])                # reads t2 before op 1 writes it
+    b.add_op("RELU", [t1], [t2])
+    b.add_op("RELU", [t2], [y])
+    b.inputs, b.outputs = [x], [y]
+    model = microinterp.load_model(b.build())
+    assert not reorderable(model)
+    it = Interpreter(model)
+    order, _ = best_order(model, it.runtime.plan["scratch"], it.runtime.plan["unplanned"])
+    assert order == [0, 1, 2]
+    written = optimize(model, budget_s=0.2)
+    microinterp.load_model(written.data)

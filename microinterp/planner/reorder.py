@@ -46,8 +46,24 @@ def requests_for_order(model: Any, order: list[int], scratch: list[Any], unplann
 
 
 def reorderable(model: Any) -> bool:
+    """Whether another op order can compute the same: one subgraph, no state, and a file order that is already a
+    topological order of a graph -- each tensor written by one op, read only after it is written. (A hostile file
+    that reads a tensor before the op writing it, or writes it twice, has no other order TFLM's run equals.)"""
     return len(model.subgraphs) == 1 and not any(op.key in STATEFUL for op in model.main.operators) and \
-        not any(t.is_variable for t in model.main.tensors)
+        not any(t.is_variable for t in model.main.tensors) and _topological(model.main.operators)
+
+
+def _topological(ops: Any) -> bool:
+    written: set[int] = set()
+    later = {t for op in ops for t in op.outputs if t >= 0}
+    for op in ops:
+        if any(t >= 0 and t in later and t not in written for t in op.inputs):
+            return False
+        outs = [t for t in op.outputs if t >= 0]
+        if len(set(outs)) != len(outs) or written & set(outs):
+            return False
+        written.update(outs)
+    return True
 
 
 def best_order(model: Any, scratch: list[Any], unplanned: Any = frozenset()) -> tuple[list[int], int]:

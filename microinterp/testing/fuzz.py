@@ -8,8 +8,9 @@ mutation overwrites one with a boundary value of its kind (0, -1, INT32_MAX, NaN
 ...). The rest are byte edits (flips, random bytes, truncation), which mostly exercise the loader.
 
 Each mutant runs in a forked child (:func:`run_mutant`) under a memory limit (``RLIMIT_AS``) and a wall-clock limit:
-load, build an ``Interpreter`` in memory and out of core (a small arena over a temporary SD image), set seeded
-inputs, invoke, read the outputs. The outcome is ``ok``, ``typed`` (a :class:`~microinterp.errors.MicroInterpError`:
+load, build an ``Interpreter`` in memory and out of core (a small arena over a temporary SD image), or as each
+Cortex-M firmware build (``target=``), or rewrite it with ``optimize`` and run what it wrote (:data:`MODES`), set
+seeded inputs, invoke, read the outputs. The outcome is ``ok``, ``typed`` (a :class:`~microinterp.errors.MicroInterpError`:
 the product's promise), ``untyped`` (any other exception: an escape), ``crash`` (the child died on a signal),
 ``hang`` (no answer in time, nor in ten times that), ``loop`` (a hang the TFLM wheel shows too on the same inputs:
 a WHILE whose condition never turns false -- the model's own, not an escape) or ``slow`` (finished within ten times
@@ -241,13 +242,31 @@ def _inputs(it: Any, rng: np.random.Generator) -> None:
         it.set_input(_input_value(d, rng), i)
 
 
+#: Every mode :func:`run_mutant` knows: in memory, out of core, as each firmware build (``target:CORE/KERNELS``),
+#: and ``optimize`` (the rewriter, then the written model run in memory).
+TARGET_MODES = tuple(f"target:{core}/{kernels}" for core in ("cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33",
+                                                             "cortex-m55") for kernels in ("cmsis-nn", "reference"))
+MODES = ("memory", "out-of-core", *TARGET_MODES, "optimize")
+
+
 def _exercise(data: bytes, mode: str, tmp: str) -> None:
-    """What a user does with a model: load, build, set inputs, invoke twice, read every output."""
+    """What a user does with a model: load, build, set inputs, invoke twice, read every output -- in memory, out of
+    core or as a firmware build; or ``optimize`` it and run what it wrote (which must load, or be refused with a
+    typed error)."""
     from microinterp import Interpreter, load_model
 
     rng = np.random.default_rng(0)
     model = load_model(data)
-    kwargs = {} if mode == "memory" else {"arena": OOC_ARENA, "backing": os.path.join(tmp, "sd.img")}
+    if mode == "optimize":
+        from microinterp.apps.optimize import optimize
+
+        model = load_model(optimize(model, budget_s=0.2).data)
+        kwargs: dict[str, Any] = {}
+    elif mode.startswith("target:"):
+        core, _, kernels = mode[len("target:"):].partition("/")
+        kwargs = {"target": core, "kernels": kernels or "cmsis-nn"}
+    else:
+        kwargs = {} if mode == "memory" else {"arena": OOC_ARENA, "backing": os.path.join(tmp, "sd.img")}
     with Interpreter(model, **kwargs) as it:
         for _ in range(2):
             _inputs(it, rng)
@@ -391,7 +410,8 @@ def campaign(seeds: dict[str, bytes], mutants: int, out: str | os.PathLike | Non
                 if outdir is not None:
                     outdir.mkdir(parents=True, exist_ok=True)
                     (outdir / f"{mutant.digest}.tflite").write_bytes(mutant.data)
-                    (outdir / f"{mutant.digest}.{mode}.json").write_text(json.dumps(entry, indent=1) + "\n")
+                    tag = mode.replace(":", "-").replace("/", "-")
+                    (outdir / f"{mutant.digest}.{tag}.json").write_text(json.dumps(entry, indent=1) + "\n")
         if progress and (k + 1) % 100 == 0:
             print(f"{k + 1}/{mutants}: {dict(report.outcomes)}", file=sys.stderr, flush=True)
     return report
@@ -406,10 +426,15 @@ def _main(argv: Sequence[str]) -> int:
     p.add_argument("--out", default="fuzz-escapes", help="folder for the regression files of escapes")
     p.add_argument("--rng-seed", type=int, default=0)
     p.add_argument("--time-limit", type=float, default=20.0)
-    p.add_argument("--modes", default="memory,out-of-core")
+    p.add_argument("--modes", default="memory,out-of-core",
+                   help=f"comma-separated: {', '.join(MODES)}, or 'all'")
     args = p.parse_args(argv)
     seeds = {Path(s).stem: Path(s).read_bytes() for s in args.seeds}
-    r = campaign(seeds, args.mutants, args.out, args.rng_seed, args.modes.split(","), args.time_limit,
+    modes = MODES if args.modes == "all" else args.modes.split(",")
+    unknown = sorted(set(modes) - set(MODES) - {"wheel"})
+    if unknown:
+        p.error(f"unknown mode(s) {', '.join(unknown)}; known: {', '.join(MODES)}")
+    r = campaign(seeds, args.mutants, args.out, args.rng_seed, modes, args.time_limit,
                  progress=True)
     print(r.summary())
     return 0

@@ -72,6 +72,26 @@ def test_a_short_campaign_has_no_escape(tmp_path):
     _check(report, tmp_path / "escapes")
 
 
+def test_every_mode_runs_and_a_short_campaign_of_the_newer_paths_has_no_escape(tmp_path):
+    """Every firmware build (target= core and kernel set) and optimize are fuzzed too."""
+    from microinterp.testing.fuzz import MODES
+
+    assert {"memory", "out-of-core", "optimize"} <= set(MODES) and sum(m.startswith("target:") for m in MODES) == 10
+    assert run_mutant(demo_cnn(), "target:cortex-m55/cmsis-nn").kind == "ok"
+    assert run_mutant(demo_cnn(), "optimize").kind == "ok"
+    modes = ("target:cortex-m3/cmsis-nn", "target:cortex-m55/cmsis-nn", "target:cortex-m7/reference", "optimize")
+    report = campaign(_seeds(), 12, tmp_path / "escapes", rng_seed=303, modes=modes, time_limit=30)
+    _check(report, tmp_path / "escapes")
+
+
+@pytest.mark.slow
+def test_a_long_campaign_of_every_mode_has_no_escape(tmp_path):
+    from microinterp.testing.fuzz import MODES
+
+    report = campaign(_seeds(), 300, tmp_path / "escapes", rng_seed=404, modes=MODES, time_limit=30)
+    _check(report, tmp_path / "escapes")
+
+
 @pytest.mark.slow
 def test_a_long_campaign_has_no_escape(tmp_path):
     report = campaign(_seeds(), 3000, tmp_path / "escapes", rng_seed=202, time_limit=30)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from ...errors import PrepareError
 from ...model import Operator, Tensor
 
 
@@ -62,6 +63,11 @@ UNMODELLED = frozenset({"TRANSPOSE_CONV", "BATCH_MATMUL"})
 
 
 def device_prepare(op: Operator, tensors: Sequence[Tensor], features: str) -> DevicePrepare | None:
-    """The CMSIS-NN build's Prepare for ``op`` (None: the op runs TFLM's reference kernel in that build too)."""
+    """The CMSIS-NN build's Prepare for ``op`` (None: the op runs TFLM's reference kernel in that build too). An op
+    without an output tensor fails as TFLM's Prepare does (``GetOutput`` gives null; ``TF_LITE_ENSURE`` fails)."""
     rule = RULES.get(op.key)
-    return None if rule is None else rule(op, tensors, features)
+    if rule is None:
+        return None
+    if not op.outputs or not 0 <= op.outputs[0] < len(tensors):
+        raise PrepareError(op.index, op.key, "the op has no output tensor (TFLM's GetOutput returns null)")
+    return rule(op, tensors, features)
