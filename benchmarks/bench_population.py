@@ -12,7 +12,7 @@ bit-identical, then time whole calls -- ``set_input`` for every input + ``invoke
 garbage collector off, one BLAS thread (``OPENBLAS_NUM_THREADS=1`` and friends are set before NumPy loads). Per engine
 the median of (batch time / batch size). Ratio = wheel time / microinterp time (> 1: microinterp is faster).
 
-Summary (issue 28's measure): the geometric mean of the ratios, the same over the models where the wheel takes at
+Summary: the geometric mean of the ratios, the same over the models where the wheel takes at
 least 1 ms, the lowest ratio and how many models are below 0.25x.
 """
 
@@ -45,7 +45,7 @@ SHARED = HERE.parents[1] / "shared"
 DEFAULT_OUTPUT = HERE.parent / "docs" / "population-benchmarks.md"
 TIMEOUT_S = 600
 SLOW_MS = 1.0           # "where the wheel takes >= 1 ms"
-FLOOR = 0.25            # no model below this ratio (issue 28)
+FLOOR = 0.25            # no model below this ratio (the goal)
 
 
 # -- one model (child process) ---------------------------------------------------------------------------------------
@@ -152,13 +152,13 @@ def summary(results: dict[str, dict]) -> dict:
 
 
 def markdown(results: dict[str, dict], s: dict, machine: dict, rounds: int) -> str:
-    lines = ["# Speed on the population (issue 28)", "",
+    lines = ["# Speed on the population", "",
              "`python benchmarks/bench_population.py` (method in its docstring: whole calls -- set_input + invoke + "
              "get_output --, interleaved, medians, one BLAS thread; ratio = wheel time / microinterp time, > 1 is "
              f"faster). {rounds} rounds per model.", "", "Machine:", ""]
     lines += [f"- {k}: {v}" for k, v in machine.items()]
     low = f"{s['lowest'][1]:.2f} (`{s['lowest'][0]}`)" if s["lowest"] else "n/a"
-    lines += ["", "## Summary", "", "| measure | value | issue 28 goal |", "|---|---|---|",
+    lines += ["", "## Summary", "", "| measure | value | goal |", "|---|---|---|",
               f"| models measured (the wheel runs them) | {s['measured']} | |",
               f"| bit-exact with the wheel | {s['exact']} of {s['measured']} | all |",
               f"| geometric mean of the ratios | {s['geomean']:.2f} | ≥ 1.0 |",

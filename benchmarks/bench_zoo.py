@@ -52,7 +52,7 @@ ZOO = ROOT.parent / "shared" / "models"
 DEFAULT_OUTPUT = ROOT / "docs" / "benchmarks.md"
 MIN_ROUNDS = 10
 
-# The goals, as ratios wheel time / microinterp optimized time (so 0.2 = "at most 5x slower").
+# The speed goals, as ratios wheel time / microinterp optimized time (so 0.2 = "at most 5x slower").
 GOALS = {
     "mobilenet_v2_quantized_1x3x224x224": 10.0,
     "pretrainedResnet_quant": 8.0,
@@ -340,7 +340,7 @@ def markdown(results: list[Result], info: dict[str, str], rounds: int, warmup: i
         ("microinterp with its optimized kernels (the default), microinterp with the reference kernels only "
          "(`optimized=False`) and the TFLM wheel (`tflite-micro`, TFLM's reference kernels compiled to native code), "
          "in one process on the same random input. Ratio = wheel time / microinterp time: above 1, microinterp is "
-         "faster. The column *goal / met?* lists the issue's goals for the optimized engine; *bit-exact* says whether "
+         "faster. The column *goal / met?* lists the project's speed goals for the optimized engine; *bit-exact* says whether "
          "all three engines produced identical outputs."),
         "",
         "Reproduce with one command (it rewrites this file; `--quick` only prints, `--help` lists the options):",

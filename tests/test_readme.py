@@ -4,7 +4,8 @@ what the commands print.
 Markers, an HTML comment on the line before a fenced block (invisible on GitHub):
 
 - ``<!-- readme-test: skip: REASON -->``: the block is not run here; the reason is required.
-- ``<!-- readme-test: given: PYTHON -->``: a Python block runs after this line (what the prose assumes, e.g. ``x``).
+- ``<!-- readme-test: given: PYTHON -->``: a Python block runs after this line, a shell block after this Python has
+  run in its folder (what the prose assumes: ``x``, a model file).
 - ``<!-- readme-test: slow -->``: run only with ``-m slow``.
 - ``<!-- readme-test: raises: NAME -->``: a Python block whose last line raises ``NAME`` (an error the README shows).
 - A fence without a language after a run block is that block's **output**: every number in it must appear in what
@@ -118,6 +119,10 @@ def _run(block: Block, cwd: Path) -> str:
         else:
             assert r.returncode == 0, f"README line {block.line}:\n{r.stderr[-3000:]}"
         return r.stdout
+    if "given" in block.marks:
+        r = subprocess.run([sys.executable, "-c", block.marks["given"]], check=False, cwd=cwd, env=_env(),
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, f"README line {block.line}: its given failed\n{r.stderr[-3000:]}"
     lines = block.text.splitlines()
     if block.text.startswith("$ "):
         lines = [lines[0][2:]]
@@ -172,6 +177,15 @@ def test_ops_table_matches_registry():
         cell = line.split("|")[1]
         listed |= {name.strip() for name in cell.split(",") if re.fullmatch(r"\s*[A-Za-z0-9_]+\s*", name)}
     assert listed == set(REFERENCE_KERNELS)
+
+
+def test_the_first_example_runs_as_pasted(tmp_path):
+    """The README's first Python example needs no file a user lacks: it runs in an empty folder (no ../shared)."""
+    first = next(b for b in RUNNABLE if b.lang == "python")
+    assert "given" not in first.marks and "skip" not in first.marks
+    printed = _run(first, tmp_path)
+    assert first.output is not None and all(n in printed for n in _numbers(first.output.text, False))
+    assert (tmp_path / "demo.tflite").exists()
 
 
 def test_ci_runs_the_readme_setup_commands():

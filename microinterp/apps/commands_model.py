@@ -187,7 +187,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         return status
     p = d.mcu
     print(f"{d.model} on {p.name} ({p.core} @ {p.clock_hz / 1e6:g} MHz, {p.sram_bytes // 1024} KB SRAM, "
-          f"{p.flash_bytes // 1024} KB flash), {d.kernels} kernels")
+          f"{p.flash_bytes // 1024} KB flash), {'cmsis-nn' if d.kernels == 'optimized' else d.kernels} kernels")
     if p.assumed:
         print(f"  ({p.assumed})")
     print()

@@ -176,7 +176,7 @@ class McuProfile:
     def figure_note(self, kernels: str = "optimized") -> str:
         """Which board and software build a cycle figure models: printed next to every figure."""
         ks = "CMSIS-NN" if kernel_set(kernels) == "optimized" else "reference"
-        assumed = f"; {self.assumed}" if self.assumed else ""
+        assumed = f"; {self.assumed.split(':')[0]}" if self.assumed else ""
         return (f"{self.name} ({self.core_key} @ {self.clock_hz / 1e6:g} MHz, {self.cpi:.3g} cycles/instruction"
                 f"{assumed}), {ks} kernels of today's build ({TODAY})")
 

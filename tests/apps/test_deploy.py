@@ -194,3 +194,12 @@ def test_a_model_tflm_cannot_prepare_or_read_exits_2(tmp_path, capsys, bad):
     assert main(["deploy", str(path), "--json"]) == 2
     doc = json.loads(capsys.readouterr().out)
     assert doc["deployable"] is False and doc["latency_ms"] is None and doc["exit_code"] == 2
+
+
+def test_the_population_model_tflm_refuses_exits_2(capsys):
+    """tflite__dynamic_shapes (a GATHER of int32 params, which TFLM's Prepare refuses) exited 1, 'does not fit'."""
+    path = MODELS_DIR.parent / "population" / "tflite__dynamic_shapes.tflite"
+    if not path.exists():
+        pytest.skip("../shared/population not present")
+    assert main(["deploy", str(path)]) == 2
+    assert "PrepareError" in capsys.readouterr().err

@@ -100,3 +100,18 @@ def test_plots_say_how_to_get_matplotlib(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", fake)
     with pytest.raises(plots.PlotError, match=r"microinterp\[plot\]"):
         plots.plot_tasks([], "x.png")
+
+
+def test_schedule_and_sweep_speak_the_common_vocabulary(model, tmp_path, capsys):
+    """--arena as everywhere (--sram stays an alias), --pools A:B:C as run and profile take it, --json on sweep."""
+    assert main(["schedule", model, "--arena", "45K", "--tile", "8K", "--pools", "1:2:1", "--frames", "1",
+                 "--json"]) == 0
+    a = json.loads(capsys.readouterr().out)
+    assert main(["schedule", model, "--sram", "45K", "--tile", "8K", "--pools", "1,2,1", "--frames", "1",
+                 "--json"]) == 0
+    b = json.loads(capsys.readouterr().out)
+    assert a["sram"] == b["sram"] == 45 * 1024 and a["latency_s"] == b["latency_s"]
+    assert main(["sweep", model, "--arena", "45K", "--tile", "8K", "--frames", "1", "--out", str(tmp_path / "sw"),
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["results"][0]["status"] == "ok" and (tmp_path / "sw" / "demo.tflite-sweep.csv").exists()
