@@ -455,3 +455,23 @@ def test_an_op_reading_a_tensor_written_later_is_not_reordered():
     assert order == [0, 1, 2]
     written = optimize(model, budget_s=0.2)
     microinterp.load_model(written.data)
+
+
+def test_a_report_of_a_model_tflm_refuses_renders(tmp_path):
+    """A CONV_2D of 1-D operands (tflite__test_model in the population): TFLM's Prepare refuses it, and the report
+    still renders -- the cost model prices the malformed op with its generic model instead of raising ValueError."""
+    from microinterp.apps.report import render
+    from microinterp.cost.mcu import get_profile
+
+    b = ModelBuilder()
+    x = b.add_tensor("x", (3,), "FLOAT32")
+    w = b.add_tensor("w", (1,), "FLOAT32", data=np.ones(1, np.float32))
+    y = b.add_tensor("y", (3,), "FLOAT32")
+    b.add_op("CONV_2D", [x, w], [y], padding="SAME", stride_w=1, stride_h=1)
+    b.inputs, b.outputs = [x], [y]
+    model = microinterp.load_model(b.build())
+    with pytest.raises(MicroInterpError):
+        Interpreter(model)
+    assert get_profile("stm32f746").op_cycles(model.main.operators[0], model.main.tensors) > 0
+    text = render(model)
+    assert "TFLM cannot run this model" in text

@@ -318,12 +318,25 @@ def op_features(op: Any, tensors: Sequence[Any], build: str, values: Any = None)
     core, kernels = _split(build)
     features = CORE_FEATURES[core] if kernels == "cmsis-nn" else None
     family = _FAMILIES.get(op.key, _generic)
-    if not op.outputs or any(i < 0 for i in op.outputs[:1]):
+    if not op.outputs or any(i < 0 for i in op.outputs[:1]) or not _shaped_for(family, op, tensors):
         return _generic(op, tensors, features)
     path, f = family(op, tensors, features, values) if family is _softmax else family(op, tensors, features)
     if family in (_conv, _depthwise, _fully_connected):
         path = f"{op.key}/{path}"
     return path, f
+
+
+def _shaped_for(family: Any, op: Any, tensors: Sequence[Any]) -> bool:
+    """Whether ``op`` has the operands its family's loop model reads (a 4-D input and filter for the convolutions,
+    a filter for FULLY_CONNECTED). A malformed op -- which TFLM's Prepare refuses -- gets the generic model."""
+    if family not in (_conv, _depthwise, _fully_connected):
+        return True
+    ins = [tensors[i] if 0 <= i < len(tensors) else None for i in op.inputs[:2]]
+    if len(ins) < 2 or ins[0] is None or ins[1] is None:
+        return False
+    if family is _fully_connected:
+        return len(ins[1].shape) >= 1
+    return len(ins[0].shape) == 4 and len(ins[1].shape) == 4
 
 
 def _split(build: str) -> tuple[str, str]:

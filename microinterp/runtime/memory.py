@@ -237,17 +237,19 @@ class InMemoryRuntime:
         self.all_steps = []
         for sg, views in zip(self.model.subgraphs, all_views):      # every view first: control flow binds to others'
             graph.views[sg.index] = views
+        # a phased segment runs at its last op's turn (its band kernels on its line buffers); its ops are not bound
+        # on their own: an intermediate of a segment has only a band of rows in the arena
+        segmented = {i for seg in self.phased.segments for i in seg.ops} if self.phased is not None else set()
         for sg, views, kernels, data in zip(self.model.subgraphs, all_views, self.prep.kernels, op_data):
             ctx = InvokeContext(views, scratch_views)
             steps = list(zip(kernels, sg.operators, data))
             self.all_steps.append((ctx, steps))
-            graph.calls[sg.index] = [bind(ctx, *step) for step in steps]
-        if self.phased is not None:     # a segment runs at its last op's turn; its other ops do nothing then
+            graph.calls[sg.index] = [_nothing if sg.index == 0 and i in segmented else bind(ctx, *step)
+                                     for i, step in enumerate(steps)]
+        if self.phased is not None:
             from ..bands.phases import SegmentRun
 
             for seg in self.phased.segments:
-                for i in seg.ops:
-                    graph.calls[0][i] = _nothing
                 graph.calls[0][seg.ops[-1]] = SegmentRun(seg, all_views[0], scratch_views)
 
     # -- the Runtime protocol ------------------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ mutation overwrites one with a boundary value of its kind (0, -1, INT32_MAX, NaN
 ...). The rest are byte edits (flips, random bytes, truncation), which mostly exercise the loader.
 
 Each mutant runs in a forked child (:func:`run_mutant`) under a memory limit (``RLIMIT_AS``) and a wall-clock limit:
-load, build an ``Interpreter`` in memory and out of core (a small arena over a temporary SD image), or as each
-Cortex-M firmware build (``target=``), or rewrite it with ``optimize`` and run what it wrote (:data:`MODES`), set
+load, build an ``Interpreter`` in memory and out of core (a small arena over a temporary SD image), with the phased
+planner, or as each Cortex-M firmware build (``target=``), or rewrite it with ``optimize`` and run what it wrote (:data:`MODES`), set
 seeded inputs, invoke, read the outputs. The outcome is ``ok``, ``typed`` (a :class:`~microinterp.errors.MicroInterpError`:
 the product's promise), ``untyped`` (any other exception: an escape), ``crash`` (the child died on a signal),
 ``hang`` (no answer in time, nor in ten times that), ``loop`` (a hang the TFLM wheel shows too on the same inputs:
@@ -242,11 +242,11 @@ def _inputs(it: Any, rng: np.random.Generator) -> None:
         it.set_input(_input_value(d, rng), i)
 
 
-#: Every mode :func:`run_mutant` knows: in memory, out of core, as each firmware build (``target:CORE/KERNELS``),
-#: and ``optimize`` (the rewriter, then the written model run in memory).
+#: Every mode :func:`run_mutant` knows: in memory, out of core, with the phased planner, as each firmware build
+#: (``target:CORE/KERNELS``), and ``optimize`` (the rewriter, then the written model run in memory).
 TARGET_MODES = tuple(f"target:{core}/{kernels}" for core in ("cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33",
                                                              "cortex-m55") for kernels in ("cmsis-nn", "reference"))
-MODES = ("memory", "out-of-core", *TARGET_MODES, "optimize")
+MODES = ("memory", "out-of-core", "phased", *TARGET_MODES, "optimize")
 
 
 def _exercise(data: bytes, mode: str, tmp: str) -> None:
@@ -265,6 +265,8 @@ def _exercise(data: bytes, mode: str, tmp: str) -> None:
     elif mode.startswith("target:"):
         core, _, kernels = mode[len("target:"):].partition("/")
         kwargs = {"target": core, "kernels": kernels or "cmsis-nn"}
+    elif mode == "phased":
+        kwargs = {"planner": "phased"}
     else:
         kwargs = {} if mode == "memory" else {"arena": OOC_ARENA, "backing": os.path.join(tmp, "sd.img")}
     with Interpreter(model, **kwargs) as it:

@@ -76,10 +76,12 @@ def test_every_mode_runs_and_a_short_campaign_of_the_newer_paths_has_no_escape(t
     """Every firmware build (target= core and kernel set) and optimize are fuzzed too."""
     from microinterp.testing.fuzz import MODES
 
-    assert {"memory", "out-of-core", "optimize"} <= set(MODES) and sum(m.startswith("target:") for m in MODES) == 10
+    assert {"memory", "out-of-core", "phased", "optimize"} <= set(MODES)
+    assert sum(m.startswith("target:") for m in MODES) == 10
     assert run_mutant(demo_cnn(), "target:cortex-m55/cmsis-nn").kind == "ok"
     assert run_mutant(demo_cnn(), "optimize").kind == "ok"
-    modes = ("target:cortex-m3/cmsis-nn", "target:cortex-m55/cmsis-nn", "target:cortex-m7/reference", "optimize")
+    modes = ("phased", "target:cortex-m3/cmsis-nn", "target:cortex-m55/cmsis-nn", "target:cortex-m7/reference",
+             "optimize")
     report = campaign(_seeds(), 12, tmp_path / "escapes", rng_seed=303, modes=modes, time_limit=30)
     _check(report, tmp_path / "escapes")
 
