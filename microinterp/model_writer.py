@@ -344,6 +344,8 @@ def _options(b: flatbuffers.Builder, op: _OpSpec) -> tuple[int, int | None]:
         if key in vectors:
             getattr(tflite, f"{table}Add{getter}")(b, vectors[key])
             continue
+        if kind in ("vector", "string"):        # absent (a string option the model left unset reads as None)
+            continue
         if key not in op.options and key not in _DEFAULTS:
             continue
         value = op.options.get(key, _DEFAULTS.get(key))

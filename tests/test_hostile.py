@@ -475,3 +475,30 @@ def test_a_report_of_a_model_tflm_refuses_renders(tmp_path):
     assert get_profile("stm32f746").op_cycles(model.main.operators[0], model.main.tensors) > 0
     text = render(model)
     assert "TFLM cannot run this model" in text
+
+
+def test_optimize_writes_back_an_unset_string_option():
+    """A VAR_HANDLE whose container string the model leaves unset (tflite__resource_vars_calibrated in the
+    population) reads as None; the writer passed that None to the schema builder (TypeError)."""
+    from microinterp.apps.optimize import optimize
+
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1, 4), "FLOAT32")
+    h = b.add_tensor("h", (), "RESOURCE")
+    v = b.add_tensor("v", (1, 4), "FLOAT32")
+    y = b.add_tensor("y", (1, 4), "FLOAT32")
+    b.add_op("VAR_HANDLE", [], [h], shared_name="acc")          # no container
+    b.add_op("READ_VARIABLE", [h], [v])
+    b.add_op("ADD", [v, x], [y])
+    b.add_op("ASSIGN_VARIABLE", [h, y], [])
+    b.inputs, b.outputs = [x], [y]
+    model = microinterp.load_model(b.build())
+    assert model.main.operators[0].options["container"] is None
+    written = microinterp.load_model(optimize(model, budget_s=0.2).data)
+    assert dict(written.main.operators[0].options) == dict(model.main.operators[0].options)
+    for m in (model, written):
+        it = Interpreter(m)
+        for _ in range(2):
+            it.set_input(np.ones((1, 4), np.float32))
+            it.invoke()
+        assert np.array_equal(it.get_output(0), np.full((1, 4), 2, np.float32))
