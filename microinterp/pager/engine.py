@@ -43,8 +43,9 @@ from .work import op_work
 
 
 #: What an integrity error says to do (the CLI writes ``recover=True`` as ``--recover``).
-REPAIR_HINT = ("to repair the image, run again with recover=True: damaged activations are recomputed and damaged "
-               "weight records rewritten from the model (or delete the image: it is rebuilt)")
+REPAIR_HINT = ("to repair the image, run again with recover=True (on the command line: microinterp run MODEL "
+               "--backing {path} --recover): damaged activations are recomputed and damaged weight records rewritten "
+               "from the model (or delete the image: it is rebuilt)")
 
 
 class Engine:
@@ -117,7 +118,7 @@ class Engine:
             self.execution.read(home.device, home.record_offset(r0), run, out)
         except IntegrityError as e:
             if not self.recover:
-                e.args = (f"{e}; {REPAIR_HINT}",)
+                e.args = (f"{e}; {REPAIR_HINT.format(path=self.sd.path)}",)
                 raise
             self._recover(home, r0, r1, depth)
             self._count_read(rec, run, pool, home, r0, r1, role)

@@ -207,6 +207,7 @@ def test_an_integrity_error_names_the_repair_and_the_repair_lasts(tmp_path, caps
                 pytest.raises(IntegrityError, match="run again with recover=True") as e:
             it.invoke()
         assert "weight records rewritten from the model" in str(e.value) and e.value.area == "weights"
+        assert f"microinterp run MODEL --backing {path} --recover" in str(e.value)
     run = ["run", str(mfile), "--input", str(xfile), "--arena", str(ARENA), "--backing", str(path), "--flash", "0"]
     assert main([*run, "--mcu", "stm32f746"]) == 1
     err = capsys.readouterr().err
