@@ -69,7 +69,10 @@ def test_the_stored_coefficients_are_the_fit_of_the_goldens(build):
     pytest.importorskip("scipy")
     stored = ins.coefficients()[build]
     data = fit.fitting_data(build)
-    assert data.keys() == stored.keys()
+    if model_file("person_detect") is not None:
+        assert data.keys() == stored.keys()
+    else:       # without ../shared only the sweeps (built in-process) are refitted; the models' paths are skipped
+        assert data.keys() == {p for p, e in stored.items() if e["fitted_on"] == "sweep"}
     for path, (feats, counts, terms, fitted_on) in data.items():
         entry = stored[path]
         assert entry["fitted_on"] == fitted_on and entry["nodes"] == len(feats), path
