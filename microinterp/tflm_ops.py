@@ -53,4 +53,3 @@ ACCELERATOR_OPS = {
     "ethos-u": "an Arm Ethos-U NPU (the op is a Vela-compiled command stream; deploy the model from before Vela "
                "on a board without one)",
 }
-

@@ -126,7 +126,7 @@ def _plan_strategies(args: argparse.Namespace) -> int:
     """Head bytes per strategy: TFLM's greedy plan, the lower bound, the optimal search, reordered ops, phased
     execution (with its cost in kernel calls and MCU cycles); ``--picture``: the arena over time per strategy."""
     from ..cost.analysis import predict_cycles
-    from ..cost.mcu import get_profile
+    from ..cost.mcu import get_profile, kernel_set
     from ..planner.greedy import plan_greedy, plan_size
     from ..planner.optimal import lower_bound, plan_optimal
     from ..planner.reorder import best_order, requests_for_order
@@ -142,7 +142,7 @@ def _plan_strategies(args: argparse.Namespace) -> int:
             "reordered_lower_bound": lower_bound(reordered),
             "reordered_optimal": plan_size(reordered, plan_optimal(reordered)), "phased": phased_it.head_bytes}
     mcu = get_profile(args.mcu)
-    kernels = "reference" if args.kernels == "reference" else "optimized"
+    kernels = kernel_set(args.kernels)
     base = sum(predict_cycles(it.model, mcu, kernels))
     extra = phased.extra_cycles(mcu, it.model.main.tensors, kernels)
     cost = {"segments": [s.ops for s in phased.segments], "extra_kernel_calls": phased.extra_calls(),
@@ -170,7 +170,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     """Exit codes a script can trust: 0 fits, 1 does not fit in memory (out-of-core settings may follow), 2 TFLM or
     the board cannot run the model -- an op with no TFLM kernel or needing an accelerator the board lacks, a model
     TFLM's Prepare refuses, a file that is not a model -- or the arguments are wrong."""
-    from .deploy import deploy
+    from .deploy import deploy, out_of_core_command
 
     try:
         d = deploy(args.model, args.mcu, args.kernels, target=args.target)
@@ -221,8 +221,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
             print(f"out of core: Interpreter(model, arena={o['arena']}, backing={o['backing']!r}, flash={o['flash']}, "
                   f"pools={o['pools']}, mcu={o['mcu']!r}) -> {o['latency_ms']:.1f} ms, SD {o['sd_read_bytes']:,d} B "
                   f"read / {o['sd_write_bytes']:,d} B written per invoke")
-            print(f"  on the command line: microinterp run MODEL --arena {o['arena']} --backing {o['backing']} "
-                  f"--pools {':'.join(str(v) for v in o['pools'])} --mcu {o['mcu']}")
+            print(f"  on the command line: {out_of_core_command(o)}")
         else:
             print(f"out of core: does not fit this part either (smallest arena {o.get('needed_arena')} bytes)")
     return status

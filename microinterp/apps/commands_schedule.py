@@ -223,11 +223,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         w.writeheader()
         for row in rows:
             w.writerow(row)
+    doc = {"schema": "microinterp.sweep/1", "model": name, "results": rows}
     with open(json_path, "w") as f:
-        json.dump({"schema": "microinterp.sweep/1", "model": name, "results": rows}, f, indent=2, default=str)
+        json.dump(doc, f, indent=2, default=str)
     if args.json:
-        json.dump({"schema": "microinterp.sweep/1", "model": name, "csv": csv_path, "json": json_path,
-                   "results": rows}, sys.stdout, indent=2, default=str)
+        json.dump({**doc, "csv": csv_path, "json": json_path}, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
         return 0
     print("lat +: latency above compute-only (infinite SRAM); fps -: throughput below it (both: lower is better)")
@@ -254,7 +254,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 # -- parsers -----------------------------------------------------------------------------------------------------------
 def _common(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--frames", type=count_argument(1), default=4, help="consecutive frames for the throughput run (default 4)")
+    s.add_argument("--frames", type=count_argument(1), default=4,
+                   help="consecutive frames for the throughput run (default 4)")
     s.add_argument("--flash", type=_flash, default=None,
                    help="flash budget for weights in bytes (default: the profile's, 1 MB on the stm32f746); 0 puts "
                         "every weight on the SD card, as SwapNN pre-stores them")
@@ -293,7 +294,8 @@ def add_parsers(sub: Any, size: Callable[[str], int]) -> None:
 
     s = sub.add_parser("sweep", help="the schedule over a grid of SRAM and tile sizes (CSV/JSON, plots)")
     s.add_argument("model", help="a .tflite file or gen:vgg16 / gen:alexnet / gen:mobilenet_v1 / gen:demo_cnn")
-    s.add_argument("--arena", "--sram", dest="sram", type=sizes_argument, default=[512 << 10, 1 << 20, 4 << 20, 8 << 20],
+    s.add_argument("--arena", "--sram", dest="sram", type=sizes_argument,
+                   default=[512 << 10, 1 << 20, 4 << 20, 8 << 20],
                    help="comma-separated arena (SRAM) sizes (default 512K,1M,4M,8M; --sram is the old name)")
     s.add_argument("--tile", type=sizes_argument, default=[k << 10 for k in (16, 32, 64, 128, 256, 512)],
                    help="comma-separated tile sizes (default 16K,32K,64K,128K,256K,512K)")

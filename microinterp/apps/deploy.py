@@ -184,6 +184,12 @@ def deploy(model: Any, mcu: str | McuProfile | None = None, kernels: str = "opti
                       est.unmodelled_ops, calibrated)
 
 
+def out_of_core_command(settings: dict[str, Any]) -> str:
+    """The command line that runs a model with the out-of-core settings :func:`deploy` found."""
+    return (f"microinterp run MODEL --arena {settings['arena']} --backing {settings['backing']} --pools "
+            f"{':'.join(str(v) for v in settings['pools'])} --mcu {settings['mcu']}")
+
+
 #: Pool splits (input : weights : output) tried out of core, the pager's default first.
 POOL_SPLITS = ((1, 2, 1), (2, 1, 1), (1, 1, 1), (3, 1, 1))
 

@@ -17,8 +17,6 @@ import re
 from typing import Any
 
 KERNEL_CHOICES = ("cmsis-nn", "reference")
-_KERNEL_ALIASES = {"cmsis-nn": "cmsis-nn", "cmsis_nn": "cmsis-nn", "cmsisnn": "cmsis-nn", "cmsis": "cmsis-nn",
-                   "optimized": "cmsis-nn", "optimised": "cmsis-nn", "reference": "reference", "ref": "reference"}
 
 
 def pools_argument(text: str) -> tuple[float, float, float]:
@@ -34,12 +32,16 @@ def pools_argument(text: str) -> tuple[float, float, float]:
 
 
 def kernels_argument(text: str) -> str:
-    """``--kernels``: ``cmsis-nn`` or ``reference`` (aliases: optimized, ref)."""
-    key = _KERNEL_ALIASES.get(text.strip().lower())
-    if key is None:
+    """``--kernels``: ``cmsis-nn`` or ``reference``, or another name the cost model knows for one of them
+    (:data:`microinterp.cost.mcu.KERNEL_ALIASES`: optimized, ref, ...)."""
+    from ..cost.mcu import kernel_set
+    from ..errors import ConfigError
+
+    try:
+        return "cmsis-nn" if kernel_set(text) == "optimized" else "reference"
+    except ConfigError:
         raise argparse.ArgumentTypeError(f"unknown kernel set {text!r}; choose {' or '.join(KERNEL_CHOICES)} "
-                                         "(optimized is another name for cmsis-nn)")
-    return key
+                                         "(optimized is another name for cmsis-nn)") from None
 
 
 def input_file(text: str) -> str:

@@ -2,8 +2,8 @@
 
 ``"cortex-m33@200MHz"`` or ``"cortex-m7@480MHz,sram=1M,flash=2M,memory_factor=1.1"`` is a
 :class:`~microinterp.cost.mcu.McuProfile` like the named ones: the cost model needs only the core (its instruction
-counts and cycles per instruction) and the clock; the rest is the memory system. What the spec leaves out is taken
-from :data:`GENERIC_DEFAULTS` (stated assumptions, printed with every figure through the profile's name):
+counts and cycles per instruction) and the clock; the rest is the memory system. What the spec leaves out is assumed,
+and the profile says so (its ``assumed``, printed with the figures):
 
 * ``sram``, ``flash``: sizes (``512K``, ``2M``); default the core's typical part (:data:`TYPICAL_MEMORY`);
 * ``memory_factor``: cycles per zero-wait-state cycle (flash wait states behind a cache), >= 1; default 1.0.

@@ -3,8 +3,8 @@
 For each firmware build and each kernel path, the coefficients minimise the squared **relative** error over the
 path's nodes, under non-negativity (every loop-structure term costs instructions; it cannot save them):
 ``scipy.optimize.nnls`` on the rows ``features / count`` against 1, with those rows' columns scaled to unit maximum.
-Ties are broken by a stated rule (:func:`independent_terms`: a term that is a combination of the terms named before it
-is left out), so the minimiser is unique and every SciPy release and BLAS kernel gives the same coefficients.
+Where collinear terms leave several minimisers, a stated rule picks one (:func:`_nnls`: a linear programme puts the
+work on the simplest terms, :func:`simplicity`), so every SciPy release and BLAS kernel gives the same coefficients.
 
 Fitting data: the shape sweeps' goldens (``tests/goldens/device/sweep/``), built in-process. A path no sweep
 covers (the Signal library, the LSTM, PACK, SHAPE ...) is fitted on the zoo's and the population's own nodes with

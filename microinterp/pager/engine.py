@@ -41,7 +41,6 @@ from .plan import ALIGN, PoolBuffers, region_ranges
 from .profile import IoStep, OpRecord, TileRecord
 from .work import op_work
 
-
 #: What an integrity error says to do (the CLI writes ``recover=True`` as ``--recover``).
 REPAIR_HINT = ("to repair the image, run again with recover=True (on the command line: microinterp run MODEL "
                "--backing {path} --recover): damaged activations are recomputed and damaged weight records rewritten "

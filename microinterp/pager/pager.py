@@ -290,8 +290,7 @@ class Pager:
             raise HostMemoryError(f"the host ran out of memory in an out-of-core kernel ({e}); a smaller "
                                   "tile= or pools= keeps its buffers smaller") from e
         except CheckFailed as e:
-            i = self.failed_op()
-            raise check_failed(e, None if i is None else self.model.main.operators[i]) from e
+            raise check_failed(e, self.subgraph.operators, self.failed_op()) from e
 
     def records(self) -> list[OpRecord]:
         return self.last_records

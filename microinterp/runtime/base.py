@@ -75,11 +75,12 @@ def reset_variable(t: Any, view: np.ndarray | None) -> None:
         view.view(np.uint8)[...] = zp & 0xFF
 
 
-def check_failed(error: Exception, op: Any) -> Exception:
+def check_failed(error: Exception, operators: Any, index: int | None) -> Exception:
     """The :class:`~microinterp.errors.InvokeError` for a kernel's :class:`~microinterp.errors.CheckFailed` (a
-    ``TFLITE_CHECK`` of TFLM) while running ``op`` (None when the runtime cannot tell which)."""
+    ``TFLITE_CHECK`` of TFLM) while running op ``index`` of ``operators`` (None when the runtime cannot tell
+    which: :meth:`Runtime.failed_op`)."""
     from ..errors import InvokeError
 
+    op = None if index is None else operators[index]
     return InvokeError(-1 if op is None else op.index, "?" if op is None else op.key,
                        f"{error}; TFLM's firmware would abort here")
-

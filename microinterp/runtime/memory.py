@@ -303,8 +303,7 @@ class InMemoryRuntime:
         return invoke
 
     def _check_failed(self, error: Exception) -> Exception:
-        i = self.failed_op()
-        return check_failed(error, None if i is None else self.subgraph.operators[i])
+        return check_failed(error, self.subgraph.operators, self.failed_op())
 
     def failed_op(self) -> int | None:
         """The op an invoke that raised was running: the first call whose clock reading is older than the invoke's

@@ -9,8 +9,9 @@ mutation overwrites one with a boundary value of its kind (0, -1, INT32_MAX, NaN
 
 Each mutant runs in a forked child (:func:`run_mutant`) under a memory limit (``RLIMIT_AS``) and a wall-clock limit:
 load, build an ``Interpreter`` in memory and out of core (a small arena over a temporary SD image), with the phased
-planner, or as each Cortex-M firmware build (``target=``), or rewrite it with ``optimize`` and run what it wrote (:data:`MODES`), set
-seeded inputs, invoke, read the outputs. The outcome is ``ok``, ``typed`` (a :class:`~microinterp.errors.MicroInterpError`:
+planner, or as each Cortex-M firmware build (``target=``), or rewrite it with ``optimize`` and run what it wrote
+(:data:`MODES`); set seeded inputs, invoke, read the outputs. The outcome is ``ok``, ``typed`` (a
+:class:`~microinterp.errors.MicroInterpError`:
 the product's promise), ``untyped`` (any other exception: an escape), ``crash`` (the child died on a signal),
 ``hang`` (no answer in time, nor in ten times that), ``loop`` (a hang the TFLM wheel shows too on the same inputs:
 a WHILE whose condition never turns false -- the model's own, not an escape) or ``slow`` (finished within ten times
@@ -251,8 +252,8 @@ MODES = ("memory", "out-of-core", "phased", *TARGET_MODES, "optimize")
 
 def _exercise(data: bytes, mode: str, tmp: str) -> None:
     """What a user does with a model: load, build, set inputs, invoke twice, read every output -- in memory, out of
-    core or as a firmware build; or ``optimize`` it and run what it wrote (which must load, or be refused with a
-    typed error)."""
+    core, with the phased planner or as a firmware build; or ``optimize`` it and run what it wrote (which must load,
+    or be refused with a typed error)."""
     from microinterp import Interpreter, load_model
 
     rng = np.random.default_rng(0)

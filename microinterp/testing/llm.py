@@ -27,14 +27,13 @@ spread (4 standard deviations over the int8 range) -- the same estimate in both 
 
 from __future__ import annotations
 
-from ..errors import ConfigError
-
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..apps.lm import LlmConfig
+from ..errors import ConfigError
 from .builder import ModelBuilder
 
 F = 4.0 / 127.0          # scale per unit of standard deviation: 4 sigma over the int8 range

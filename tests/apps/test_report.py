@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 import struct
@@ -12,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from microinterp.apps.cli import main
 from microinterp import Interpreter
+from microinterp.apps.cli import main
 from microinterp.apps.report import render
 from microinterp.model import load_model
 from microinterp.testing.models import demo_cnn
@@ -83,7 +84,7 @@ def _edges_through_boxes(text: str) -> list[tuple[int, str]]:
     bad = []
     for d in re.findall(r'<path class="edge" d="([^"]+)"', svg):
         pts = [tuple(float(v) for v in p.split(",")) for p in re.findall(r"[ML]([\d.\-]+,[\d.\-]+)", d)]
-        for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        for (x0, y0), (x1, y1) in itertools.pairwise(pts):
             for k in range(1, 40):
                 x, y = x0 + (x1 - x0) * k / 40, y0 + (y1 - y0) * k / 40
                 for i, (bx, by, bw, bh) in enumerate(boxes):

@@ -19,7 +19,6 @@ Everything is inline (CSS, SVG): the page needs no network and no other file.
 
 from __future__ import annotations
 
-import html
 import os
 from typing import Any
 
@@ -27,6 +26,8 @@ from ...errors import ArenaOverflowError, MicroInterpError
 from .arena import arenas, core_arenas, core_table
 from .graph import graph_svg, graph_table
 from .headline import headline
+from .markup import escape as _e
+from .markup import tensor_desc as _tensor_desc
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;max-width:1400px}
@@ -42,18 +43,6 @@ th{background:#f3f3f3}td.l,th.l{text-align:left}pre{background:#f7f7f7;padding:8
 border:1px solid #333;vertical-align:middle}.edge-skip{background:#0072B2;height:3px;border:none}
 table.cores td,table.cores th{font-size:12px}
 """
-
-
-def _e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def _tensor_desc(t: Any) -> str:
-    q = t.quantization
-    quant = ""
-    if q is not None and q.scales.size:
-        quant = f" q({q.scale:.4g}, {q.zero_point})" if not q.per_channel else f" q(per-channel x{q.scales.size})"
-    return f"{t.type_name}{list(t.shape)}{quant}"
 
 
 # -- per op ------------------------------------------------------------------------------------------------------------
@@ -97,13 +86,10 @@ def _ops_table(model: Any, arena: int) -> tuple[str, str]:
     return "".join(rows), f"<p>{_e(note)}</p><p>Cycles model:</p><ul>{notes}</ul>"
 
 
-def _deploy(model: Any, mcu: str | None, target: str | None) -> str:
-    from ..deploy import deploy
-
-    try:
-        d = deploy(model, mcu, target=target)
-    except MicroInterpError as e:
-        return f"<p class=bad>TFLM cannot run this model: {_e(type(e).__name__)}: {_e(e)}</p>"
+def _deploy(d: Any) -> str:
+    """The deploy section of a Deployment (or of the error that stopped one)."""
+    if isinstance(d, Exception):
+        return f"<p class=bad>TFLM cannot run this model: {_e(type(d).__name__)}: {_e(d)}</p>"
     lines = [d.resolver, (f"constexpr size_t kTensorArenaSize = {d.arena_size};   // arena_used_bytes() "
                           f"{d.arena_bytes}: head {d.head_bytes} + tail {d.tail_bytes}")]
     status = ("<p class=ok>TFLM has a kernel for every op.</p>" if d.deployable else
@@ -119,9 +105,9 @@ def render(source: Any, *, arena: int = 512_000, mcu: str | None = None, target:
     and the deploy section (default stm32f746, or a board of ``target``'s core), ``arena`` the out-of-core columns'
     arena."""
     from ...model import load_model
-    from ..deploy import board_for
+    from ..deploy import board_for, deploy
 
-    board_for(mcu, target)              # an unknown board or core is the caller's error, not a line of the report
+    board = board_for(mcu, target)      # an unknown board or core is the caller's error, not a line of the report
     model = load_model(source)
     name = os.path.basename(model.source) if isinstance(model.source, str) else (model.description or "model")
     sg = model.main
@@ -129,19 +115,23 @@ def render(source: Any, *, arena: int = 512_000, mcu: str | None = None, target:
                   for i, t in enumerate(sg.inputs))
     outs = "".join(f"<li>output {i}: {_e(sg.tensors[t].name)} {_e(_tensor_desc(sg.tensors[t]))}</li>"
                    for i, t in enumerate(sg.outputs))
-    arena_figures, heads = arenas(model)
+    arena_figures, sizes = arenas(model)
     ops_table, ops_note = _ops_table(model, arena)
-    card, _ = headline(model, mcu, target)
+    phased = sizes.get("phased")
+    try:                                # one deployment for the headline and the deploy section
+        d: Any = deploy(model, board, target=target)
+    except MicroInterpError as e:
+        d = e
     sections = [
-        ("headline", "At a glance", card),
+        ("headline", "At a glance", headline(d, phased[1] if phased else None)),
         ("cores", "Arena per Cortex-M core (TFLM's firmware, to the byte)", core_table(core_arenas(model))),
         ("summary", "Summary", (f"<p>{len(sg.operators)} ops in the main subgraph ({len(model.subgraphs)} "
                                f"subgraph(s)), {model.weight_bytes():,} bytes of weights; heads: "
-                               f"{_e(', '.join(f'{p} {h:,}' for p, h in heads))}</p><ul>{ins}{outs}</ul>")),
+                               f"{_e(', '.join(f'{p} {h:,}' for p, (h, _) in sizes.items()))}</p><ul>{ins}{outs}</ul>")),
         ("graph", "Graph", graph_svg(model, _tensor_desc) + graph_table(model, _tensor_desc)),
         ("arena", "Arena over time", arena_figures),
         ("ops", "Per op: work, cycles, out of core", ops_note + ops_table),
-        ("deploy", "Deploy", _deploy(model, mcu, target)),
+        ("deploy", "Deploy", _deploy(d)),
     ]
     body = "".join(f'<section id="{sid}"><h2>{_e(title)}</h2>{content}</section>' for sid, title, content in sections)
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>microinterp report: {_e(name)}"

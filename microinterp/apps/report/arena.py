@@ -3,20 +3,16 @@ of TFLM's firmware for every supported Cortex-M core and kernel set."""
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 from typing import Any
 
 from ...errors import MicroInterpError
+from .markup import escape as _e
 
 #: Colours of the kinds of buffer in the arena pictures (colour-blind-safe Okabe-Ito).
 KIND_COLOURS = {"tensor": "#0072B2", "scratch": "#E69F00", "variable": "#009E73", "offline": "#CC79A7"}
 TAIL_COLOUR = "#999999"
-
-
-def _e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
 
 
 def peak(rows: Sequence[dict[str, Any]]) -> tuple[int, int]:
@@ -92,12 +88,12 @@ def arena_svg(rows: Sequence[dict[str, Any]], head: int, tail: int, title: str, 
     return "".join(parts)
 
 
-def arenas(model: Any) -> tuple[str, list[tuple[str, int]]]:
-    """One SVG per planner, and (planner, head bytes)."""
+def arenas(model: Any) -> tuple[str, dict[str, tuple[int, int]]]:
+    """One SVG per planner, and per planner that plans the model (head bytes, arena bytes used)."""
     from ...interpreter import Interpreter
     from ...planner.picture import arena_picture
 
-    out, heads, picture = [], [], ""
+    out, sizes, picture = [], {}, ""
     names = [op.key for op in model.main.operators]
     for planner in ("tflm", "optimal", "phased"):
         try:
@@ -105,7 +101,7 @@ def arenas(model: Any) -> tuple[str, list[tuple[str, int]]]:
         except MicroInterpError as e:
             out.append(f"<p>{_e(planner)}: not planned ({_e(e)})</p>")
             continue
-        heads.append((planner, it.head_bytes))
+        sizes[planner] = (it.head_bytes, it.arena_used_bytes)
         out.append(arena_svg(it.plan_table(), it.head_bytes, it.tail_bytes,
                              f"planner={planner}: head {it.head_bytes:,} bytes, tail {it.tail_bytes:,}", names))
         if planner == "tflm":
@@ -113,7 +109,7 @@ def arenas(model: Any) -> tuple[str, list[tuple[str, int]]]:
     if picture:
         out.append(f"<details><summary>text picture of the greedy plan (as <code>microinterp plan --picture</code>)"
                    f"</summary><pre>{_e(picture)}</pre></details>")
-    return "".join(out), heads
+    return "".join(out), sizes
 
 
 def core_arenas(model: Any) -> list[dict[str, Any]]:

@@ -13,8 +13,9 @@ Boxes are coloured by op kind (the cost model's op classes), with a legend.
 
 from __future__ import annotations
 
-import html
 from typing import Any
+
+from .markup import escape as _e
 
 #: Op kind -> colour (Okabe-Ito, colour-blind safe) and legend name.
 KIND_COLOURS = {"conv": ("#56B4E9", "convolution"), "depthwise": ("#009E73", "depthwise"),
@@ -22,10 +23,6 @@ KIND_COLOURS = {"conv": ("#56B4E9", "convolution"), "depthwise": ("#009E73", "de
                 "elementwise": ("#F0E442", "elementwise"), "softmax": ("#D55E00", "softmax"),
                 "other": ("#BBBBBB", "data movement / other")}
 BOX_W, BOX_H, COL_GAP, ROW_GAP, MARGIN, LANE = 190, 34, 22, 34, 20, 9
-
-
-def _e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
 
 
 def layers(model: Any) -> tuple[list[int], dict[int, int]]:
