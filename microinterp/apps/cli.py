@@ -25,12 +25,14 @@ from .options import (
     add_json,
     add_kernels,
     cli_hint,
+    core_argument,
     count_argument,
     ids_argument,
     input_file,
     input_folder,
     output_file,
     output_folder,
+    percent_argument,
     pools_argument,
 )
 
@@ -134,11 +136,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_json(s)
     s.set_defaults(fn=cmd_report)
 
-    s = sub.add_parser("optimize", help="write the model with the smallest plan found as OfflineMemoryAllocation "
-                                        "metadata (TFLM then uses that head)")
+    s = sub.add_parser("optimize", help="rewrite the model so stock TFLM runs it in a smaller arena, outputs "
+                                        "identical (patch-based stages + the optimal offline plan)")
     s.add_argument("model")
     s.add_argument("-o", "--output", type=output_file, required=True, help="the .tflite file to write")
     s.add_argument("--budget", type=float, default=2.0, help="seconds the plan search may take (default 2)")
+    s.add_argument("--max-extra-macs", type=percent_argument, default=15.0, metavar="PCT",
+                   help="recompute at most PCT %% more MACs than the original (default 15)")
+    s.add_argument("--target", type=core_argument, default=None, help="minimise this core's firmware arena (e.g. cortex-m4), not the "
+                                                   "wheel's")
+    s.add_argument("--plan-only", action="store_true", help="only write the offline plan; do not rewrite the graph")
+    _mcu(s, default=None, what="priced for the extra cycles")
     add_json(s)
     s.set_defaults(fn=cmd_optimize)
 

@@ -244,17 +244,38 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
-    from .optimize import optimize
+    from .optimize import optimize, rewrite
 
-    r = optimize(args.model, budget_s=args.budget)
-    with open(args.output, "wb") as f:
-        f.write(r.data)
-    if args.json:
-        _json({"model": str(args.model), "output": args.output, "tensors_placed": sum(o >= 0 for o in r.offsets),
-               "tflm_head": r.tflm_head, "head": r.predicted_head, "saved": r.saved, "lower_bound": r.lower_bound})
+    if args.plan_only:
+        r = optimize(args.model, budget_s=args.budget)
+        with open(args.output, "wb") as f:
+            f.write(r.data)
+        if args.json:
+            _json({"model": str(args.model), "output": args.output, "tensors_placed": sum(o >= 0 for o in r.offsets),
+                   "tflm_head": r.tflm_head, "head": r.predicted_head, "saved": r.saved,
+                   "lower_bound": r.lower_bound})
+            return 0
+        print(f"{args.output}: OfflineMemoryAllocation for {sum(o >= 0 for o in r.offsets)} tensors; arena head "
+              f"{r.tflm_head:,d} -> {r.predicted_head:,d} bytes ({r.saved:,d} less; lower bound {r.lower_bound:,d})")
         return 0
-    print(f"{args.output}: OfflineMemoryAllocation for {sum(o >= 0 for o in r.offsets)} tensors; arena head "
-          f"{r.tflm_head:,d} -> {r.predicted_head:,d} bytes ({r.saved:,d} less; lower bound {r.lower_bound:,d})")
+    w = rewrite(args.model, max_extra_macs=args.max_extra_macs / 100, target=args.target, budget_s=args.budget,
+                mcu=args.mcu)
+    with open(args.output, "wb") as f:
+        f.write(w.data)
+    if args.json:
+        _json({"model": str(args.model), "output": args.output, **w.as_dict()})
+        return 0
+    print(f"{args.output}: whole arena in the TFLM wheel {w.arena_before:,d} -> {w.arena_after:,d} bytes "
+          f"({w.arena_before / w.arena_after:.2f}x)")
+    if w.target:
+        print(f"  {w.target} firmware arena: {w.target_arena_before:,d} -> {w.target_arena_after:,d} bytes "
+              f"({w.target_arena_before / w.target_arena_after:.2f}x)")
+    print(f"  price: {w.extra_macs:+.1%} MACs, {w.extra_cycles:+.1%} cycles on {w.board} "
+          f"({w.cycles_before / 1e6:,.1f} -> {w.cycles_after / 1e6:,.1f} M cycles)")
+    for c in w.cuts:
+        print(f"  cut: {c.describe()}")
+    if w.message:
+        print(f"  {w.message}")
     return 0
 
 

@@ -93,3 +93,130 @@ def _plan_for(loaded: Model, interp: Any, order: list[int] | None, budget_s: flo
     fixed = [replace(r, offline_offset=plan[i]) if is_tensor[i] else r for i, r in enumerate(requests)]
     at = {(infos[o].subgraph, infos[o].index): plan[i] for i, o in enumerate(owners) if is_tensor[i]}
     return at, plan_size(fixed, plan_greedy(fixed)), lower_bound(requests)
+
+
+# -- the graph rewrite ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Rewritten:
+    """What :func:`rewrite` produced: the model bytes, the whole arenas before and after (the wheel's 64-bit build,
+    and ``target``'s firmware build when one was named), the MACs and predicted cycles before and after, the cuts
+    applied and, when nothing was cut, why."""
+
+    data: bytes
+    arena_before: int
+    arena_after: int
+    target: str | None
+    target_arena_before: int | None
+    target_arena_after: int | None
+    macs_before: int
+    macs_after: int
+    cycles_before: float
+    cycles_after: float
+    board: str
+    cuts: tuple[Any, ...]
+    plan: Optimized
+    message: str
+
+    @property
+    def extra_macs(self) -> float:
+        return self.macs_after / self.macs_before - 1 if self.macs_before else 0.0
+
+    @property
+    def extra_cycles(self) -> float:
+        return self.cycles_after / self.cycles_before - 1 if self.cycles_before else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"arena_before": self.arena_before, "arena_after": self.arena_after, "target": self.target,
+                "target_arena_before": self.target_arena_before, "target_arena_after": self.target_arena_after,
+                "macs_before": self.macs_before, "macs_after": self.macs_after, "extra_macs": self.extra_macs,
+                "cycles_before": self.cycles_before, "cycles_after": self.cycles_after,
+                "extra_cycles": self.extra_cycles, "board": self.board,
+                "cuts": [c.describe() for c in self.cuts], "message": self.message}
+
+
+def wheel_arena(model: Any) -> int:
+    """The whole arena (head + tail) the ``tflite-micro`` wheel's 64-bit build needs for ``model``
+    (:func:`microinterp.memory32.estimate_arena`, LP64 with TFLM's compression fields)."""
+    from ..memory32 import estimate_arena
+
+    return estimate_arena(model, "lp64", compression=True).total_bytes
+
+
+def target_arena(model: Any, target: str) -> int:
+    """The whole arena of ``target``'s firmware build (CMSIS-NN kernels) for ``model``."""
+    from ..memory32 import estimate_arena
+
+    return estimate_arena(model, target=target).total_bytes
+
+
+def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: str | None = None, budget_s: float = 2.0,
+            mcu: str | None = None, check_seeds: tuple[int, ...] = (0, 1)) -> Rewritten:
+    """``model`` rewritten so that stock TFLM runs it in a smaller whole arena with identical outputs.
+
+    1. :func:`microinterp.patching.search.search` cuts the memory-heavy stages into patches (minimising the wheel's
+       whole arena, or ``target``'s firmware arena when a core is named), recomputing at most ``max_extra_macs``
+       (a fraction) more MACs than the original;
+    2. :func:`optimize` then writes the optimal offline plan (and op order) of the rewritten graph;
+    3. the result runs in microinterp against the original on seeded inputs; outputs must be identical bit for bit,
+       else the original (with its own offline plan) is written and the message says so.
+
+    The cycles are the cost model's (:func:`microinterp.cost.analysis.predict_cycles`) for ``mcu``, or a board of
+    ``target``'s core, or the default deploy board."""
+    from ..cost.analysis import predict_cycles
+    from ..patching.search import model_macs, search
+    from .deploy import board_for
+
+    original = load_model(model)
+    arena_of = (lambda m: target_arena(m, target)) if target else wheel_arena
+    board = board_for(mcu, target)
+    patched = search(original, arena_of, max_extra_macs=max_extra_macs)
+    message = ""
+    data = patched.data
+    if not patched.cuts:
+        message = _why_not(original, max_extra_macs)
+    elif not _same_outputs(original, data, check_seeds):
+        message = "the rewritten model's outputs differed from the original's on the check run: written unchanged"
+        data = bytes(original._raw)
+    plan = optimize(data, budget_s=budget_s)
+    if not patched.cuts or message:
+        data_model = original
+    else:
+        data_model = load_model(plan.data)
+    cuts = patched.cuts if not message else ()
+    rewritten = load_model(plan.data)
+    return Rewritten(plan.data, wheel_arena(original), wheel_arena(rewritten), target,
+                     target_arena(original, target) if target else None,
+                     target_arena(rewritten, target) if target else None,
+                     model_macs(original), model_macs(data_model),
+                     sum(predict_cycles(original, board)), sum(predict_cycles(rewritten, board)), board.name,
+                     cuts, plan, message)
+
+
+def _why_not(model: Model, max_extra_macs: float) -> str:
+    from ..patching.search import candidate_stages
+
+    if not candidate_stages(model):
+        return ("nothing to split: no run of convolutions, pools, pads and pointwise ops with one feature map in and "
+                "one out passes through the ops where the most memory is alive")
+    return (f"nothing to split: every patch grid tried either adds more persistent memory (each op's node and "
+            f"OpData) than it frees or recomputes more than {max_extra_macs:.0%} extra MACs")
+
+
+def _same_outputs(original: Model, data: bytes, seeds: tuple[int, ...]) -> bool:
+    """Run both models in microinterp on seeded random inputs; True when every output is bit-identical."""
+    from ..interpreter import Interpreter
+    from ..testing.device import seeded_inputs
+
+    a, b = Interpreter(original), Interpreter(data)
+    for seed in seeds:
+        for i, x in enumerate(seeded_inputs(a, seed)):
+            a.set_tensor(a.get_input_details(i)["index"], x)
+            b.set_tensor(b.get_input_details(i)["index"], x)
+        a.invoke()
+        b.invoke()
+        for k in range(a.num_outputs):
+            ya = a.get_tensor(a.get_output_details(k)["index"])
+            yb = b.get_tensor(b.get_output_details(k)["index"])
+            if ya.shape != yb.shape or ya.dtype != yb.dtype or ya.tobytes() != yb.tobytes():
+                return False
+    return True

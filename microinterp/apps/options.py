@@ -31,6 +31,29 @@ def pools_argument(text: str) -> tuple[float, float, float]:
     return parts  # type: ignore[return-value]
 
 
+def percent_argument(text: str) -> float:
+    """A non-negative percentage (``15``, ``15%``, ``2.5``)."""
+    try:
+        value = float(text.strip().rstrip("%"))
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a percentage such as 15 or 2.5%, got {text!r}")
+    return value
+
+
+def core_argument(text: str) -> str:
+    """``--target``: a Cortex-M core microinterp models a firmware build of (cortex-m4, m55, ...)."""
+    from ..errors import ConfigError
+    from ..targets import get_target
+
+    try:
+        get_target(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def kernels_argument(text: str) -> str:
     """``--kernels``: ``cmsis-nn`` or ``reference``, or another name the cost model knows for one of them
     (:data:`microinterp.cost.mcu.KERNEL_ALIASES`: optimized, ref, ...)."""

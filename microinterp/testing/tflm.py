@@ -229,6 +229,30 @@ def tflm_allocations(model: Any, arena_size: int | None = None) -> dict[str, int
     return found
 
 
+def tflm_smallest_arena(model: Any, inputs: Sequence[np.ndarray], step: int = 16) -> int:
+    """The smallest ``arena_size`` (a multiple of ``step``) with which the wheel allocates ``model`` and invokes it on
+    ``inputs``: what a user would set ``kTensorArenaSize`` to. Bisection from the wheel's own reported total."""
+    data = model_bytes(model)
+
+    def fits(size: int) -> bool:
+        try:     # the wheel reports each failed allocation on stderr: captured
+            _capture_fd2(lambda: TflmRunner(data, arena_size=size, preserve_all=False).run(inputs))
+            return True
+        except (RuntimeError, ValueError):     # the wheel raises RuntimeError when it does not fit
+            return False
+
+    hi = -(-(tflm_allocations(data)["total"] + 4096) // step) * step
+    if not fits(hi):
+        raise RuntimeError("the wheel does not run this model even in the arena it reports")
+    lo = 0
+    while hi - lo > step:
+        mid = (lo + hi) // 2 // step * step
+        if mid <= lo:
+            break
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return hi
+
+
 def _capture_fd2(fn) -> str:
     """Capture what C code writes to file descriptor 2 while ``fn`` runs."""
     import sys

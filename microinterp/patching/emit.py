@@ -1,0 +1,236 @@
+"""Write a model with one stage computed patch by patch, with TFLM builtin ops only.
+
+For a grid of ``rows x cols`` patches of the stage's output ``y`` (near-equal bands), each patch is computed from
+the region of ``x`` its receptive field needs, walking the stage's ops backwards (:mod:`.regions`):
+
+1. ``STRIDED_SLICE`` cuts that region of ``x`` (halos included);
+2. each op of the stage runs on the patch: a convolution or pool with ``VALID`` padding, after a ``PAD`` where the
+   patch touches the feature map's border (the original padding, made explicit: TFLM pads int8 with the zero point,
+   which contributes exactly what a skipped tap does, ``0 = (zp - zp) * w``; float with 0); the model's own PAD ops
+   pad only the sides the patch touches, or vanish; where a feature map feeds two ops that need different regions
+   (a residual), the smaller is cut from the larger with another ``STRIDED_SLICE``;
+3. ``CONCATENATION`` joins the patches: over columns within a band of rows, then the bands over rows, into ``y``
+   itself, so every op after the stage reads what it read before.
+
+Every output value is computed from the same input values by the same kernel arithmetic as in the original model,
+so the outputs are bit-identical (tested in the wheel and in microinterp). Ops before and after the stage, the
+other subgraphs and the metadata are kept (an ``OfflineMemoryAllocation`` is dropped: it described the old tensors);
+tensors no op uses any more are not written.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..model import Model
+from ..model_writer import ModelBuilder
+from ..rewrite import rebuild
+from .regions import Region, clip, padding_outside, union, window_of
+from .stage import Stage, feature_inputs
+
+
+def split(n: int, parts: int) -> list[tuple[int, int]]:
+    """``[0, n)`` cut into ``parts`` bands whose sizes differ by at most one (the larger first)."""
+    q, r = divmod(n, parts)
+    edges = [0]
+    for i in range(parts):
+        edges.append(edges[-1] + q + (1 if i < r else 0))
+    return list(itertools.pairwise(edges))
+
+
+@dataclass
+class _Writer:
+    """Subgraph 0 of the new model: original tensors copied when first used, new ones appended."""
+
+    model: Model
+    b: ModelBuilder
+    index: dict[int, int] = field(default_factory=dict)
+    consts: dict[tuple, int] = field(default_factory=dict)
+
+    def old(self, ti: int) -> int:
+        if ti < 0:
+            return ti
+        if ti not in self.index:
+            t = self.model.main.tensors[ti]
+            self.index[ti] = _copy_tensor(self.b, t)
+        return self.index[ti]
+
+    def like(self, ti: int, shape: tuple[int, ...], name: str) -> int:
+        t = self.model.main.tensors[ti]
+        q = t.quantization
+        has_q = q is not None and q.scales.size > 0
+        return self.b.add_tensor(name, shape, t.type_name, scale=q.scales if has_q else None,
+                                 zero_point=q.zero_points if has_q else None, axis=q.axis if has_q else 0)
+
+    def const(self, values: list, name: str) -> int:
+        key = (name.split("/")[-1], tuple(map(tuple, values)) if isinstance(values[0], list) else tuple(values))
+        if key not in self.consts:
+            arr = np.asarray(values, dtype=np.int32)
+            self.consts[key] = self.b.add_tensor(f"{name}", arr.shape, "INT32", data=arr)
+        return self.consts[key]
+
+
+def _copy_tensor(target: Any, t: Any) -> int:
+    q = t.quantization
+    has_q = q is not None and q.scales.size > 0
+    return target.add_tensor(t.name, t.shape, t.type_name, data=t.data, scale=q.scales if has_q else None,
+                             zero_point=q.zero_points if has_q else None, axis=q.axis if has_q else 0,
+                             is_variable=t.is_variable)
+
+
+def patch_stage(model: Model, stage: Stage, rows: int, cols: int) -> bytes:
+    """``model`` with ``stage`` computed as ``rows x cols`` patches of its output (see the module docstring)."""
+    b = rebuild(_without_main_ops(model), {"OfflineMemoryAllocation": None})
+    b.tensors, b.ops = [], []
+    w = _Writer(model, b)
+    sg = model.main
+    for op in sg.operators[:stage.start]:
+        _copy_op(w, op)
+    y = sg.tensors[stage.y]
+    lay = stage.layouts[stage.y]
+    height, width = y.shape[lay.h], y.shape[lay.w]
+    bands = []
+    for r, (h0, h1) in enumerate(split(height, rows)):
+        pieces = [_emit_patch(w, stage, (h0, h1, w0, w1), f"p{r}_{c}")
+                  for c, (w0, w1) in enumerate(split(width, cols))]
+        if len(pieces) == 1:
+            bands.append(pieces[0])
+            continue
+        band = w.old(stage.y) if rows == 1 else w.like(stage.y, lay.shape(y.shape, (h0, h1, 0, width)),
+                                                       f"{y.name}/band{r}")
+        b.add_op("CONCATENATION", pieces, [band], axis=lay.w, fused_activation_function="NONE")
+        bands.append(band)
+    if rows > 1:
+        b.add_op("CONCATENATION", bands, [w.old(stage.y)], axis=lay.h, fused_activation_function="NONE")
+    for op in sg.operators[stage.stop:]:
+        _copy_op(w, op)
+    b.inputs = [w.old(t) for t in sg.inputs]
+    b.outputs = [w.old(t) for t in sg.outputs]
+    return b.build()
+
+
+def _without_main_ops(model: Model) -> Model:
+    from dataclasses import replace
+
+    main = replace(model.main, operators=(), tensors=(), inputs=(), outputs=())
+    return replace(model, subgraphs=(main, *model.subgraphs[1:]))
+
+
+def _copy_op(w: _Writer, op: Any) -> None:
+    w.b.add_op(op.name, [w.old(t) for t in op.inputs], [w.old(t) for t in op.outputs], custom_code=op.custom_code,
+               custom_options=op.custom_options, intermediates=[w.old(t) for t in op.intermediates], **op.options)
+
+
+def _extent(stage: Stage, tensors: Any, ti: int) -> Region:
+    return stage.layouts[ti].extent(tensors[ti].shape)
+
+
+def _emit_patch(w: _Writer, stage: Stage, patch: Region, tag: str) -> int:
+    """Emit one patch's ops; return the new tensor holding ``patch`` of ``y``."""
+    sg = w.model.main
+    tensors, ops = sg.tensors, sg.operators
+    need: dict[int, Region] = {stage.y: patch}
+    wanted: dict[tuple[int, int], Region] = {}
+    for i in reversed(stage.ops):
+        op = ops[i]
+        out = op.outputs[0]
+        if out not in need:
+            continue
+        win = window_of(op, tensors) if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "MAX_POOL_2D",
+                                                     "AVERAGE_POOL_2D", "PAD", "PADV2") else None
+        for pos in feature_inputs(op, tensors) or ():
+            ti = op.inputs[pos]
+            reg = win.input_region(need[out]) if win is not None else need[out]
+            wanted[(i, pos)] = reg
+            need[ti] = union(need.get(ti), clip(reg, _extent(stage, tensors, ti)))
+    have: dict[int, tuple[int, Region]] = {}
+    x_reg = need[stage.x]
+    have[stage.x] = (w.old(stage.x), _extent(stage, tensors, stage.x))
+    have[stage.x] = (_crop(w, stage, stage.x, x_reg, have[stage.x], tag), x_reg)
+    for i in stage.ops:
+        op = ops[i]
+        out = op.outputs[0]
+        if out not in need:
+            continue
+        features = feature_inputs(op, tensors) or []
+        inputs = [t if pos in features else w.old(t) for pos, t in enumerate(op.inputs)]
+        pads = (0, 0, 0, 0)
+        for pos in features:
+            ti = op.inputs[pos]
+            extent = _extent(stage, tensors, ti)
+            reg = clip(wanted[(i, pos)], extent)
+            inputs[pos] = _crop(w, stage, ti, reg, have[ti], tag)
+            pads = padding_outside(wanted[(i, pos)], extent)
+        name = f"{tensors[out].name}/{tag}"
+        out_shape = stage.layouts[out].shape(tensors[out].shape, need[out])
+        options = dict(op.options)
+        if op.name in ("PAD", "PADV2"):
+            if not any(pads):
+                have[out] = (inputs[0], need[out])
+                continue
+            inputs[1] = w.const([[0, 0], [pads[0], pads[1]], [pads[2], pads[3]], [0, 0]], f"{name}/paddings")
+        elif op.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "MAX_POOL_2D", "AVERAGE_POOL_2D"):
+            options["padding"] = _implicit_padding(op, tensors, pads, inputs, w)
+            if options["padding"] is None:
+                options["padding"] = "VALID"
+                src = tensors[op.inputs[0]]
+                padded = w.like(op.inputs[0], (1, *_padded_hw(need, wanted, i), src.shape[3]), f"{name}/padded")
+                w.b.add_op("PAD", [inputs[0], w.const([[0, 0], [pads[0], pads[1]], [pads[2], pads[3]], [0, 0]],
+                                                      f"{name}/paddings")], [padded])
+                inputs[0] = padded
+        new_out = w.like(out, out_shape, name)
+        w.b.add_op(op.name, inputs, [new_out], custom_code=op.custom_code, custom_options=op.custom_options,
+                   **options)
+        have[out] = (new_out, need[out])
+    return have[stage.y][0]
+
+
+def _implicit_padding(op: Any, tensors: Any, pads: tuple[int, int, int, int], inputs: list, w: _Writer) -> str | None:
+    """VALID or SAME when the kernel itself pads the patch exactly as needed, else None (an explicit PAD is needed).
+
+    TFLM's windowed kernels loop over the output tensor's rows and columns, start each window at ``o * stride - pad``
+    with ``pad`` the "before" padding ComputePaddingHeightWidth gives for the *input's* size, and skip taps outside
+    the input -- exactly what the original op did at the feature map's border. So a patch needing only "after"
+    padding runs as VALID (pad 0, the extra output rows/columns come from the declared shape), and one needing
+    "before" padding runs as SAME when SAME's pad for the patch's size is that padding on both axes. Pools never
+    reach here with padding (their stages exclude it)."""
+    from ..kernels.padding import compute_padding_height_width
+
+    if not any(pads):
+        return "VALID"
+    if op.name.endswith("POOL_2D"):
+        return None
+    x = w.b.tensors[inputs[0]].shape
+    win = window_of(op, tensors)
+    for padding in ("VALID", "SAME"):
+        p = compute_padding_height_width(win.sh, win.sw, win.dh, win.dw, x[1], x[2], win.kh, win.kw, padding)
+        if (p.height, p.width) == (pads[0], pads[2]):
+            return padding
+    return None
+
+
+def _padded_hw(need: dict, wanted: dict, i: int) -> tuple[int, int]:
+    r = wanted[(i, 0)]
+    return r[1] - r[0], r[3] - r[2]
+
+
+def _crop(w: _Writer, stage: Stage, ti: int, reg: Region, held: tuple[int, Region], tag: str) -> int:
+    """The new tensor holding region ``reg`` of ``ti``: ``held`` itself, or a STRIDED_SLICE of it."""
+    src, src_reg = held
+    if src_reg == reg:
+        return src
+    t = w.model.main.tensors[ti]
+    lay = stage.layouts[ti]
+    begin, end = [0] * len(t.shape), list(lay.shape(t.shape, src_reg))
+    begin[lay.h], end[lay.h] = reg[0] - src_reg[0], reg[1] - src_reg[0]
+    begin[lay.w], end[lay.w] = reg[2] - src_reg[2], reg[3] - src_reg[2]
+    name = f"{t.name}/{tag}/{reg[0]}_{reg[1]}_{reg[2]}_{reg[3]}"
+    out = w.like(ti, lay.shape(t.shape, reg), name)
+    w.b.add_op("STRIDED_SLICE", [src, w.const(begin, f"{name}/begin"), w.const(end, f"{name}/end"),
+                                 w.const([1] * len(t.shape), f"{name}/strides")], [out],
+               begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0, offset=False)
+    return out

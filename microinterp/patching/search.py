@@ -1,0 +1,140 @@
+"""Choose the stages and patch grids that lower the whole arena the most, within a bound on recomputed MACs.
+
+The whole arena is what a user sizes ``arena_size`` by: the head (TFLM's greedy plan over the rewritten graph) plus
+the persistent tail, which every added op grows (its node, registration, builtin options, OpData and, for each
+convolution copy, its per-channel multipliers and shifts) -- :func:`microinterp.memory32.estimate_arena` replays both
+for the wheel's 64-bit build, or for a Cortex-M firmware build with ``target``. So a cut pays off only where the
+memory it frees exceeds the tail it adds; small models gain from few, large patches.
+
+The search is greedy over rounds: each round tries every stage that contains the op at the head's peak and whose
+ends are small feature maps (:func:`candidate_stages`), cut into every grid of up to ``max_grid`` x ``max_grid``
+(at most ``max_patches``) patches, keeps the rewrite with the smallest whole arena whose MACs stay within ``max_extra_macs`` of the original's,
+and starts the next round from it; it stops when no rewrite lowers the arena.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import MicroInterpError
+from ..model import Model, load_model
+from .emit import patch_stage
+from .stage import Stage, find_stages
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One applied rewrite: the stage's op positions (in the model it was applied to), its ends and its grid."""
+
+    start: int
+    stop: int
+    x: tuple[int, ...]  # the shapes of the stage's input and output feature maps
+    y: tuple[int, ...]
+    rows: int
+    cols: int
+    arena: int          # the whole arena after this cut
+
+    def describe(self) -> str:
+        return (f"ops {self.start}-{self.stop - 1} ({'x'.join(map(str, self.x))} -> {'x'.join(map(str, self.y))}) "
+                f"as {self.rows}x{self.cols} patches")
+
+
+@dataclass(frozen=True)
+class Patched:
+    data: bytes
+    cuts: tuple[Cut, ...]
+    arena: int           # the whole arena of ``data`` as :func:`search` measured it
+    macs: int
+
+
+def model_macs(model: Model) -> int:
+    from ..pager.work import op_work
+
+    sg = model.main
+    return sum(op_work(op, sg.tensors)[0] for op in sg.operators)
+
+
+def live_bytes(model: Model) -> list[int]:
+    """Feature-map bytes alive during each op of subgraph 0 (whole tensors, in file order)."""
+    sg = model.main
+    ops, tensors = sg.operators, sg.tensors
+    last = {}
+    first = {}
+    for i, op in enumerate(ops):
+        for ti in (*op.inputs, *op.outputs):
+            if ti >= 0 and tensors[ti].data is None:
+                first.setdefault(ti, i)
+                last[ti] = i
+    for ti in sg.inputs:
+        first[ti] = 0
+    for ti in sg.outputs:
+        last[ti] = len(ops) - 1
+    live = [0] * len(ops)
+    for ti, f in first.items():
+        for i in range(f, last.get(ti, f) + 1):
+            live[i] += tensors[ti].nbytes
+    return live
+
+
+def candidate_stages(model: Model, limit: int = 24, per_start: int = 6, near_peak: float = 0.8) -> list[Stage]:
+    """Stages containing an op during which at least ``near_peak`` of the most bytes are alive -- the ``per_start``
+    shortest from each first op -- smallest ends (``x`` + ``y`` bytes) first, at most ``limit``."""
+    live = live_bytes(model)
+    if not live:
+        return []
+    high = [i for i, b in enumerate(live) if b >= near_peak * max(live)]
+    tensors = model.main.tensors
+    by_start: dict[int, list[Stage]] = {}
+    for s in find_stages(model):
+        if any(s.start <= i < s.stop for i in high) and s.stop - s.start >= 2:
+            by_start.setdefault(s.start, []).append(s)
+    found = [s for stages in by_start.values() for s in sorted(stages, key=lambda s: s.stop)[:per_start]]
+    found.sort(key=lambda s: (tensors[s.x].nbytes + tensors[s.y].nbytes, s.stop - s.start))
+    return found[:limit]
+
+
+def search(model: Any, arena_of: Callable[[Any], int], *, max_extra_macs: float = 0.15, max_grid: int = 4,
+           max_patches: int = 8, rounds: int = 4, limit: int = 12) -> Patched:
+    """The rewrite with the smallest ``arena_of(model)`` found (the model itself when nothing is smaller)."""
+    current = load_model(model)
+    base_macs = model_macs(current)
+    best_arena = arena_of(current)
+    data, cuts, macs = bytes(current._raw), [], base_macs
+    for _ in range(rounds):
+        found = None
+        for stage in candidate_stages(current, limit):
+            for rows in range(1, max_grid + 1):
+                for cols in range(1, max_grid + 1):
+                    if not 2 <= rows * cols <= max_patches:
+                        continue
+                    trial = _try(current, stage, rows, cols)
+                    if trial is None:
+                        continue
+                    new_data, new_model = trial
+                    new_macs = model_macs(new_model)
+                    if new_macs > base_macs * (1 + max_extra_macs):
+                        continue
+                    arena = arena_of(new_model)
+                    if arena < best_arena and (found is None or arena < found[0]):
+                        t = current.main.tensors
+                        found = (arena, new_data, new_model, new_macs,
+                                 Cut(stage.start, stage.stop, t[stage.x].shape, t[stage.y].shape, rows, cols, arena))
+        if found is None:
+            break
+        best_arena, data, current, macs, cut = found
+        cuts.append(cut)
+    return Patched(data, tuple(cuts), best_arena, macs)
+
+
+def _try(model: Model, stage: Stage, rows: int, cols: int) -> tuple[bytes, Model] | None:
+    y = model.main.tensors[stage.y]
+    lay = stage.layouts[stage.y]
+    if rows > y.shape[lay.h] or cols > y.shape[lay.w]:
+        return None
+    try:
+        data = patch_stage(model, stage, rows, cols)
+        return data, load_model(data)
+    except (MicroInterpError, ValueError):
+        return None
