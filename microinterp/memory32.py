@@ -91,6 +91,7 @@ class ArenaEstimate:
     target: str | None = None
     unmodelled_ops: tuple[str, ...] = ()
     buffers: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)   # the head's plan, one row a buffer
+    scratch: tuple[ScratchRequest, ...] = field(default=(), repr=False)     # the kernels' scratch requests
 
     @property
     def total_bytes(self) -> int:
@@ -311,4 +312,5 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
                          counts=MappingProxyType(dict(t.count)), per_op=per_op, unknown_ops=tuple(sorted(unknown)),
                          target=None if target is None else target.name, unmodelled_ops=tuple(sorted(unmodelled)),
                          buffers=tuple(MappingProxyType(r) for r in plan_rows(model, infos, owners, requests,
-                                                                                offsets)))
+                                                                                offsets)),
+                         scratch=tuple(scratch_requests))

@@ -224,6 +224,11 @@ def cmd_deploy(args: argparse.Namespace) -> int:
             print(f"  on the command line: {out_of_core_command(o)}")
         else:
             print(f"out of core: does not fit this part either (smallest arena {o.get('needed_arena')} bytes)")
+    z = d.optimized
+    if z is not None:
+        print(f"after microinterp optimize: arena {z['arena_bytes']:,d} bytes ({'fits' if z['fits'] else 'still above'}"
+              f" {p.sram_bytes:,d}), {z['extra_macs']:+.1%} MACs, {z['extra_cycles']:+.1%} cycles")
+        print(f"  on the command line: {z['command']}")
     return status
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..cost.analysis import predict_cycles
 from ..cost.mcu import McuProfile, get_profile, kernel_set
-from ..errors import ArenaOverflowError, UnsupportedOpError
+from ..errors import ArenaOverflowError, MicroInterpError, UnsupportedOpError
 from ..memory32 import estimate_arena
 from ..model import Model, load_model
 from ..tflm_ops import ACCELERATOR_OPS, RESOLVER_METHODS
@@ -52,6 +52,7 @@ class Deployment:
     target: dict[str, str] | None = None    # the firmware build the arena figures are for
     unmodelled_ops: tuple[str, ...] = ()    # ops whose device Prepare is not modelled (their figures are reference)
     calibrated_cycles: float | None = None  # the board's published build (None: the board has none)
+    optimized: dict[str, Any] | None = None  # the arena after ``microinterp optimize`` (when it does not fit)
 
     @property
     def unsupported(self) -> tuple[str, ...]:
@@ -116,7 +117,7 @@ class Deployment:
                 "kTensorArenaSize": self.arena_size, "target": self.target,
                 "unmodelled_ops": list(self.unmodelled_ops), "unsupported_ops": list(self.unsupported),
                 "needs_accelerator": self.needs_accelerator, "deployable": self.deployable,
-                "why_not": self.why_not or None}
+                "why_not": self.why_not or None, "optimized": self.optimized}
 
 
 def resolver_snippet(ops: list[str]) -> str:
@@ -176,12 +177,37 @@ def deploy(model: Any, mcu: str | McuProfile | None = None, kernels: str = "opti
     cycles = predict_cycles(m, p, ks)
     per_op = tuple((op.index, op.key, c) for op, c in zip(m.main.operators, cycles))
     calibrated = sum(predict_cycles(m, p, ks, calibrated=True)) if p.calibration.get(ks) else None
-    ooc = None
+    ooc = optimized = None
     if (size > p.sram_bytes or weights > p.flash_bytes) and not any(op in ACCELERATOR_OPS for op in ops):
         ooc = _out_of_core(m, p)
+        if size > p.sram_bytes:
+            optimized = _optimized(m, p, device)
     return Deployment(m.source or m.description or "model", p, ks, tuple(ops), resolver_snippet(ops), arena, size,
                       est.head_bytes, est.persistent_bytes, weights, per_op, ooc, device.describe(),
-                      est.unmodelled_ops, calibrated)
+                      est.unmodelled_ops, calibrated, optimized)
+
+
+def _optimized(m: Model, p: McuProfile, device: Any) -> dict[str, Any] | None:
+    """What ``microinterp optimize --target CORE`` achieves for this build: the firmware arena after the graph
+    rewrite, whether it then fits, its price in MACs and cycles, and the command that writes it (None when the
+    rewrite finds nothing to cut)."""
+    from .optimize import rewrite
+
+    try:
+        w = rewrite(m, target=device, mcu=p, budget_s=0.5)
+    except MicroInterpError:
+        return None
+    if not w.cuts:
+        return None
+    size = -(-w.target_arena_after // KIB) * KIB
+    return {"arena_bytes": w.target_arena_after, "arena_size": size, "fits": size <= p.sram_bytes,
+            "extra_macs": w.extra_macs, "extra_cycles": w.extra_cycles, "cycles": w.cycles_after,
+            "command": optimize_command(device.core.name)}
+
+
+def optimize_command(core: str) -> str:
+    """The command line that writes the rewritten model for ``core``."""
+    return f"microinterp optimize MODEL -o MODEL_optimized.tflite --target {core}"
 
 
 def out_of_core_command(settings: dict[str, Any]) -> str:

@@ -40,13 +40,17 @@ class Optimized:
         return self.tflm_head - self.predicted_head
 
 
-def optimize(model: Any, budget_s: float = 2.0, reorder: bool = True) -> Optimized:
+def optimize(model: Any, budget_s: float = 2.0, reorder: bool = True, share_bytes: bool = False) -> Optimized:
     """The model with the optimal offline plan -- for the best op order found (``reorder``,
     :mod:`microinterp.planner.reorder`) when that lowers the head -- never worse than TFLM's own: when the search
-    finds nothing smaller, the plan written is TFLM's greedy one in the original order, so the head stays the same."""
+    finds nothing smaller, the plan written is TFLM's greedy one in the original order, so the head stays the same.
+    ``share_bytes`` lets slices, joins and pads share bytes with the tensors they cut, fill or pad
+    (:mod:`microinterp.planner.aliases`); the lower bound is then the one of the shared buffers."""
     from ..interpreter import Interpreter
 
     loaded = load_model(model)
+    if loaded.offline_offsets is not None:      # a plan written before: plan again from scratch
+        loaded = load_model(rebuild(loaded, {"OfflineMemoryAllocation": None}).build())
     interp = Interpreter(loaded)
     tflm = plan_size(interp.runtime.plan["requests"], plan_greedy(interp.runtime.plan["requests"]))
     candidates = [None]
@@ -58,9 +62,10 @@ def optimize(model: Any, budget_s: float = 2.0, reorder: bool = True) -> Optimiz
             candidates.append(order)
     best = None
     for order in candidates:
-        found = _plan_for(loaded, interp, order, budget_s)
-        if best is None or found[1] < best[1]:
-            best = (*found, order)
+        for share in (False, True) if share_bytes else (False,):     # a group lives as long as all its members:
+            found = _plan_for(loaded, interp, order, budget_s, share_bytes=share)     # sharing can cost more
+            if best is None or found[1] < best[1]:
+                best = (*found, order)
     tensor_offsets, predicted, bound, order = best
     if predicted > tflm:     # scratch placement undid the gain: keep TFLM's own plan, written out
         tensor_offsets, predicted, bound = _plan_for(loaded, interp, None, budget_s, greedy=True)
@@ -71,8 +76,8 @@ def optimize(model: Any, budget_s: float = 2.0, reorder: bool = True) -> Optimiz
     return Optimized(b.build(), tflm, predicted, bound, offsets, tuple(order) if order else None)
 
 
-def _plan_for(loaded: Model, interp: Any, order: list[int] | None, budget_s: float, greedy: bool = False
-              ) -> tuple[dict, int, int]:
+def _plan_for(loaded: Model, interp: Any, order: list[int] | None, budget_s: float, greedy: bool = False,
+              share_bytes: bool = False) -> tuple[dict, int, int]:
     """Tensor offsets (TFLM's greedy or the optimal search) for ``order`` (None: the model's), the head TFLM gets
     with the tensors fixed and the scratch buffers planned online around them, and the lower bound."""
     from ..planner.lifetimes import allocation_infos, buffer_requests
@@ -89,10 +94,67 @@ def _plan_for(loaded: Model, interp: Any, order: list[int] | None, budget_s: flo
         infos = allocation_infos(permuted, scratch, handles)
         owners = buffer_requests(infos)[1]
     is_tensor = [infos[owner].kind == "tensor" for owner in owners]
-    plan = plan_greedy(requests) if greedy else plan_optimal(requests, budget_s=budget_s)
+    planned, expand = _shared(loaded, order, requests, owners, infos) if share_bytes else (requests, None)
+    plan = plan_greedy(planned) if greedy else plan_optimal(planned, budget_s=budget_s)
+    if expand is not None:
+        plan = expand(plan)
     fixed = [replace(r, offline_offset=plan[i]) if is_tensor[i] else r for i, r in enumerate(requests)]
     at = {(infos[o].subgraph, infos[o].index): plan[i] for i, o in enumerate(owners) if is_tensor[i]}
-    return at, plan_size(fixed, plan_greedy(fixed)), lower_bound(requests)
+    return at, plan_size(fixed, plan_greedy(fixed)), lower_bound(planned)
+
+
+def _shared(loaded: Model, order: list[int] | None, requests: list, owners: list, infos: list) -> tuple[list, Any]:
+    """The requests with each group of byte-sharing tensors (:func:`microinterp.planner.aliases.share`) as one
+    buffer, and the function that turns a plan of those back into one offset per original request."""
+    from ..planner.aliases import candidates, share
+    from ..planner.lifetimes import align_up
+
+    main = loaded.main
+    position = list(range(len(main.operators))) if order is None else [0] * len(main.operators)
+    if order is not None:
+        for k, i in enumerate(order):
+            position[i] = k
+    request_of = {infos[o].index: i for i, o in enumerate(owners)
+                  if infos[o].kind == "tensor" and infos[o].subgraph == 0 and requests[i].offline_offset < 0}
+    lifetimes = {t: (requests[i].first, requests[i].last) for t, i in request_of.items()}
+    if any(op.subgraph_refs for op in main.operators):
+        return requests, None      # lifetimes count the called subgraphs' ops too: not modelled here
+    writes = [[] for _ in range(len(main.operators) + 1)]      # TFLM's lifetimes: op k runs at step k + 1
+    for i, op in enumerate(main.operators):
+        writes[position[i] + 1] = [t for t in op.outputs if t >= 0]
+    aliases = [replace(a, op=position[a.op] + 1) for a in candidates(loaded)]
+    nbytes = {t: main.tensors[t].nbytes for t in request_of}
+    groups = share(aliases, lifetimes, writes, nbytes)
+    if not groups:
+        return requests, None
+    merged, rows, placed = [], [], {}
+    grouped = {t for g in groups for t in g.at}
+    for i, r in enumerate(requests):
+        t = infos[owners[i]].index if infos[owners[i]].kind == "tensor" and infos[owners[i]].subgraph == 0 else None
+        if t is None or t not in grouped:
+            rows.append(("one", i))
+            merged.append(r)
+    for g in groups:
+        lo, hi = g.extent(nbytes)
+        first = min(lifetimes[t][0] for t in g.at)
+        last = max(lifetimes[t][1] for t in g.at)
+        rows.append(("group", g, lo))
+        merged.append(replace(requests[request_of[next(iter(g.at))]], size=align_up(hi - lo), first=first,
+                              last=last, offline_offset=-1))
+
+    def expand(plan: list[int]) -> list[int]:
+        out = [0] * len(requests)
+        for row, offset in zip(rows, plan):
+            if row[0] == "one":
+                out[row[1]] = offset
+            else:
+                _, g, lo = row
+                for t, p in g.at.items():
+                    placed[t] = offset + p - lo
+                    out[request_of[t]] = placed[t]
+        return out
+
+    return merged, expand
 
 
 # -- the graph rewrite ----------------------------------------------------------------------------------------------
@@ -134,23 +196,44 @@ class Rewritten:
                 "cuts": [c.describe() for c in self.cuts], "message": self.message}
 
 
-def wheel_arena(model: Any) -> int:
+def wheel_arena(model: Any, share_bytes: bool = False) -> int:
     """The whole arena (head + tail) the ``tflite-micro`` wheel's 64-bit build needs for ``model``
-    (:func:`microinterp.memory32.estimate_arena`, LP64 with TFLM's compression fields)."""
+    (:func:`microinterp.memory32.estimate_arena`, LP64 with TFLM's compression fields); with ``share_bytes`` the
+    head is TFLM's greedy plan of the byte-sharing groups (:mod:`microinterp.planner.aliases`), as the offline plan
+    :func:`optimize` writes will have it."""
     from ..memory32 import estimate_arena
 
-    return estimate_arena(model, "lp64", compression=True).total_bytes
+    est = estimate_arena(model, "lp64", compression=True)
+    return est.persistent_bytes + (_shared_head(model, est.scratch) if share_bytes else est.head_bytes)
 
 
-def target_arena(model: Any, target: str) -> int:
-    """The whole arena of ``target``'s firmware build (CMSIS-NN kernels) for ``model``."""
+def target_arena(model: Any, target: Any, share_bytes: bool = False) -> int:
+    """The whole arena of ``target``'s firmware build for ``model`` (a core name: its CMSIS-NN build; or a
+    :class:`~microinterp.targets.Target`); ``share_bytes`` as for :func:`wheel_arena`."""
     from ..memory32 import estimate_arena
 
-    return estimate_arena(model, target=target).total_bytes
+    est = estimate_arena(model, target=target)
+    return est.persistent_bytes + (_shared_head(model, est.scratch) if share_bytes else est.head_bytes)
 
 
-def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: str | None = None, budget_s: float = 2.0,
-            mcu: str | None = None, check_seeds: tuple[int, ...] = (0, 1)) -> Rewritten:
+def _shared_head(model: Any, scratch: Any) -> int:
+    """TFLM's greedy head when the byte-sharing groups are planned as one buffer each."""
+    from ..planner.lifetimes import allocation_infos, buffer_requests
+
+    loaded = load_model(model)
+    infos = allocation_infos(loaded, list(scratch))
+    requests, owners = buffer_requests(infos)
+    planned, expand = _shared(loaded, None, requests, owners, infos)
+    plan = plan_greedy(planned)
+    if expand is not None:
+        plan = expand(plan)
+    is_tensor = [infos[o].kind == "tensor" for o in owners]
+    fixed = [replace(r, offline_offset=plan[i]) if is_tensor[i] else r for i, r in enumerate(requests)]
+    return plan_size(fixed, plan_greedy(fixed))
+
+
+def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, budget_s: float = 2.0,
+            mcu: Any = None, check_seeds: tuple[int, ...] = (0, 1)) -> Rewritten:
     """``model`` rewritten so that stock TFLM runs it in a smaller whole arena with identical outputs.
 
     1. :func:`microinterp.patching.search.search` cuts the memory-heavy stages into patches (minimising the wheel's
@@ -167,8 +250,10 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: str | None = No
     from .deploy import board_for
 
     original = load_model(model)
-    arena_of = (lambda m: target_arena(m, target)) if target else wheel_arena
-    board = board_for(mcu, target)
+    arena_of = ((lambda m: target_arena(m, target, share_bytes=True)) if target else
+                (lambda m: wheel_arena(m, share_bytes=True)))
+    core = target if isinstance(target, str) or target is None else target.core.name
+    board = board_for(mcu, core)
     patched = search(original, arena_of, max_extra_macs=max_extra_macs)
     message = ""
     data = patched.data
@@ -177,14 +262,14 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: str | None = No
     elif not _same_outputs(original, data, check_seeds):
         message = "the rewritten model's outputs differed from the original's on the check run: written unchanged"
         data = bytes(original._raw)
-    plan = optimize(data, budget_s=budget_s)
+    plan = optimize(data, budget_s=budget_s, share_bytes=True)
     if not patched.cuts or message:
         data_model = original
     else:
         data_model = load_model(plan.data)
     cuts = patched.cuts if not message else ()
     rewritten = load_model(plan.data)
-    return Rewritten(plan.data, wheel_arena(original), wheel_arena(rewritten), target,
+    return Rewritten(plan.data, wheel_arena(original), wheel_arena(rewritten), core,
                      target_arena(original, target) if target else None,
                      target_arena(rewritten, target) if target else None,
                      model_macs(original), model_macs(data_model),

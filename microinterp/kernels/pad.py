@@ -123,9 +123,17 @@ class Pad:
     def invoke(self, ctx, op, data: PadData) -> None:
         out = ctx.output(op, 0)
         fill = data.fill if data.fill is not None else ctx.input(op, 2).reshape(-1)[0]
+        x = unclobbered(ctx.input(op, 0), out)
         out[...] = fill
         n = int(np.prod(data.box_shape, dtype=np.int64))
-        out[data.out_slices] = ctx.input(op, 0).reshape(-1)[:n].reshape(data.box_shape)
+        out[data.out_slices] = x.reshape(-1)[:n].reshape(data.box_shape)
+
+
+def unclobbered(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``x`` itself, or a copy of it when an offline plan placed the output over it (an in-place PAD,
+    :mod:`microinterp.planner.aliases`): TFLM writes the output front to back and reads each input element before
+    writing over it, so its result is the padded input; filling first, as here, would overwrite the input."""
+    return x.copy() if np.may_share_memory(x, out) else x
 
 
 def pad_rows(data: PadData, x: np.ndarray, x_row0: int, out: np.ndarray, y0: int, fill) -> None:

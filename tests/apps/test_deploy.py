@@ -203,3 +203,17 @@ def test_the_population_model_tflm_refuses_exits_2(capsys):
         pytest.skip("../shared/population not present")
     assert main(["deploy", str(path)]) == 2
     assert "PrepareError" in capsys.readouterr().err
+
+
+def test_a_model_that_does_not_fit_shows_the_arena_after_optimize(capsys):
+    from microinterp.apps.cli import main
+    from microinterp.apps.deploy import deploy
+    from microinterp.testing.models import mobilenet_v2
+
+    model = mobilenet_v2(alpha=0.35, input_size=96, classes=10)
+    d = deploy(model, mcu="cortex-m4@80MHz,sram=64K")
+    assert not d.fits and d.optimized is not None
+    z = d.optimized
+    assert z["arena_bytes"] < d.arena_bytes and z["extra_macs"] <= 0.15 and "--target cortex-m4" in z["command"]
+    assert d.as_dict()["optimized"] == z
+    assert deploy(model, mcu="cortex-m4@80MHz,sram=1M").optimized is None     # it fits: nothing to show

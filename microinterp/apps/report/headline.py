@@ -47,6 +47,12 @@ def headline(d: Any, phased_arena: int | None) -> str:
         elif o:
             extra.append(f"<p>Out of core it needs at least {o.get('needed_arena') or '?'} bytes of arena: more "
                          f"than {_e(p.name)} has.</p>")
+        z = d.optimized
+        if z is not None:
+            extra.append(f"<p>After <code>microinterp optimize</code> (a graph stock TFLM runs, outputs identical) "
+                         f"the arena is {_kb(z['arena_size'])}: {'within' if z['fits'] else 'above'} "
+                         f"{_e(p.name)}'s SRAM, for {z['extra_macs']:+.1%} MACs and {z['extra_cycles']:+.1%} cycles "
+                         f"(<code>{_e(z['command'])}</code>).</p>")
         if phased_arena is not None:
             fits = phased_arena <= p.sram_bytes
             extra.append(f"<p>Row-band phases (<code>--planner phased</code>, in microinterp) need "

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._qutil import bind_copies
 from ..pad import KERNEL as REFERENCE
-from ..pad import PadData
+from ..pad import PadData, unclobbered
 
 #: Outputs of at most this many elements are filled whole before the copy (two calls); larger ones slab by slab.
 WHOLE_FILL_BELOW = 4096
@@ -61,7 +61,7 @@ class FastPad:
         (None otherwise, and for views of some rows: a phased segment's)."""
         x, out = ctx.input(op, 0), ctx.output(op, 0)
         if data.ref.fill is None or not data.whole_input or out.shape != data.out_shape \
-                or x.shape != data.ref.box_shape:
+                or x.shape != data.ref.box_shape or np.may_share_memory(x, out):
             return None
         fill = np.array(data.ref.fill, out.dtype)
         regions = [out] if out.size <= WHOLE_FILL_BELOW else [out[slab] for slab in data.slabs]
@@ -71,9 +71,9 @@ class FastPad:
     def invoke(self, ctx, op, data: FastPadData) -> None:
         out = ctx.output(op, 0)
         fill = data.ref.fill if data.ref.fill is not None else ctx.input(op, 2).reshape(-1)[0]
+        x = unclobbered(ctx.input(op, 0), out)
         for slab in data.slabs:
             out[slab] = fill
-        x = ctx.input(op, 0)
         if data.whole_input:
             out[data.ref.out_slices] = x
         else:

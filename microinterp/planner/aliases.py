@@ -1,0 +1,196 @@
+"""Tensors that may share bytes in an offline plan, because of the order in which TFLM's kernels read and write.
+
+TFLM places offline-planned tensors exactly where ``OfflineMemoryAllocation`` says and never checks that two of them
+are apart. Three kinds of placement are safe for every build (the reference kernels the wheel runs, and the
+CMSIS-NN ones a Cortex-M firmware runs), and each lets a patch and the tensor it is cut from or joined into share
+bytes:
+
+- **slice in place** (``STRIDED_SLICE`` with unit strides whose result is one contiguous run of its input, e.g. a
+  band of whole rows of an NHWC map): the output sits on the very bytes it copies, so the kernel's
+  element-by-element copy rewrites each byte with its own value;
+- **join in place** (``CONCATENATION`` whose axis has no non-unit dimension before it, so each input is one
+  contiguous run of the output): each input is produced where the output will hold it and the kernel's
+  ``memcpy`` of that run is a copy onto itself; the inputs are disjoint runs, so no copy touches another's bytes;
+- **pad in place** (``PAD`` / ``PADV2`` that is its input's last reader): the output is placed ``delta`` bytes
+  before its input. ``reference_ops::PadImpl`` walks the output front to back, writing the pad value or
+  ``*out_ptr++ = *in_ptr++``; CMSIS-NN's ``arm_pad_s8`` writes the same sequence with forward ``memset`` /
+  ``memcpy``. After ``p`` output bytes of which ``q`` were input, the next unread input byte is at
+  ``in + q`` and the next write at ``out + p = in + q - (delta - (p - q))``: never past an unread input byte as
+  long as ``delta`` is at least the padding written before the input's last element (``lead`` below).
+
+Every other overlap is refused. :func:`share` merges candidate placements into groups (one buffer each for the
+planner: the extent of its members, alive from the first member's creation to the last one's use) and keeps a
+merge only if, whenever an op writes a member, every other member alive then whose bytes it touches is one of the
+pairs above (or another slice of the same tensor, which holds the same values). ``tests/planner/test_aliases.py``
+runs the placements in the wheel and in microinterp and compares outputs bit for bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: Members start at multiples of this many bytes inside their group: TFLM's buffer alignment (kBufferAlignment).
+ALIGN = 16
+
+
+@dataclass(frozen=True)
+class Alias:
+    """``member`` placed ``delta`` bytes after the start of ``base`` (``kind``: slice, concat or pad; ``op``: the
+    position, in the model's op list, of the op that makes the pair safe)."""
+
+    base: int
+    member: int
+    delta: int
+    kind: str
+    op: int
+
+
+def candidates(model: Any) -> list[Alias]:
+    """Every placement of subgraph 0 that one of the three rules allows (whether it is kept depends on lifetimes)."""
+    sg = model.main
+    tensors = sg.tensors
+    graph_inputs = set(sg.inputs)
+    found: list[Alias] = []
+    for k, op in enumerate(sg.operators):
+        if len(op.outputs) != 1 or op.outputs[0] < 0:
+            continue
+        y = tensors[op.outputs[0]]
+        if y.data is not None or y.is_variable:
+            continue
+        if op.name == "CONCATENATION":
+            found += _concat(op, k, tensors, graph_inputs)
+        elif op.name == "STRIDED_SLICE":
+            found += _slice(op, k, tensors)
+        elif op.name in ("PAD", "PADV2"):
+            found += _pad(op, k, tensors)
+    return found
+
+
+def _concat(op: Any, k: int, tensors: Any, graph_inputs: set[int]) -> list[Alias]:
+    y = tensors[op.outputs[0]]
+    axis = op.options.get("axis", 0) % max(len(y.shape), 1)
+    if int(np.prod(y.shape[:axis], dtype=np.int64)) != 1 or op.options.get("fused_activation_function",
+                                                                           "NONE") != "NONE":
+        return []
+    parts, delta = [], 0
+    for ti in op.inputs:
+        t = tensors[ti]
+        ok = (t.data is None and not t.is_variable and ti not in graph_inputs and t.type_name == y.type_name
+              and _same_quantization(t, y) and ti not in [p.member for p in parts])
+        if ok and delta % ALIGN == 0:
+            parts.append(Alias(op.outputs[0], ti, delta, "concat", k))
+        delta += t.nbytes
+    return parts
+
+
+def _same_quantization(a: Any, b: Any) -> bool:
+    qa, qb = a.quantization, b.quantization
+    if (qa is None or qa.scales.size == 0) and (qb is None or qb.scales.size == 0):
+        return True
+    return (qa is not None and qb is not None and np.array_equal(qa.scales, qb.scales)
+            and np.array_equal(qa.zero_points, qb.zero_points))
+
+
+def _slice(op: Any, k: int, tensors: Any) -> list[Alias]:
+    x, s = tensors[op.inputs[0]], tensors[op.outputs[0]]
+    o = op.options
+    if any(o.get(m, 0) for m in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")) \
+            or o.get("offset", False) or x.data is not None or len(op.inputs) < 4:
+        return []
+    begin, strides = tensors[op.inputs[1]].data, tensors[op.inputs[3]].data
+    if begin is None or strides is None or np.any(strides != 1) or len(s.shape) != len(x.shape):
+        return []
+    begin = [int(v) for v in begin]
+    if any(b < 0 for b in begin):
+        return []
+    # contiguous: after the first axis the slice cuts, every axis is whole; before it, every extent is 1
+    cut = next((a for a in range(len(x.shape)) if s.shape[a] != x.shape[a]), len(x.shape))
+    if any(s.shape[a] != x.shape[a] or begin[a] for a in range(cut + 1, len(x.shape))) \
+            or any(s.shape[a] != 1 for a in range(cut)):
+        return []
+    flat = int(np.ravel_multi_index(begin, x.shape)) if x.shape and s.nbytes else 0
+    delta = flat * x.dtype.itemsize
+    return [Alias(op.inputs[0], op.outputs[0], delta, "slice", k)] if delta % ALIGN == 0 else []
+
+
+def _pad(op: Any, k: int, tensors: Any) -> list[Alias]:
+    x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
+    pads = tensors[op.inputs[1]].data
+    if x.data is not None or pads is None or pads.shape != (len(y.shape), 2) or np.any(pads < 0) \
+            or x.type_name != y.type_name:
+        return []
+    # the pad values written after the input's last element: the trailing padding of each axis, innermost first
+    trailing, inner = 0, 1
+    for d in reversed(range(len(y.shape))):
+        trailing += int(pads[d][1]) * inner
+        inner *= y.shape[d]
+    lead = (y.nbytes - x.nbytes) - trailing * y.dtype.itemsize
+    delta = -(-lead // ALIGN) * ALIGN
+    return [Alias(op.outputs[0], op.inputs[0], delta, "pad", k)]
+
+
+@dataclass
+class Group:
+    """Tensors placed at fixed byte positions relative to each other (``at``), planned as one buffer."""
+
+    at: dict[int, int]
+
+    def extent(self, nbytes: Mapping[int, int]) -> tuple[int, int]:
+        lo = min(self.at.values())
+        return lo, max(self.at[t] + nbytes[t] for t in self.at)
+
+
+def share(aliases: Sequence[Alias], lifetimes: Mapping[int, tuple[int, int]], writes: Sequence[Sequence[int]],
+          nbytes: Mapping[int, int]) -> list[Group]:
+    """Groups of tensors sharing bytes: each candidate in turn merges the groups of its two tensors when the
+    merged group stays safe (see the module docstring). ``lifetimes[t] = (first, last)`` op positions in the order
+    the model runs (only planned tensors take part), ``writes[k]`` the tensors op ``k`` writes."""
+    group_of: dict[int, Group] = {}
+    for a in aliases:
+        if a.base not in lifetimes or a.member not in lifetimes:
+            continue
+        if a.kind == "pad" and lifetimes[a.member][1] != a.op:
+            continue          # the pad must be its input's last reader
+        gb = group_of.get(a.base) or Group({a.base: 0})
+        gm = group_of.get(a.member) or Group({a.member: 0})
+        if gb is gm:
+            continue
+        shift = gb.at[a.base] + a.delta - gm.at[a.member]
+        merged = Group({**gb.at, **{t: p + shift for t, p in gm.at.items()}})
+        if not _safe(merged, aliases, lifetimes, writes, nbytes):
+            continue
+        for t in merged.at:
+            group_of[t] = merged
+    unique = {id(g): g for g in group_of.values()}
+    return [g for g in unique.values() if len(g.at) > 1]
+
+
+def _safe(group: Group, aliases: Sequence[Alias], lifetimes: Mapping[int, tuple[int, int]],
+          writes: Sequence[Sequence[int]], nbytes: Mapping[int, int]) -> bool:
+    at = group.at
+    pairs = {(a.base, a.member, a.kind): a for a in aliases if a.base in at and a.member in at
+             and at[a.member] - at[a.base] == a.delta}
+    slice_of = {a.member: a.base for a in pairs.values() if a.kind == "slice"}
+    for t in at:
+        k = lifetimes[t][0]
+        if k >= len(writes) or t not in writes[k]:
+            continue              # not written by an op (a graph input): checked when the others are written
+        for u in at:
+            if u == t or not (lifetimes[u][0] <= k <= lifetimes[u][1]):
+                continue
+            if at[t] >= at[u] + nbytes[u] or at[u] >= at[t] + nbytes[t]:
+                continue
+            if (u, t, "slice") in pairs and pairs[(u, t, "slice")].op == k:
+                continue          # t copies u's bytes onto themselves
+            if (t, u, "concat") in pairs and pairs[(t, u, "concat")].op == k:
+                continue          # t gathers u onto itself
+            if (t, u, "pad") in pairs and pairs[(t, u, "pad")].op == k:
+                continue          # the pad writes over its input front to back
+            if slice_of.get(t) is not None and slice_of.get(t) == slice_of.get(u):
+                continue          # two cuts of one tensor: the same values where they overlap
+            return False
+    return True
