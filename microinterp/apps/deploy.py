@@ -191,18 +191,25 @@ def _optimized(m: Model, p: McuProfile, device: Any) -> dict[str, Any] | None:
     """What ``microinterp optimize --target CORE`` achieves for this build: the firmware arena after the graph
     rewrite, whether it then fits, its price in MACs and cycles, and the command that writes it (None when the
     rewrite finds nothing to cut)."""
+    from ..targets import CORES, get_target
     from .optimize import rewrite
 
     try:
-        w = rewrite(m, target=device, mcu=p, budget_s=0.5)
+        w = rewrite(m, target=device, mcu=p, budget_s=0.3, check_seeds=(), quick=True)
     except MicroInterpError:
         return None
     if not w.cuts:
         return None
     size = -(-w.target_arena_after // KIB) * KIB
+    per_core = {}
+    for core in CORES:
+        try:
+            per_core[core] = estimate_arena(w.data, target=get_target(core, device.kernels)).total_bytes
+        except MicroInterpError:
+            continue
     return {"arena_bytes": w.target_arena_after, "arena_size": size, "fits": size <= p.sram_bytes,
             "extra_macs": w.extra_macs, "extra_cycles": w.extra_cycles, "cycles": w.cycles_after,
-            "command": optimize_command(device.core.name)}
+            "per_core": per_core, "kernels": device.kernels, "command": optimize_command(device.core.name)}
 
 
 def optimize_command(core: str) -> str:

@@ -40,7 +40,8 @@ class Optimized:
         return self.tflm_head - self.predicted_head
 
 
-def optimize(model: Any, budget_s: float = 2.0, reorder: bool = True, share_bytes: bool = False) -> Optimized:
+def optimize(model: Any, budget_s: float = 2.0, reorder: bool = True, share_bytes: bool = False,
+             reorder_states: int | None = None) -> Optimized:
     """The model with the optimal offline plan -- for the best op order found (``reorder``,
     :mod:`microinterp.planner.reorder`) when that lowers the head -- never worse than TFLM's own: when the search
     finds nothing smaller, the plan written is TFLM's greedy one in the original order, so the head stays the same.
@@ -57,7 +58,8 @@ def optimize(model: Any, budget_s: float = 2.0, reorder: bool = True, share_byte
     if reorder:
         from ..planner.reorder import best_order
 
-        order, _ = best_order(loaded, interp.runtime.plan["scratch"], interp.runtime.plan["unplanned"])
+        order, _ = best_order(loaded, interp.runtime.plan["scratch"], interp.runtime.plan["unplanned"],
+                              max_states=reorder_states)
         if order != list(range(len(order))):
             candidates.append(order)
     best = None
@@ -233,7 +235,7 @@ def _shared_head(model: Any, scratch: Any) -> int:
 
 
 def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, budget_s: float = 2.0,
-            mcu: Any = None, check_seeds: tuple[int, ...] = (0, 1)) -> Rewritten:
+            mcu: Any = None, check_seeds: tuple[int, ...] = (0, 1), quick: bool = False) -> Rewritten:
     """``model`` rewritten so that stock TFLM runs it in a smaller whole arena with identical outputs.
 
     1. :func:`microinterp.patching.search.search` cuts the memory-heavy stages into patches (minimising the wheel's
@@ -244,7 +246,8 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, bud
        else the original (with its own offline plan) is written and the message says so.
 
     The cycles are the cost model's (:func:`microinterp.cost.analysis.predict_cycles`) for ``mcu``, or a board of
-    ``target``'s core, or the default deploy board."""
+    ``target``'s core, or the default deploy board. ``quick`` searches fewer stages and grids (what ``deploy`` and
+    ``report`` show in a few seconds; ``microinterp optimize`` searches more)."""
     from ..cost.analysis import predict_cycles
     from ..patching.search import model_macs, search
     from .deploy import board_for
@@ -254,15 +257,17 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, bud
                 (lambda m: wheel_arena(m, share_bytes=True)))
     core = target if isinstance(target, str) or target is None else target.core.name
     board = board_for(mcu, core)
-    patched = search(original, arena_of, max_extra_macs=max_extra_macs)
+    effort = {"limit": 4, "max_grid": 3, "max_patches": 6, "rounds": 2} if quick else {}
+    patched = search(original, arena_of, max_extra_macs=max_extra_macs, **effort)
     message = ""
     data = patched.data
     if not patched.cuts:
         message = _why_not(original, max_extra_macs)
-    elif not _same_outputs(original, data, check_seeds):
+    elif check_seeds and not _same_outputs(original, data, check_seeds):
         message = "the rewritten model's outputs differed from the original's on the check run: written unchanged"
         data = bytes(original._raw)
-    plan = optimize(data, budget_s=budget_s, share_bytes=True)
+    plan = optimize(data, budget_s=budget_s, share_bytes=True,            # a patched graph's exact reorder search
+                    reorder_states=20_000 if patched.cuts else None)     # runs out of states: its greedy order
     if not patched.cuts or message:
         data_model = original
     else:

@@ -6,10 +6,10 @@ convolution copy, its per-channel multipliers and shifts) -- :func:`microinterp.
 for the wheel's 64-bit build, or for a Cortex-M firmware build with ``target``. So a cut pays off only where the
 memory it frees exceeds the tail it adds; small models gain from few, large patches.
 
-The search is greedy over rounds: each round tries every stage that contains the op at the head's peak and whose
-ends are small feature maps (:func:`candidate_stages`), cut into every grid of up to ``max_grid`` x ``max_grid``
-(at most ``max_patches``) patches, keeps the rewrite with the smallest whole arena whose MACs stay within ``max_extra_macs`` of the original's,
-and starts the next round from it; it stops when no rewrite lowers the arena.
+The search runs in rounds: each round tries, on each of the best rewrites so far, every stage that contains an op
+near the head's peak and whose ends are small feature maps (:func:`candidate_stages`), cut into every grid of up to
+``max_grid`` x ``max_grid`` (at most ``max_patches``) patches, and keeps the few rewrites with the smallest whole arena
+whose MACs stay within ``max_extra_macs`` of the original's; it stops when no rewrite lowers the arena.
 """
 
 from __future__ import annotations
@@ -96,36 +96,58 @@ def candidate_stages(model: Model, limit: int = 24, per_start: int = 6, near_pea
 
 
 def search(model: Any, arena_of: Callable[[Any], int], *, max_extra_macs: float = 0.15, max_grid: int = 4,
-           max_patches: int = 8, rounds: int = 4, limit: int = 12) -> Patched:
-    """The rewrite with the smallest ``arena_of(model)`` found (the model itself when nothing is smaller)."""
-    current = load_model(model)
-    base_macs = model_macs(current)
-    best_arena = arena_of(current)
-    data, cuts, macs = bytes(current._raw), [], base_macs
+           max_patches: int = 16, rounds: int = 4, limit: int = 12, beam: int = 1) -> Patched:
+    """The rewrite with the smallest ``arena_of(model)`` found (the model itself when nothing is smaller).
+
+    A beam search: each round extends each of the ``beam`` best rewrites so far by one more cut, and keeps the
+    ``beam`` best extensions that lower their parent's arena (a stage cut finely pays off only once the next stage
+    is cut too, so the single best cut of a round is not always on the way to the best rewrite)."""
+    start = load_model(model)
+    base_macs = model_macs(start)
+    best = Patched(bytes(start._raw), (), arena_of(start), base_macs)
+    frontier = [(best, start)]
     for _ in range(rounds):
-        found = None
-        for stage in candidate_stages(current, limit):
-            for rows in range(1, max_grid + 1):
-                for cols in range(1, max_grid + 1):
-                    if not 2 <= rows * cols <= max_patches:
-                        continue
-                    trial = _try(current, stage, rows, cols)
-                    if trial is None:
-                        continue
-                    new_data, new_model = trial
-                    new_macs = model_macs(new_model)
-                    if new_macs > base_macs * (1 + max_extra_macs):
-                        continue
-                    arena = arena_of(new_model)
-                    if arena < best_arena and (found is None or arena < found[0]):
-                        t = current.main.tensors
-                        found = (arena, new_data, new_model, new_macs,
-                                 Cut(stage.start, stage.stop, t[stage.x].shape, t[stage.y].shape, rows, cols, arena))
-        if found is None:
+        grown: list[tuple[Patched, Model]] = []
+        for parent, current in frontier:
+            grown += _extensions(parent, current, arena_of, base_macs * (1 + max_extra_macs), max_grid, max_patches,
+                                 limit)
+        if not grown:
             break
-        best_arena, data, current, macs, cut = found
-        cuts.append(cut)
-    return Patched(data, tuple(cuts), best_arena, macs)
+        grown.sort(key=lambda pm: pm[0].arena)
+        frontier, seen = [], set()
+        for patched, m in grown:
+            if patched.arena not in seen:
+                seen.add(patched.arena)
+                frontier.append((patched, m))
+            if len(frontier) == beam:
+                break
+        if frontier[0][0].arena < best.arena:
+            best = frontier[0][0]
+    return best
+
+
+def _extensions(parent: Patched, current: Model, arena_of: Callable[[Any], int], macs_bound: float, max_grid: int,
+                max_patches: int, limit: int) -> list[tuple[Patched, Model]]:
+    """Every one-cut extension of ``parent`` (whose model is ``current``) that lowers its arena, within the MACs."""
+    out = []
+    t = current.main.tensors
+    for stage in candidate_stages(current, limit):
+        for rows in range(1, max_grid + 1):
+            for cols in range(1, max_grid + 1):
+                if not 2 <= rows * cols <= max_patches:
+                    continue
+                trial = _try(current, stage, rows, cols)
+                if trial is None:
+                    continue
+                new_data, new_model = trial
+                new_macs = model_macs(new_model)
+                if new_macs > macs_bound:
+                    continue
+                arena = arena_of(new_model)
+                if arena < parent.arena:
+                    cut = Cut(stage.start, stage.stop, t[stage.x].shape, t[stage.y].shape, rows, cols, arena)
+                    out.append((Patched(new_data, (*parent.cuts, cut), arena, new_macs), new_model))
+    return out
 
 
 def _try(model: Model, stage: Stage, rows: int, cols: int) -> tuple[bytes, Model] | None:

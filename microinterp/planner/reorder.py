@@ -66,9 +66,11 @@ def _topological(ops: Any) -> bool:
     return True
 
 
-def best_order(model: Any, scratch: list[Any], unplanned: Any = frozenset()) -> tuple[list[int], int]:
+def best_order(model: Any, scratch: list[Any], unplanned: Any = frozenset(), max_states: int | None = None
+               ) -> tuple[list[int], int]:
     """``(order, peak)``: the order of subgraph 0's ops with the smallest peak of live bytes found, and that peak
-    (the original order when the graph cannot be reordered)."""
+    (the original order when the graph cannot be reordered). The exact search gives up after ``max_states``
+    states (default :data:`MAX_STATES`; 0 skips it), leaving the greedy order."""
     n = len(model.main.operators)
     original = list(range(n))
     peak = lower_bound(requests_for_order(model, original, scratch, unplanned))
@@ -76,7 +78,8 @@ def best_order(model: Any, scratch: list[Any], unplanned: Any = frozenset()) -> 
         return original, peak
     candidates = [_greedy(model, scratch)]
     try:
-        candidates.append(_exact(model, scratch))
+        if max_states != 0:
+            candidates.append(_exact(model, scratch, MAX_STATES if max_states is None else max_states))
     except _TooBig:
         pass
     best, best_peak = original, peak
@@ -126,7 +129,7 @@ def _step(model: Any, done: frozenset[int], k: int, size: list[int], scratch_of:
     return sum(size[t] for t in live | outs) + scratch_of[k]
 
 
-def _exact(model: Any, scratch: list[Any]) -> list[int]:
+def _exact(model: Any, scratch: list[Any], max_states: int) -> list[int]:
     preds, size, scratch_of, _, consumers = _graph(model, scratch)
     n = len(preds)
     states = [0]
@@ -134,7 +137,7 @@ def _exact(model: Any, scratch: list[Any]) -> list[int]:
     @cache
     def best(done: frozenset[int]) -> tuple[int, tuple[int, ...]]:
         states[0] += 1
-        if states[0] > MAX_STATES:
+        if states[0] > max_states:
             raise _TooBig
         if len(done) == n:
             return 0, ()

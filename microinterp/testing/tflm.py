@@ -229,27 +229,47 @@ def tflm_allocations(model: Any, arena_size: int | None = None) -> dict[str, int
     return found
 
 
+_FITS_PROBE = """
+import sys
+import numpy as np
+from microinterp.testing.tflm import TflmRunner
+data = open(sys.argv[1], "rb").read()
+inputs = list(np.load(sys.argv[2]).values())
+try:
+    TflmRunner(data, arena_size=int(sys.argv[3]), preserve_all=False).run(inputs)
+except (RuntimeError, ValueError):
+    sys.exit(1)
+"""
+
+
 def tflm_smallest_arena(model: Any, inputs: Sequence[np.ndarray], step: int = 16) -> int:
     """The smallest ``arena_size`` (a multiple of ``step``) with which the wheel allocates ``model`` and invokes it on
-    ``inputs``: what a user would set ``kTensorArenaSize`` to. Bisection from the wheel's own reported total."""
+    ``inputs``: what a user would set ``kTensorArenaSize`` to. Bisection below the wheel's own reported total, each
+    smaller size tried in a child process: TFLM's STRIDED_SLICE ``Prepare`` dereferences the temporary tensors it
+    could not allocate when the arena runs out (``strided_slice_common.cc``), which ends the process."""
+    import subprocess
+    import sys
+
     data = model_bytes(model)
+    with tempfile.TemporaryDirectory() as tmp:
+        path, arrays = os.path.join(tmp, "m.tflite"), os.path.join(tmp, "x.npz")
+        with open(path, "wb") as f:
+            f.write(data)
+        np.savez(arrays, *inputs)
 
-    def fits(size: int) -> bool:
-        try:     # the wheel reports each failed allocation on stderr: captured
-            _capture_fd2(lambda: TflmRunner(data, arena_size=size, preserve_all=False).run(inputs))
-            return True
-        except (RuntimeError, ValueError):     # the wheel raises RuntimeError when it does not fit
-            return False
+        def fits(size: int) -> bool:
+            run = subprocess.run([sys.executable, "-c", _FITS_PROBE, path, arrays, str(size)], capture_output=True)
+            return run.returncode == 0
 
-    hi = -(-(tflm_allocations(data)["total"] + 4096) // step) * step
-    if not fits(hi):
-        raise RuntimeError("the wheel does not run this model even in the arena it reports")
-    lo = 0
-    while hi - lo > step:
-        mid = (lo + hi) // 2 // step * step
-        if mid <= lo:
-            break
-        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+        hi = -(-tflm_allocations(data)["total"] // step) * step
+        while not fits(hi):
+            hi += 64 * step
+        lo = hi - 64 * step
+        while lo > 0 and fits(lo):
+            hi, lo = lo, max(0, lo - 1024 * step)
+        while hi - lo > step:
+            mid = (lo + hi) // 2 // step * step
+            lo, hi = (lo, mid) if fits(mid) else (mid, hi)
     return hi
 
 

@@ -197,3 +197,11 @@ def test_the_report_opens_in_headless_chromium(path, tmp_path):
     assert r.returncode == 0 and shot.exists(), r.stderr[-2000:]
     width, height, spread = _png_size_and_spread(Path(shot).read_bytes())
     assert (width, height) == (1400, 2400) and spread > 50          # not a blank page
+
+
+def test_a_model_that_does_not_fit_shows_the_arena_after_optimize_per_core(tmp_path):
+    from microinterp.apps.report import render
+    from microinterp.testing.models import mobilenet_v2
+
+    html = render(mobilenet_v2(alpha=0.35, input_size=96, classes=10), mcu="cortex-m4@80MHz,sram=64K")
+    assert "after optimize" in html and "microinterp optimize MODEL -o MODEL_optimized.tflite --target" in html

@@ -22,7 +22,7 @@ def patched_models():
     for model in (models.demo_cnn(), residual_model(), models.mobilenet_v2(alpha=0.35, input_size=48, classes=10)):
         m = mi.load_model(model)
         for stage in candidate_stages(m, limit=2):
-            for grid in ((2, 1), (3, 1), (2, 2)):
+            for grid in ((3, 1), (2, 2)):
                 yield model, patch_stage(m, stage, *grid)
 
 
@@ -31,8 +31,8 @@ def test_shared_plans_run_identically_in_microinterp_and_the_wheel():
     pytest.importorskip("tflite_micro")
     shared_any = 0
     for original, patched in patched_models():
-        plain = optimize(patched, budget_s=0.2)
-        shared = optimize(patched, budget_s=0.2, share_bytes=True)
+        plain = optimize(patched, budget_s=0.1)
+        shared = optimize(patched, budget_s=0.1, share_bytes=True)
         assert shared.predicted_head <= plain.predicted_head
         shared_any += shared.predicted_head < plain.predicted_head
         assert tflm.tflm_arena_head(shared.data) == shared.predicted_head == mi.Interpreter(shared.data).head_bytes

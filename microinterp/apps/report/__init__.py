@@ -124,7 +124,8 @@ def render(source: Any, *, arena: int = 512_000, mcu: str | None = None, target:
         d = e
     sections = [
         ("headline", "At a glance", headline(d, phased[1] if phased else None)),
-        ("cores", "Arena per Cortex-M core (TFLM's firmware, to the byte)", core_table(core_arenas(model))),
+        ("cores", "Arena per Cortex-M core (TFLM's firmware, to the byte)",
+         core_table(core_arenas(model), getattr(d, "optimized", None))),
         ("summary", "Summary", (f"<p>{len(sg.operators)} ops in the main subgraph ({len(model.subgraphs)} "
                                f"subgraph(s)), {model.weight_bytes():,} bytes of weights; heads: "
                                f"{_e(', '.join(f'{p} {h:,}' for p, (h, _) in sizes.items()))}</p><ul>{ins}{outs}</ul>")),

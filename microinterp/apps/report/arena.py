@@ -133,15 +133,22 @@ def core_arenas(model: Any) -> list[dict[str, Any]]:
     return out
 
 
-def core_table(rows: Sequence[dict[str, Any]]) -> str:
+def core_table(rows: Sequence[dict[str, Any]], optimized: dict[str, Any] | None = None) -> str:
+    """The per-core table; with ``optimized`` (a deployment's :attr:`optimized`) a column with each core's arena
+    after ``microinterp optimize`` for that kernel set."""
+    after = (optimized or {}).get("per_core", {})
+    kernels = (optimized or {}).get("kernels")
+    extra = "<th>after optimize</th>" if after else ""
     cells = [("<table class=cores><tr><th class=l>core</th><th class=l>kernels</th><th>kTensorArenaSize</th>"
-             "<th>arena_used_bytes()</th><th>head</th><th>tail</th></tr>")]
+             f"<th>arena_used_bytes()</th><th>head</th><th>tail</th>{extra}</tr>")]
     for r in rows:
         if "error" in r:
             cells.append(f"<tr><td class=l>{_e(r['core'])}</td><td class=l>{_e(r['kernels'])}</td>"
-                         f"<td class=l colspan=4>{_e(r['error'])}</td></tr>")
+                         f"<td class=l colspan={5 if after else 4}>{_e(r['error'])}</td></tr>")
         else:
+            value = after.get(r["core"]) if r["kernels"] == kernels else None
+            cell = (f"<td>{value:,}</td>" if value is not None else "<td></td>") if after else ""
             cells.append(f"<tr><td class=l>{_e(r['core'])}</td><td class=l>{_e(r['kernels'])}</td>"
                          f"<td>{r['kTensorArenaSize']:,}</td><td>{r['arena']:,}</td><td>{r['head']:,}</td>"
-                         f"<td>{r['tail']:,}</td></tr>")
+                         f"<td>{r['tail']:,}</td>{cell}</tr>")
     return "".join(cells) + "</table>"
