@@ -243,7 +243,8 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, bud
        (a fraction) more MACs than the original;
     2. :func:`optimize` then writes the optimal offline plan (and op order) of the rewritten graph;
     3. the result runs in microinterp against the original on seeded inputs; outputs must be identical bit for bit,
-       else the original (with its own offline plan) is written and the message says so.
+       and its planned arena must be smaller than the original's with its own optimal offline plan; else that
+       original is written and the message says why.
 
     The cycles are the cost model's (:func:`microinterp.cost.analysis.predict_cycles`) for ``mcu``, or a board of
     ``target``'s core, or the default deploy board. ``quick`` searches fewer stages and grids (what ``deploy`` and
@@ -259,25 +260,26 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, bud
     board = board_for(mcu, core)
     effort = {"limit": 4, "max_grid": 3, "max_patches": 6, "rounds": 2} if quick else {}
     patched = search(original, arena_of, max_extra_macs=max_extra_macs, **effort)
-    message = ""
-    data = patched.data
+    planned_arena = (lambda m: target_arena(m, target)) if target else wheel_arena   # the written plan's own
+    baseline = optimize(original, budget_s=budget_s, share_bytes=True, reorder_states=20_000)
+    plan, cuts, message = baseline, (), ""
     if not patched.cuts:
         message = _why_not(original, max_extra_macs)
-    elif check_seeds and not _same_outputs(original, data, check_seeds):
+    elif check_seeds and not _same_outputs(original, patched.data, check_seeds):
         message = "the rewritten model's outputs differed from the original's on the check run: written unchanged"
-        data = bytes(original._raw)
-    plan = optimize(data, budget_s=budget_s, share_bytes=True,            # a patched graph's exact reorder search
-                    reorder_states=20_000 if patched.cuts else None)     # runs out of states: its greedy order
-    if not patched.cuts or message:
-        data_model = original
     else:
-        data_model = load_model(plan.data)
-    cuts = patched.cuts if not message else ()
+        candidate = optimize(patched.data, budget_s=budget_s, share_bytes=True,   # a patched graph's exact reorder
+                             reorder_states=20_000)                              # search runs out: greedy order
+        if planned_arena(candidate.data) < planned_arena(baseline.data):
+            plan, cuts = candidate, patched.cuts
+        else:
+            message = ("nothing to split: once planned, the rewrite needs no less arena than the original with its "
+                       "own offline plan, which is written")
     rewritten = load_model(plan.data)
     return Rewritten(plan.data, wheel_arena(original), wheel_arena(rewritten), core,
                      target_arena(original, target) if target else None,
                      target_arena(rewritten, target) if target else None,
-                     model_macs(original), model_macs(data_model),
+                     model_macs(original), model_macs(rewritten),
                      sum(predict_cycles(original, board)), sum(predict_cycles(rewritten, board)), board.name,
                      cuts, plan, message)
 

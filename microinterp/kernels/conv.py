@@ -138,6 +138,13 @@ def populate_quantization(ctx, op, x, w, y, channels: int, activation: str) -> t
     return mult, shift, act_min, act_max
 
 
+def unused_channel_arrays(ctx, channels: int) -> None:
+    """TFLM's ConvPrepare and DepthwiseConvPrepare allocate the per-channel multiplier and shift arrays (int32 per
+    output channel, persistent) before they look at the type, so a float convolution keeps two it never reads."""
+    ctx.persistent(np.zeros(channels, np.int32))
+    ctx.persistent(np.zeros(channels, np.int32))
+
+
 def _check_activation_quantizable(ctx, op, activation: str, scale: float) -> None:
     """CalculateActivationRangeQuantized fails when ``roundf(f / scale)`` (float32) leaves the int32 range for a
     bound f of the fused activation (e.g. RELU6 with a tiny output scale)."""
@@ -414,6 +421,7 @@ class Conv2D:
         if quantized:
             mult, shift, act_min, act_max = populate_quantization(ctx, op, x, w, y, channels, activation)
         else:
+            unused_channel_arrays(ctx, channels)
             act_min, act_max = activation_range_float(activation)
         kind = _kind(ctx, op, x, bias_t)
         int4_scratch, int4_packed = int4_filter_scratch(ctx, op, w)

@@ -37,6 +37,7 @@ from .conv import (
     int4_filter_scratch,
     populate_quantization,
     requantize,
+    unused_channel_arrays,
 )
 from .padding import bind_gather, compute_padding_height_width, fixed_windows, outside_image, windows
 
@@ -150,6 +151,7 @@ class DepthwiseConv2D:
         activation = op.options.get("fused_activation_function", "NONE")
         mult = shift = None
         if x.type_name == "FLOAT32":
+            unused_channel_arrays(ctx, channels)
             act_min, act_max = activation_range_float(activation)
         else:
             mult, shift, act_min, act_max = populate_quantization(ctx, op, x, w, y, channels, activation)

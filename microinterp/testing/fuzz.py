@@ -247,13 +247,13 @@ def _inputs(it: Any, rng: np.random.Generator) -> None:
 #: (``target:CORE/KERNELS``), and ``optimize`` (the rewriter, then the written model run in memory).
 TARGET_MODES = tuple(f"target:{core}/{kernels}" for core in ("cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33",
                                                              "cortex-m55") for kernels in ("cmsis-nn", "reference"))
-MODES = ("memory", "out-of-core", "phased", *TARGET_MODES, "optimize")
+MODES = ("memory", "out-of-core", "phased", *TARGET_MODES, "optimize", "rewrite")
 
 
 def _exercise(data: bytes, mode: str, tmp: str) -> None:
     """What a user does with a model: load, build, set inputs, invoke twice, read every output -- in memory, out of
-    core, with the phased planner or as a firmware build; or ``optimize`` it and run what it wrote (which must load,
-    or be refused with a typed error)."""
+    core, with the phased planner or as a firmware build; or ``optimize`` it (the plan only, or ``rewrite``: patches
+    and the plan) and run what it wrote (which must load, or be refused with a typed error)."""
     from microinterp import Interpreter, load_model
 
     rng = np.random.default_rng(0)
@@ -263,6 +263,11 @@ def _exercise(data: bytes, mode: str, tmp: str) -> None:
 
         model = load_model(optimize(model, budget_s=0.2).data)
         kwargs: dict[str, Any] = {}
+    elif mode == "rewrite":
+        from microinterp.apps.optimize import rewrite
+
+        model = load_model(rewrite(model, budget_s=0.2, quick=True).data)
+        kwargs = {}
     elif mode.startswith("target:"):
         core, _, kernels = mode[len("target:"):].partition("/")
         kwargs = {"target": core, "kernels": kernels or "cmsis-nn"}

@@ -80,8 +80,9 @@ def test_every_mode_runs_and_a_short_campaign_of_the_newer_paths_has_no_escape(t
     assert sum(m.startswith("target:") for m in MODES) == 10
     assert run_mutant(demo_cnn(), "target:cortex-m55/cmsis-nn").kind == "ok"
     assert run_mutant(demo_cnn(), "optimize").kind == "ok"
+    assert run_mutant(demo_cnn(), "rewrite").kind == "ok"
     modes = ("phased", "target:cortex-m3/cmsis-nn", "target:cortex-m55/cmsis-nn", "target:cortex-m7/reference",
-             "optimize")
+             "optimize", "rewrite")
     report = campaign(_seeds(), 12, tmp_path / "escapes", rng_seed=303, modes=modes, time_limit=30)
     _check(report, tmp_path / "escapes")
 
