@@ -147,3 +147,21 @@ def test_search_lowers_the_whole_arena_within_the_mac_bound():
     assert np.array_equal(run(model, inputs(model))[0], run(r.data, inputs(model))[0])
     none = search(m, wheel_arena, max_extra_macs=0.0, max_grid=2, rounds=1, limit=4)
     assert not none.cuts and none.data == bytes(m._raw)
+
+
+def test_a_rewrite_for_a_core_runs_identically_in_that_firmware_and_needs_the_arena_it_reports():
+    from microinterp.apps.optimize import rewrite
+
+    model = models.mobilenet_v2(alpha=0.35, input_size=96, classes=10)
+    w = rewrite(model, budget_s=0.3, target="cortex-m55")
+    assert w.cuts and w.target_arena_after < w.target_arena_before
+    a, b = mi.Interpreter(model, target="cortex-m55"), mi.Interpreter(w.data, target="cortex-m55")
+    assert b.arena_used_bytes == w.target_arena_after
+    for seed in (0, 1):
+        x = seeded_inputs(a, seed)[0]
+        a.set_tensor(a.get_input_details(0)["index"], x)
+        b.set_tensor(b.get_input_details(0)["index"], x)
+        a.invoke()
+        b.invoke()
+        assert np.array_equal(a.get_tensor(a.get_output_details(0)["index"]),
+                              b.get_tensor(b.get_output_details(0)["index"]))
