@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cost.analysis import predict_cycles
-from ..cost.mcu import McuProfile, get_profile, kernel_set
+from ..cost.mcu import McuProfile, kernel_set
 from ..errors import ArenaOverflowError, MicroInterpError, UnsupportedOpError
 from ..memory32 import estimate_arena
 from ..model import Model, load_model
 from ..tflm_ops import ACCELERATOR_OPS, RESOLVER_METHODS
+from .pricing import board_for
 
 KIB = 1024
 
@@ -133,31 +134,11 @@ def resolver_snippet(ops: list[str]) -> str:
     return "\n".join(lines)
 
 
-#: The board priced when neither a board nor a core is named.
-DEFAULT_MCU = "stm32f746"
-
-
-def board_for(mcu: str | McuProfile | None, target: str | None) -> McuProfile:
-    """The board a report prices: ``mcu`` when given; else, with a ``target`` core, a board of that core
-    (:data:`microinterp.cost.boards.DEFAULT_BOARD_OF_CORE`: its named profile, or a generic board at a typical
-    clock); else :data:`DEFAULT_MCU`."""
-    from ..cost.boards import DEFAULT_BOARD_OF_CORE
-    from ..targets import get_target
-
-    if isinstance(mcu, McuProfile):
-        return mcu
-    if mcu is not None:
-        return get_profile(mcu)
-    if target is not None:
-        return get_profile(DEFAULT_BOARD_OF_CORE[get_target(target).core.name])
-    return get_profile(DEFAULT_MCU)
-
-
 def deploy(model: Any, mcu: str | McuProfile | None = None, kernels: str = "optimized",
            target: str | None = None) -> Deployment:
     """The deployment report for ``model`` on ``mcu`` (see the module docstring). ``target`` (a core such as
     ``"cortex-m55"``) is the core the firmware is built for: the arena figures are that build's, and without
-    ``mcu`` a board of that core is priced (:func:`board_for`); ``kernels`` picks CMSIS-NN (``optimized``) or the
+    ``mcu`` a board of that core is priced (:func:`~microinterp.apps.pricing.board_for`); ``kernels`` picks CMSIS-NN (``optimized``) or the
     reference kernels for both the arena and the cost model."""
     from ..targets import get_target, target_of_core
 

@@ -259,7 +259,7 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, bud
     ``report`` show in a few seconds; ``microinterp optimize`` searches more)."""
     from ..cost.analysis import predict_cycles
     from ..patching.search import model_macs, search
-    from .deploy import board_for
+    from .pricing import board_for
 
     original = load_model(model)
     arena_of = ((lambda m: target_arena(m, target, share_bytes=True)) if target else

@@ -105,7 +105,8 @@ def render(source: Any, *, arena: int = 512_000, mcu: str | None = None, target:
     and the deploy section (default stm32f746, or a board of ``target``'s core), ``arena`` the out-of-core columns'
     arena."""
     from ...model import load_model
-    from ..deploy import board_for, deploy
+    from ..deploy import deploy
+    from ..pricing import board_for
 
     board = board_for(mcu, target)      # an unknown board or core is the caller's error, not a line of the report
     model = load_model(source)
