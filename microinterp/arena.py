@@ -115,4 +115,6 @@ class SizingArena:
 
     @property
     def used_bytes(self) -> int:
-        return self.head + self._tail
+        # the tail grows down from a 16-aligned end: a head that ends off the alignment (an offline plan with an
+        # unaligned offset) leaves the gap to the next boundary unused
+        return align_up(self.head, ALIGNMENT) + self._tail

@@ -98,7 +98,8 @@ def test_sizing_arena_counts_like_the_real_one():
     for n in (10, 32, 1, 0):
         assert s.allocate_persistent(n).nbytes == n
     s.set_head(100)
-    assert s.tail_bytes == 16 + 32 + 16 and s.head_bytes == 100 and s.used_bytes == 164
+    # a head ending off the 16-byte grid (an offline plan's unaligned offset) leaves the gap to the tail unused
+    assert s.tail_bytes == 16 + 32 + 16 and s.head_bytes == 100 and s.used_bytes == 112 + 64
     real = Arena(s.used_bytes + 16)
     for n in (10, 32, 1, 0):
         real.allocate_persistent(n)
@@ -139,3 +140,29 @@ def test_interpreter_arena_none_is_exactly_enough():
 def test_interpreter_small_arenas_fail_with_arena_errors(arena):
     with pytest.raises(ArenaOverflowError, match="Failed to allocate (tail|head) memory"):
         Interpreter(_model(), arena=arena)
+
+
+def test_an_offline_plan_with_unaligned_offsets_runs_in_the_arena_measured_for_it():
+    """TFLM takes offline offsets as they are; a head that ends off the 16-byte grid still runs in the arena
+    microinterp measures (the tail's first allocation is aligned down past the gap)."""
+    import microinterp as mi
+
+    b = ModelBuilder()
+    q = {"scale": 0.1, "zero_point": 0}
+    x = b.add_tensor("x", (1, 1, 10, 1), **q)
+    y, z = (b.add_tensor(n, (1, 1, 10, 4), **q) for n in "yz")     # 4 channels: 16-byte multipliers and shifts
+    w = b.add_tensor("w", (4, 1, 1, 1), data=np.full((4, 1, 1, 1), 3, np.int8), scale=[0.05] * 4,
+                     zero_point=[0] * 4)
+    bias = b.add_tensor("b", (4,), "INT32", data=np.zeros(4, np.int32), scale=[0.005] * 4, zero_point=[0] * 4)
+    b.add_op("CONV_2D", [x, w, bias], [y], padding="VALID", stride_h=1, stride_w=1,
+             fused_activation_function="NONE")
+    b.add_op("RELU", [y], [z])
+    b.inputs, b.outputs = [x], [z]
+    b.add_offline_plan([0, 20, 68, -1, -1])
+    it = mi.Interpreter(b.build())        # the conv's multipliers and shifts live in the tail
+    assert it.head_bytes == 116
+    x_value = (np.arange(10, dtype=np.int8) - 5).reshape(1, 1, 10, 1)
+    it.set_tensor(it.get_input_details(0)["index"], x_value)
+    it.invoke()
+    want = np.broadcast_to(np.maximum(np.round(x_value * 3 * 0.05), 0), (1, 1, 10, 4))
+    assert np.array_equal(it.get_tensor(it.get_output_details(0)["index"]), want.astype(np.int8))
