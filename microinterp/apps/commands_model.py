@@ -270,6 +270,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if args.json:
         _json({"model": str(args.model), "output": args.output, **w.as_dict()})
         return 0
+    if w.arena_before is None:
+        print(f"{args.output}: {w.message}")
+        return 0
     print(f"{args.output}: whole arena in the TFLM wheel {w.arena_before:,d} -> {w.arena_after:,d} bytes "
           f"({w.arena_before / w.arena_after:.2f}x)")
     if w.target:

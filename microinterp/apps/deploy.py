@@ -179,7 +179,7 @@ def _optimized(m: Model, p: McuProfile, device: Any) -> dict[str, Any] | None:
         w = rewrite(m, target=device, mcu=p, budget_s=0.3, check_seeds=(), quick=True)
     except MicroInterpError:
         return None
-    if not w.cuts:
+    if not w.cuts or w.target_arena_after is None:
         return None
     size = -(-w.target_arena_after // KIB) * KIB
     per_core = {}

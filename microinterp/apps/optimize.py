@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..errors import MicroInterpError
 from ..model import Model, load_model
 from ..planner.greedy import plan_greedy, plan_size
 from ..planner.optimal import lower_bound, plan_optimal
@@ -167,8 +168,8 @@ class Rewritten:
     applied and, when nothing was cut, why."""
 
     data: bytes
-    arena_before: int
-    arena_after: int
+    arena_before: int | None        # None: the model's arena cannot be replayed (control flow)
+    arena_after: int | None
     target: str | None
     target_arena_before: int | None
     target_arena_after: int | None
@@ -267,6 +268,14 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, bud
     core = target if isinstance(target, str) or target is None else target.core.name
     board = board_for(mcu, core)
     effort = {"limit": 4, "max_grid": 3, "max_patches": 6, "rounds": 2} if quick else {}
+    macs, cycles = model_macs(original), sum(predict_cycles(original, board))
+    try:
+        arena_of(original)
+    except MicroInterpError as e:     # control flow, resource variables: the arena replay cannot prepare them
+        plan = optimize(original, budget_s=budget_s)
+        return Rewritten(plan.data, None, None, core, None, None, macs, macs, cycles, cycles, board.name, (), plan,
+                         f"not rewritten: the whole arena of this model cannot be replayed ({e}); its offline plan "
+                         f"is written")
     patched = search(original, arena_of, max_extra_macs=max_extra_macs, **effort)
     planned_arena = (lambda m: target_arena(m, target)) if target else wheel_arena   # the written plan's own
     baseline = optimize(original, budget_s=budget_s, share_bytes=True, reorder_states=20_000)
@@ -287,8 +296,7 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, bud
     return Rewritten(plan.data, wheel_arena(original), wheel_arena(rewritten), core,
                      target_arena(original, target) if target else None,
                      target_arena(rewritten, target) if target else None,
-                     model_macs(original), model_macs(rewritten),
-                     sum(predict_cycles(original, board)), sum(predict_cycles(rewritten, board)), board.name,
+                     macs, model_macs(rewritten), cycles, sum(predict_cycles(rewritten, board)), board.name,
                      cuts, plan, message)
 
 

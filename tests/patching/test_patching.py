@@ -165,3 +165,19 @@ def test_a_rewrite_for_a_core_runs_identically_in_that_firmware_and_needs_the_ar
         b.invoke()
         assert np.array_equal(a.get_tensor(a.get_output_details(0)["index"]),
                               b.get_tensor(b.get_output_details(0)["index"]))
+
+
+def test_a_model_whose_arena_cannot_be_replayed_keeps_its_graph_and_says_why(tmp_path, capsys):
+    from microinterp.apps.cli import main
+    from microinterp.apps.optimize import rewrite
+
+    from ..kernels.test_resource_variables import accumulator_model
+
+    model = accumulator_model()           # CALL_ONCE and resource variables
+    w = rewrite(model, budget_s=0.2)
+    assert not w.cuts and w.arena_before is None and "cannot be replayed" in w.message
+    assert len(mi.load_model(w.data).main.operators) == len(mi.load_model(model).main.operators)
+    src, out = tmp_path / "acc.tflite", tmp_path / "o.tflite"
+    src.write_bytes(model)
+    assert main(["optimize", str(src), "-o", str(out)]) == 0
+    assert "cannot be replayed" in capsys.readouterr().out and out.exists()
