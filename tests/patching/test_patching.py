@@ -153,7 +153,7 @@ def test_a_rewrite_for_a_core_runs_identically_in_that_firmware_and_needs_the_ar
     from microinterp.apps.optimize import rewrite
 
     model = models.mobilenet_v2(alpha=0.35, input_size=96, classes=10)
-    w = rewrite(model, budget_s=0.3, target="cortex-m55")
+    w = rewrite(model, budget_s=0.3, target="cortex-m55", quick=True)
     assert w.cuts and w.target_arena_after < w.target_arena_before
     a, b = mi.Interpreter(model, target="cortex-m55"), mi.Interpreter(w.data, target="cortex-m55")
     assert b.arena_used_bytes == w.target_arena_after
