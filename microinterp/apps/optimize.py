@@ -187,12 +187,18 @@ class Rewritten:
         return self.macs_after / self.macs_before - 1 if self.macs_before else 0.0
 
     @property
+    def k_tensor_arena_size(self) -> int | None:
+        """The ``target`` build's arena rounded up to the next KiB, as ``deploy`` writes ``kTensorArenaSize``."""
+        return None if self.target_arena_after is None else -(-self.target_arena_after // 1024) * 1024
+
+    @property
     def extra_cycles(self) -> float:
         return self.cycles_after / self.cycles_before - 1 if self.cycles_before else 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {"arena_before": self.arena_before, "arena_after": self.arena_after, "target": self.target,
                 "target_arena_before": self.target_arena_before, "target_arena_after": self.target_arena_after,
+                "kTensorArenaSize": self.k_tensor_arena_size,
                 "macs_before": self.macs_before, "macs_after": self.macs_after, "extra_macs": self.extra_macs,
                 "cycles_before": self.cycles_before, "cycles_after": self.cycles_after,
                 "extra_cycles": self.extra_cycles, "board": self.board,

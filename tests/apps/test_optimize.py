@@ -122,7 +122,7 @@ def test_rewrite_cli(tmp_path, capsys):
     assert doc["cuts"] == [] and "nothing to split" in doc["message"] and out.exists()
     assert main(["optimize", str(src), "-o", str(out), "--target", "cortex-m4"]) == 0
     text = capsys.readouterr().out
-    assert "cortex-m4 firmware arena" in text and "MACs" in text and "cycles" in text
+    assert "cortex-m4 firmware arena" in text and "MACs" in text and "cycles" in text and "kTensorArenaSize" in text
     for bad in (["--max-extra-macs", "lots"], ["--target", "cortex-m99"]):
         with pytest.raises(SystemExit) as e:
             main(["optimize", str(src), "-o", str(out), *bad])
