@@ -28,19 +28,12 @@ def rebuild(model: Model, metadata: dict[str, bytes] | None = None, *, shape_of:
         if sg.index == 0:
             b.name = sg.name
         for t in sg.tensors:
-            q = t.quantization
-            has_q = q is not None and q.scales.size > 0
-            shape = t.shape if shape_of is None else shape_of(sg, t)
-            data = t.data if data_of is None else data_of(sg, t)
-            target.add_tensor(t.name, shape, t.type_name, data=data,
-                              scale=q.scales if has_q else None, zero_point=q.zero_points if has_q else None,
-                              axis=q.axis if has_q else 0, is_variable=t.is_variable)
+            copy_tensor(target, t, shape=t.shape if shape_of is None else shape_of(sg, t),
+                        data=t.data if data_of is None else data_of(sg, t))
         ops = sg.operators if sg.index or op_order is None else [sg.operators[i] for i in op_order]
         for op in ops:
             try:
-                options = dict(op.options) if options_of is None else options_of(sg, op)
-                target.add_op(op.name, op.inputs, op.outputs, custom_code=op.custom_code,
-                              custom_options=op.custom_options, intermediates=op.intermediates, **options)
+                copy_op(target, op, options=None if options_of is None else options_of(sg, op))
             except ValueError as e:
                 raise ModelError(f"subgraph {sg.index} op {op.index} ({op.key}) cannot be rewritten: {e}") from None
         target.inputs, target.outputs = list(sg.inputs), list(sg.outputs)
@@ -50,3 +43,30 @@ def rebuild(model: Model, metadata: dict[str, bytes] | None = None, *, shape_of:
         if data is not None:
             b.add_metadata(name, data)
     return b
+
+
+#: ``copy_tensor(data=KEEP)``: the tensor's own data (None would make it non-constant)
+KEEP: Any = object()
+
+
+def copy_tensor(target: Any, t: Any, *, name: str | None = None, shape: Any = None, data: Any = KEEP,
+                is_variable: bool | None = None) -> int:
+    """Add tensor ``t`` (type, quantization, data, variable flag) to ``target`` (a
+    :class:`~microinterp.model_writer.SubgraphBuilder`), with another name, shape, data or flag where given; return
+    its index."""
+    q = t.quantization
+    has_q = q is not None and q.scales.size > 0
+    return target.add_tensor(t.name if name is None else name, t.shape if shape is None else shape, t.type_name,
+                             data=t.data if data is KEEP else data,
+                             scale=q.scales if has_q else None, zero_point=q.zero_points if has_q else None,
+                             axis=q.axis if has_q else 0,
+                             is_variable=t.is_variable if is_variable is None else is_variable)
+
+
+def copy_op(target: Any, op: Any, remap: Any = None, *, options: dict[str, Any] | None = None) -> int:
+    """Add operator ``op`` to ``target`` with its tensors renumbered by ``remap`` (None: the same indices) and its
+    builtin options (or ``options``); return its index."""
+    tensors = (lambda ts: list(ts)) if remap is None else (lambda ts: [remap(t) for t in ts])
+    return target.add_op(op.name, tensors(op.inputs), tensors(op.outputs), custom_code=op.custom_code,
+                         custom_options=op.custom_options, intermediates=tensors(op.intermediates),
+                         **(dict(op.options) if options is None else options))

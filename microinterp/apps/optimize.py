@@ -130,7 +130,7 @@ def _shared(loaded: Model, order: list[int] | None, requests: list, owners: list
     groups = share(aliases, lifetimes, writes, nbytes)
     if not groups:
         return requests, None
-    merged, rows, placed = [], [], {}
+    merged, rows = [], []
     grouped = {t for g in groups for t in g.at}
     for i, r in enumerate(requests):
         t = infos[owners[i]].index if infos[owners[i]].kind == "tensor" and infos[owners[i]].subgraph == 0 else None
@@ -153,8 +153,7 @@ def _shared(loaded: Model, order: list[int] | None, requests: list, owners: list
             else:
                 _, g, lo = row
                 for t, p in g.at.items():
-                    placed[t] = offset + p - lo
-                    out[request_of[t]] = placed[t]
+                    out[request_of[t]] = offset + p - lo
         return out
 
     return merged, expand
@@ -213,9 +212,7 @@ def wheel_arena(model: Any, share_bytes: bool = False) -> int:
     :func:`optimize` writes will have it."""
     from ..memory32 import estimate_arena
 
-    est = estimate_arena(model, "lp64", compression=True)
-    head = _shared_head(model, est.scratch) if share_bytes else est.head_bytes
-    return est.persistent_bytes + head + RECORDING_ALLOCATOR_BYTES
+    return _whole(estimate_arena(model, "lp64", compression=True), model, share_bytes) + RECORDING_ALLOCATOR_BYTES
 
 
 #: What the wheel's tail holds beyond a firmware's: its Python interpreter always allocates through TFLM's
@@ -229,16 +226,18 @@ def target_arena(model: Any, target: Any, share_bytes: bool = False) -> int:
     :class:`~microinterp.targets.Target`); ``share_bytes`` as for :func:`wheel_arena`."""
     from ..memory32 import estimate_arena
 
-    est = estimate_arena(model, target=target)
-    return est.persistent_bytes + (_shared_head(model, est.scratch) if share_bytes else est.head_bytes)
+    return _whole(estimate_arena(model, target=target), model, share_bytes)
 
 
-def _shared_head(model: Any, scratch: Any) -> int:
-    """TFLM's greedy head when the byte-sharing groups are planned as one buffer each."""
+def _whole(est: Any, model: Any, share_bytes: bool) -> int:
+    """An estimate's tail plus its head, or with ``share_bytes`` TFLM's greedy head when the byte-sharing groups
+    are planned as one buffer each."""
     from ..planner.lifetimes import allocation_infos, buffer_requests
 
+    if not share_bytes:
+        return est.persistent_bytes + est.head_bytes
     loaded = load_model(model)
-    infos = allocation_infos(loaded, list(scratch))
+    infos = allocation_infos(loaded, list(est.scratch))
     requests, owners = buffer_requests(infos)
     planned, expand = _shared(loaded, None, requests, owners, infos)
     plan = plan_greedy(planned)
@@ -246,7 +245,7 @@ def _shared_head(model: Any, scratch: Any) -> int:
         plan = expand(plan)
     is_tensor = [infos[o].kind == "tensor" for o in owners]
     fixed = [replace(r, offline_offset=plan[i]) if is_tensor[i] else r for i, r in enumerate(requests)]
-    return plan_size(fixed, plan_greedy(fixed))
+    return est.persistent_bytes + plan_size(fixed, plan_greedy(fixed))
 
 
 def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, budget_s: float = 2.0,
@@ -276,13 +275,12 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, bud
     effort = {"limit": 4, "max_grid": 3, "max_patches": 6, "rounds": 2} if quick else {}
     macs, cycles = model_macs(original), sum(predict_cycles(original, board))
     try:
-        arena_of(original)
+        patched = search(original, arena_of, max_extra_macs=max_extra_macs, **effort)
     except MicroInterpError as e:     # control flow, resource variables: the arena replay cannot prepare them
         plan = optimize(original, budget_s=budget_s)
         return Rewritten(plan.data, None, None, core, None, None, macs, macs, cycles, cycles, board.name, (), plan,
                          f"not rewritten: the whole arena of this model cannot be replayed ({e}); its offline plan "
                          f"is written")
-    patched = search(original, arena_of, max_extra_macs=max_extra_macs, **effort)
     planned_arena = (lambda m: target_arena(m, target)) if target else wheel_arena   # the written plan's own
     baseline = optimize(original, budget_s=budget_s, share_bytes=True, reorder_states=20_000)
     plan, cuts, message = baseline, (), ""

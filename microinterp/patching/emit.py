@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from ..kernels.padding import compute_padding_height_width
 from ..model import Model
 from ..model_writer import ModelBuilder
-from ..rewrite import rebuild
-from .regions import Region, clip, padding_outside, union, window_of
+from ..rewrite import copy_op, copy_tensor, rebuild
+from .regions import WINDOWED, Region, Window, clip, padding_outside, union, window_of
 from .stage import Stage, feature_inputs
 
 
@@ -55,37 +56,28 @@ class _Writer:
         if ti < 0:
             return ti
         if ti not in self.index:
-            t = self.model.main.tensors[ti]
-            self.index[ti] = _copy_tensor(self.b, t)
+            self.index[ti] = copy_tensor(self.b, self.model.main.tensors[ti])
         return self.index[ti]
 
     def like(self, ti: int, shape: tuple[int, ...], name: str) -> int:
-        t = self.model.main.tensors[ti]
-        q = t.quantization
-        has_q = q is not None and q.scales.size > 0
-        return self.b.add_tensor(name, shape, t.type_name, scale=q.scales if has_q else None,
-                                 zero_point=q.zero_points if has_q else None, axis=q.axis if has_q else 0)
+        """A new feature map of ``shape``, typed and quantized as tensor ``ti``."""
+        return copy_tensor(self.b, self.model.main.tensors[ti], name=name, shape=shape, data=None, is_variable=False)
 
     def const(self, values: list, name: str) -> int:
         key = (name.split("/")[-1], tuple(map(tuple, values)) if isinstance(values[0], list) else tuple(values))
         if key not in self.consts:
             arr = np.asarray(values, dtype=np.int32)
-            self.consts[key] = self.b.add_tensor(f"{name}", arr.shape, "INT32", data=arr)
+            self.consts[key] = self.b.add_tensor(name, arr.shape, "INT32", data=arr)
         return self.consts[key]
 
-
-def _copy_tensor(target: Any, t: Any) -> int:
-    q = t.quantization
-    has_q = q is not None and q.scales.size > 0
-    return target.add_tensor(t.name, t.shape, t.type_name, data=t.data, scale=q.scales if has_q else None,
-                             zero_point=q.zero_points if has_q else None, axis=q.axis if has_q else 0,
-                             is_variable=t.is_variable)
+    def paddings(self, pads: tuple[int, int, int, int], name: str) -> int:
+        """A PAD's paddings of an NHWC map: (top, bottom, left, right) rows and columns, batch and channels none."""
+        return self.const([[0, 0], [pads[0], pads[1]], [pads[2], pads[3]], [0, 0]], f"{name}/paddings")
 
 
 def patch_stage(model: Model, stage: Stage, rows: int, cols: int) -> bytes:
     """``model`` with ``stage`` computed as ``rows x cols`` patches of its output (see the module docstring)."""
     b = rebuild(_without_main_ops(model), {"OfflineMemoryAllocation": None})
-    b.tensors, b.ops = [], []
     w = _Writer(model, b)
     sg = model.main
     for op in sg.operators[:stage.start]:
@@ -121,8 +113,7 @@ def _without_main_ops(model: Model) -> Model:
 
 
 def _copy_op(w: _Writer, op: Any) -> None:
-    w.b.add_op(op.name, [w.old(t) for t in op.inputs], [w.old(t) for t in op.outputs], custom_code=op.custom_code,
-               custom_options=op.custom_options, intermediates=[w.old(t) for t in op.intermediates], **op.options)
+    copy_op(w.b, op, w.old)
 
 
 def _extent(stage: Stage, tensors: Any, ti: int) -> Region:
@@ -135,22 +126,21 @@ def _emit_patch(w: _Writer, stage: Stage, patch: Region, tag: str) -> int:
     tensors, ops = sg.tensors, sg.operators
     need: dict[int, Region] = {stage.y: patch}
     wanted: dict[tuple[int, int], Region] = {}
+    windows: dict[int, Window] = {}
     for i in reversed(stage.ops):
         op = ops[i]
         out = op.outputs[0]
         if out not in need:
             continue
-        win = window_of(op, tensors) if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "MAX_POOL_2D",
-                                                     "AVERAGE_POOL_2D", "PAD", "PADV2") else None
+        win = windows[i] = window_of(op, tensors) if op.name in WINDOWED else None
         for pos in feature_inputs(op, tensors) or ():
             ti = op.inputs[pos]
             reg = win.input_region(need[out]) if win is not None else need[out]
             wanted[(i, pos)] = reg
             need[ti] = union(need.get(ti), clip(reg, _extent(stage, tensors, ti)))
-    have: dict[int, tuple[int, Region]] = {}
-    x_reg = need[stage.x]
-    have[stage.x] = (w.old(stage.x), _extent(stage, tensors, stage.x))
-    have[stage.x] = (_crop(w, stage, stage.x, x_reg, have[stage.x], tag), x_reg)
+    whole_x = (w.old(stage.x), _extent(stage, tensors, stage.x))
+    have: dict[int, tuple[int, Region]] = {stage.x: (_crop(w, stage, stage.x, need[stage.x], whole_x, tag),
+                                                     need[stage.x])}
     for i in stage.ops:
         op = ops[i]
         out = op.outputs[0]
@@ -172,15 +162,15 @@ def _emit_patch(w: _Writer, stage: Stage, patch: Region, tag: str) -> int:
             if not any(pads):
                 have[out] = (inputs[0], need[out])
                 continue
-            inputs[1] = w.const([[0, 0], [pads[0], pads[1]], [pads[2], pads[3]], [0, 0]], f"{name}/paddings")
-        elif op.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "MAX_POOL_2D", "AVERAGE_POOL_2D"):
-            options["padding"] = _implicit_padding(op, tensors, pads, inputs, w)
+            inputs[1] = w.paddings(pads, name)
+        elif op.name in WINDOWED:       # the convolutions and pools (the PADs are above)
+            options["padding"] = _implicit_padding(op, windows[i], pads, w.b.tensors[inputs[0]].shape)
             if options["padding"] is None:
                 options["padding"] = "VALID"
                 src = tensors[op.inputs[0]]
-                padded = w.like(op.inputs[0], (1, *_padded_hw(need, wanted, i), src.shape[3]), f"{name}/padded")
-                w.b.add_op("PAD", [inputs[0], w.const([[0, 0], [pads[0], pads[1]], [pads[2], pads[3]], [0, 0]],
-                                                      f"{name}/paddings")], [padded])
+                r = wanted[(i, 0)]
+                padded = w.like(op.inputs[0], (1, r[1] - r[0], r[3] - r[2], src.shape[3]), f"{name}/padded")
+                w.b.add_op("PAD", [inputs[0], w.paddings(pads, name)], [padded])
                 inputs[0] = padded
         new_out = w.like(out, out_shape, name)
         w.b.add_op(op.name, inputs, [new_out], custom_code=op.custom_code, custom_options=op.custom_options,
@@ -189,33 +179,24 @@ def _emit_patch(w: _Writer, stage: Stage, patch: Region, tag: str) -> int:
     return have[stage.y][0]
 
 
-def _implicit_padding(op: Any, tensors: Any, pads: tuple[int, int, int, int], inputs: list, w: _Writer) -> str | None:
+def _implicit_padding(op: Any, win: Window, pads: tuple[int, int, int, int], x: tuple[int, ...]) -> str | None:
     """VALID or SAME when the kernel itself pads the patch exactly as needed, else None (an explicit PAD is needed).
 
     TFLM's windowed kernels loop over the output tensor's rows and columns, start each window at ``o * stride - pad``
     with ``pad`` the "before" padding ComputePaddingHeightWidth gives for the *input's* size, and skip taps outside
     the input -- exactly what the original op did at the feature map's border. So a patch needing only "after"
     padding runs as VALID (pad 0, the extra output rows/columns come from the declared shape), and one needing
-    "before" padding runs as SAME when SAME's pad for the patch's size is that padding on both axes. Pools never
-    reach here with padding (their stages exclude it)."""
-    from ..kernels.padding import compute_padding_height_width
-
+    "before" padding runs as SAME when SAME's pad for the patch's size (``x``, the patch input's shape) is that
+    padding on both axes. Pools never reach here with padding (their stages exclude it)."""
     if not any(pads):
         return "VALID"
     if op.name.endswith("POOL_2D"):
         return None
-    x = w.b.tensors[inputs[0]].shape
-    win = window_of(op, tensors)
     for padding in ("VALID", "SAME"):
         p = compute_padding_height_width(win.sh, win.sw, win.dh, win.dw, x[1], x[2], win.kh, win.kw, padding)
         if (p.height, p.width) == (pads[0], pads[2]):
             return padding
     return None
-
-
-def _padded_hw(need: dict, wanted: dict, i: int) -> tuple[int, int]:
-    r = wanted[(i, 0)]
-    return r[1] - r[0], r[3] - r[2]
 
 
 def _crop(w: _Writer, stage: Stage, ti: int, reg: Region, held: tuple[int, Region], tag: str) -> int:

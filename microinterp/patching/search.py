@@ -57,25 +57,16 @@ def model_macs(model: Model) -> int:
 
 
 def live_bytes(model: Model) -> list[int]:
-    """Feature-map bytes alive during each op of subgraph 0 (whole tensors, in file order)."""
-    sg = model.main
-    ops, tensors = sg.operators, sg.tensors
-    last = {}
-    first = {}
-    for i, op in enumerate(ops):
-        for ti in (*op.inputs, *op.outputs):
-            if ti >= 0 and tensors[ti].data is None:
-                first.setdefault(ti, i)
-                last[ti] = i
-    for ti in sg.inputs:
-        first[ti] = 0
-    for ti in sg.outputs:
-        last[ti] = len(ops) - 1
-    live = [0] * len(ops)
-    for ti, f in first.items():
-        for i in range(f, last.get(ti, f) + 1):
-            live[i] += tensors[ti].nbytes
-    return live
+    """Bytes of subgraph 0's planned tensors alive while each of its ops runs: TFLM's lifetimes
+    (:func:`~microinterp.planner.lifetimes.allocation_infos`, 16-byte aligned sizes), whole tensors, no scratch."""
+    from ..planner.lifetimes import allocation_infos, buffer_requests
+
+    scopes: dict[int, tuple[int, int]] = {}
+    infos = allocation_infos(model, [], op_scopes=scopes)
+    requests, owners = buffer_requests(infos)
+    main = [r for r, o in zip(requests, owners) if infos[o].subgraph == 0]
+    return [sum(r.size for r in main if r.first <= end and r.last >= start)
+            for start, end in (scopes[op.index] for op in model.main.operators)]
 
 
 def candidate_stages(model: Model, limit: int = 24, per_start: int = 6, near_peak: float = 0.8) -> list[Stage]:
