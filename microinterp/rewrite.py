@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .errors import ModelError
 from .model import Model
 from .model_writer import ModelBuilder
@@ -50,15 +52,24 @@ KEEP: Any = object()
 
 
 def copy_tensor(target: Any, t: Any, *, name: str | None = None, shape: Any = None, data: Any = KEEP,
-                is_variable: bool | None = None) -> int:
+                is_variable: bool | None = None, channels: tuple[int, int, int] | None = None) -> int:
     """Add tensor ``t`` (type, quantization, data, variable flag) to ``target`` (a
     :class:`~microinterp.model_writer.SubgraphBuilder`), with another name, shape, data or flag where given; return
-    its index."""
+    its index. ``channels=(axis, start, stop)`` keeps only that slice of a constant's data along ``axis``, and of its
+    scales and zero points when it is quantized per channel along that axis."""
     q = t.quantization
     has_q = q is not None and q.scales.size > 0
+    scales, zero_points = (q.scales, q.zero_points) if has_q else (None, None)
+    if channels is not None:
+        axis, start, stop = channels
+        if t.data is not None and data is KEEP:
+            data = np.take(t.data, range(start, stop), axis=axis)
+        shape = list(t.shape if shape is None else shape)
+        shape[axis] = stop - start
+        if has_q and q.per_channel and q.axis == axis % len(t.shape):
+            scales, zero_points = q.scales[start:stop], q.zero_points[start:stop]
     return target.add_tensor(t.name if name is None else name, t.shape if shape is None else shape, t.type_name,
-                             data=t.data if data is KEEP else data,
-                             scale=q.scales if has_q else None, zero_point=q.zero_points if has_q else None,
+                             data=t.data if data is KEEP else data, scale=scales, zero_point=zero_points,
                              axis=q.axis if has_q else 0,
                              is_variable=t.is_variable if is_variable is None else is_variable)
 

@@ -502,3 +502,19 @@ def test_optimize_writes_back_an_unset_string_option():
             it.set_input(np.ones((1, 4), np.float32))
             it.invoke()
         assert np.array_equal(it.get_output(0), np.full((1, 4), 2, np.float32))
+
+
+def test_optimize_of_a_depthwise_writing_a_1d_constant_is_a_prepare_error():
+    """The rewrite prices the original first: a depthwise convolution whose output is a 1-D bias constant must reach
+    TFLM's refusal, not the cost model's 4-D loop arithmetic."""
+    from microinterp.apps.optimize import rewrite
+
+    rng = np.random.default_rng(0)
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 4, 4, 2))
+    w = _q(b, "w", (1, 3, 3, 2), data=rng.integers(-9, 9, (1, 3, 3, 2)))
+    y = b.add_tensor("bias", (2,), "INT32", data=np.zeros(2, np.int32), scale=0.01, zero_point=0)
+    b.add_op("DEPTHWISE_CONV_2D", [x, w, -1], [y], padding="SAME", stride_h=1, stride_w=1, depth_multiplier=1)
+    b.inputs, b.outputs = [x], [y]
+    with pytest.raises(PrepareError):
+        rewrite(b.build(), quick=True, check_seeds=())

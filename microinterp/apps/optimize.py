@@ -15,6 +15,7 @@ from the tail into the head).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,6 +23,8 @@ from ..errors import MicroInterpError
 from ..model import Model, load_model
 from ..planner.greedy import plan_greedy, plan_size
 from ..planner.optimal import lower_bound, plan_optimal
+from ..planner.rigid import lower_bound as rigid_lower_bound
+from ..planner.rigid import plan_rigid
 from ..rewrite import rebuild
 
 
@@ -47,7 +50,8 @@ def optimize(model: Any, budget_s: float = 2.0, reorder: bool = True, share_byte
     :mod:`microinterp.planner.reorder`) when that lowers the head -- never worse than TFLM's own: when the search
     finds nothing smaller, the plan written is TFLM's greedy one in the original order, so the head stays the same.
     ``share_bytes`` lets slices, joins and pads share bytes with the tensors they cut, fill or pad
-    (:mod:`microinterp.planner.aliases`); the lower bound is then the one of the shared buffers."""
+    (:mod:`microinterp.planner.aliases`), and frees the bytes of a tensor read in pieces piece by piece, as its
+    last reader of each has run (:func:`_consumed_parts`); the lower bound is then the one of those items."""
     from ..interpreter import Interpreter
 
     loaded = load_model(model)
@@ -65,7 +69,7 @@ def optimize(model: Any, budget_s: float = 2.0, reorder: bool = True, share_byte
             candidates.append(order)
     best = None
     for order in candidates:
-        for share in (False, True) if share_bytes else (False,):     # a group lives as long as all its members:
+        for share in (False, True) if share_bytes else (False,):     # a group's members move together:
             found = _plan_for(loaded, interp, order, budget_s, share_bytes=share)     # sharing can cost more
             if best is None or found[1] < best[1]:
                 best = (*found, order)
@@ -97,20 +101,26 @@ def _plan_for(loaded: Model, interp: Any, order: list[int] | None, budget_s: flo
         infos = allocation_infos(permuted, scratch, handles)
         owners = buffer_requests(infos)[1]
     is_tensor = [infos[owner].kind == "tensor" for owner in owners]
-    planned, expand = _shared(loaded, order, requests, owners, infos) if share_bytes else (requests, None)
-    plan = plan_greedy(planned) if greedy else plan_optimal(planned, budget_s=budget_s)
-    if expand is not None:
-        plan = expand(plan)
+    items, expand = _shared(loaded, order, requests, owners, infos) if share_bytes else (None, None)
+    if items is None:
+        plan = plan_greedy(requests) if greedy else plan_optimal(requests, budget_s=budget_s)
+        bound = lower_bound(requests)
+    else:
+        plan = expand(plan_rigid(items, budget_s=budget_s, greedy=greedy))
+        bound = rigid_lower_bound(items)
     fixed = [replace(r, offline_offset=plan[i]) if is_tensor[i] else r for i, r in enumerate(requests)]
     at = {(infos[o].subgraph, infos[o].index): plan[i] for i, o in enumerate(owners) if is_tensor[i]}
-    return at, plan_size(fixed, plan_greedy(fixed)), lower_bound(planned)
+    return at, plan_size(fixed, plan_greedy(fixed)), bound
 
 
-def _shared(loaded: Model, order: list[int] | None, requests: list, owners: list, infos: list) -> tuple[list, Any]:
-    """The requests with each group of byte-sharing tensors (:func:`microinterp.planner.aliases.share`) as one
-    buffer, and the function that turns a plan of those back into one offset per original request."""
-    from ..planner.aliases import candidates, share
-    from ..planner.lifetimes import align_up
+def _shared(loaded: Model, order: list[int] | None, requests: list, owners: list, infos: list
+            ) -> tuple[list | None, Any]:
+    """The requests as rigid items (:mod:`microinterp.planner.rigid`): each group of byte-sharing tensors
+    (:func:`microinterp.planner.aliases.share`) one item whose members keep their own bytes and lifetimes, every
+    other request an item of its own; and the function that turns the items' offsets into one per request.
+    (None, None) when no tensors share bytes."""
+    from ..planner.aliases import candidates, reads, share
+    from ..planner.rigid import Rigid
 
     main = loaded.main
     position = list(range(len(main.operators))) if order is None else [0] * len(main.operators)
@@ -121,29 +131,36 @@ def _shared(loaded: Model, order: list[int] | None, requests: list, owners: list
                   if infos[o].kind == "tensor" and infos[o].subgraph == 0 and requests[i].offline_offset < 0}
     lifetimes = {t: (requests[i].first, requests[i].last) for t, i in request_of.items()}
     if any(op.subgraph_refs for op in main.operators):
-        return requests, None      # lifetimes count the called subgraphs' ops too: not modelled here
+        return None, None      # lifetimes count the called subgraphs' ops too: not modelled here
     writes = [[] for _ in range(len(main.operators) + 1)]      # TFLM's lifetimes: op k runs at step k + 1
     for i, op in enumerate(main.operators):
         writes[position[i] + 1] = [t for t in op.outputs if t >= 0]
     aliases = [replace(a, op=position[a.op] + 1) for a in candidates(loaded)]
     nbytes = {t: main.tensors[t].nbytes for t in request_of}
-    groups = share(aliases, lifetimes, writes, nbytes)
-    if not groups:
-        return requests, None
-    merged, rows = [], []
+    step = [*(p + 1 for p in position), len(position) + 1]
+    read = {t: [(step[k], lo, hi) for k, lo, hi in spans] for t, spans in reads(loaded).items()}
+    groups = share(aliases, lifetimes, writes, nbytes, read)
+    chunked = {t: _consumed_parts(requests[i], read.get(t, ())) for t, i in request_of.items()}
+    chunked = {t: parts for t, parts in chunked.items() if len(parts) > 1}
+    if not groups and not chunked:
+        return None, None
+    items, rows = [], []
     grouped = {t for g in groups for t in g.at}
     for i, r in enumerate(requests):
         t = infos[owners[i]].index if infos[owners[i]].kind == "tensor" and infos[owners[i]].subgraph == 0 else None
         if t is None or t not in grouped:
             rows.append(("one", i))
-            merged.append(r)
+            parts = chunked.get(t) or ((0, r.size, r.first, r.last),)
+            items.append(Rigid(tuple(parts), r.offline_offset))
     for g in groups:
-        lo, hi = g.extent(nbytes)
-        first = min(lifetimes[t][0] for t in g.at)
-        last = max(lifetimes[t][1] for t in g.at)
+        lo = g.extent(nbytes)[0]
         rows.append(("group", g, lo))
-        merged.append(replace(requests[request_of[next(iter(g.at))]], size=align_up(hi - lo), first=first,
-                              last=last, offline_offset=-1))
+        parts = []
+        for t, p in g.at.items():
+            i = request_of[t]
+            parts += [(a + p - lo, b + p - lo, f, last)
+                      for a, b, f, last in chunked.get(t) or ((0, requests[i].size, *lifetimes[t]),)]
+        items.append(Rigid(tuple(sorted(parts))))
 
     def expand(plan: list[int]) -> list[int]:
         out = [0] * len(requests)
@@ -156,7 +173,31 @@ def _shared(loaded: Model, order: list[int] | None, requests: list, owners: list
                     out[request_of[t]] = offset + p - lo
         return out
 
-    return merged, expand
+    return items, expand
+
+
+def _consumed_parts(request: Any, read: list[tuple[int, int, int]]) -> list[tuple[int, int, int, int]]:
+    """A tensor read only in pieces (box cuts) as parts that die when their last reader has run: its bytes split
+    at the 16-byte-aligned edges of the pieces read, each part alive from the tensor's creation to the last read
+    that touches it (a part no op reads dies at once). One part (the whole tensor) when some op reads it whole."""
+    from ..planner.lifetimes import ALIGNMENT
+
+    size = request.size
+    if not read or any(start == 0 and stop >= size - ALIGNMENT + 1 for _, start, stop in read):
+        return [(0, size, request.first, request.last)]
+    edges = {0, size}
+    for _, start, stop in read:
+        edges.add(start // ALIGNMENT * ALIGNMENT)
+        edges.add(min(size, -(-stop // ALIGNMENT) * ALIGNMENT))
+    edges = sorted(edges)
+    parts = []
+    for a, b in itertools.pairwise(edges):
+        last = max((step for step, start, stop in read if start < b and stop > a), default=request.first)
+        if parts and parts[-1][3] == last and parts[-1][1] == a:
+            parts[-1] = (parts[-1][0], b, request.first, last)
+        else:
+            parts.append((a, b, request.first, last))
+    return parts
 
 
 # -- the graph rewrite ----------------------------------------------------------------------------------------------
@@ -239,10 +280,8 @@ def _whole(est: Any, model: Any, share_bytes: bool) -> int:
     loaded = load_model(model)
     infos = allocation_infos(loaded, list(est.scratch))
     requests, owners = buffer_requests(infos)
-    planned, expand = _shared(loaded, None, requests, owners, infos)
-    plan = plan_greedy(planned)
-    if expand is not None:
-        plan = expand(plan)
+    items, expand = _shared(loaded, None, requests, owners, infos)
+    plan = plan_greedy(requests) if items is None else expand(plan_rigid(items, greedy=True))
     is_tensor = [infos[o].kind == "tensor" for o in owners]
     fixed = [replace(r, offline_offset=plan[i]) if is_tensor[i] else r for i, r in enumerate(requests)]
     return est.persistent_bytes + plan_size(fixed, plan_greedy(fixed))
@@ -305,13 +344,15 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, bud
 
 
 def _why_not(model: Model, max_extra_macs: float) -> str:
+    from ..patching.channels import find_chains
     from ..patching.search import candidate_stages
 
-    if not candidate_stages(model):
+    if not candidate_stages(model) and not find_chains(model):
         return ("nothing to split: no run of convolutions, pools, pads and pointwise ops with one feature map in and "
-                "one out passes through the ops where the most memory is alive")
-    return (f"nothing to split: every patch grid tried either adds more persistent memory (each op's node and "
-            f"OpData) than it frees or recomputes more than {max_extra_macs:.0%} extra MACs")
+                "one out passes through the ops where the most memory is alive, and no convolution is followed by "
+                "channelwise ops that could run in groups of channels")
+    return (f"nothing to split: every patch grid and channel grouping tried either adds more persistent memory "
+            f"(each op's node and OpData) than it frees or recomputes more than {max_extra_macs:.0%} extra MACs")
 
 
 def _same_outputs(original: Model, data: bytes, seeds: tuple[int, ...]) -> bool:

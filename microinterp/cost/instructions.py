@@ -327,8 +327,9 @@ def op_features(op: Any, tensors: Sequence[Any], build: str, values: Any = None)
 
 
 def _shaped_for(family: Any, op: Any, tensors: Sequence[Any]) -> bool:
-    """Whether ``op`` has the operands its family's loop model reads (a 4-D input and filter for the convolutions,
-    a filter for FULLY_CONNECTED). A malformed op -- which TFLM's Prepare refuses -- gets the generic model."""
+    """Whether ``op`` has the operands its family's loop model reads (a 4-D input, filter and output for the
+    convolutions, a filter for FULLY_CONNECTED). A malformed op -- which TFLM's Prepare refuses -- gets the generic
+    model."""
     if family not in (_conv, _depthwise, _fully_connected):
         return True
     ins = [tensors[i] if 0 <= i < len(tensors) else None for i in op.inputs[:2]]
@@ -336,7 +337,8 @@ def _shaped_for(family: Any, op: Any, tensors: Sequence[Any]) -> bool:
         return False
     if family is _fully_connected:
         return len(ins[1].shape) >= 1
-    return len(ins[0].shape) == 4 and len(ins[1].shape) == 4
+    out = tensors[op.outputs[0]] if 0 <= op.outputs[0] < len(tensors) else None
+    return len(ins[0].shape) == 4 and len(ins[1].shape) == 4 and out is not None and len(out.shape) == 4
 
 
 def _split(build: str) -> tuple[str, str]:

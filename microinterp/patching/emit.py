@@ -29,7 +29,7 @@ import numpy as np
 from ..kernels.padding import compute_padding_height_width
 from ..model import Model
 from ..model_writer import ModelBuilder
-from ..rewrite import copy_op, copy_tensor, rebuild
+from ..rewrite import KEEP, copy_op, copy_tensor, rebuild
 from .regions import WINDOWED, Region, Window, clip, padding_outside, union, window_of
 from .stage import Stage, feature_inputs
 
@@ -44,7 +44,7 @@ def split(n: int, parts: int) -> list[tuple[int, int]]:
 
 
 @dataclass
-class _Writer:
+class Writer:
     """Subgraph 0 of the new model: original tensors copied when first used, new ones appended."""
 
     model: Model
@@ -63,6 +63,11 @@ class _Writer:
         """A new feature map of ``shape``, typed and quantized as tensor ``ti``."""
         return copy_tensor(self.b, self.model.main.tensors[ti], name=name, shape=shape, data=None, is_variable=False)
 
+    def sliced(self, ti: int, channels: tuple[int, int, int], name: str, data: Any = KEEP) -> int:
+        """Tensor ``ti``'s slice ``(axis, start, stop)``: its data and per-channel quantization along that axis."""
+        return copy_tensor(self.b, self.model.main.tensors[ti], name=name, channels=channels, data=data,
+                           is_variable=False)
+
     def const(self, values: list, name: str) -> int:
         key = (name.split("/")[-1], tuple(map(tuple, values)) if isinstance(values[0], list) else tuple(values))
         if key not in self.consts:
@@ -77,8 +82,8 @@ class _Writer:
 
 def patch_stage(model: Model, stage: Stage, rows: int, cols: int) -> bytes:
     """``model`` with ``stage`` computed as ``rows x cols`` patches of its output (see the module docstring)."""
-    b = rebuild(_without_main_ops(model), {"OfflineMemoryAllocation": None})
-    w = _Writer(model, b)
+    b = rebuild(without_main_ops(model), {"OfflineMemoryAllocation": None})
+    w = Writer(model, b)
     sg = model.main
     for op in sg.operators[:stage.start]:
         _copy_op(w, op)
@@ -105,14 +110,14 @@ def patch_stage(model: Model, stage: Stage, rows: int, cols: int) -> bytes:
     return b.build()
 
 
-def _without_main_ops(model: Model) -> Model:
+def without_main_ops(model: Model) -> Model:
     from dataclasses import replace
 
     main = replace(model.main, operators=(), tensors=(), inputs=(), outputs=())
     return replace(model, subgraphs=(main, *model.subgraphs[1:]))
 
 
-def _copy_op(w: _Writer, op: Any) -> None:
+def _copy_op(w: Writer, op: Any) -> None:
     copy_op(w.b, op, w.old)
 
 
@@ -120,7 +125,7 @@ def _extent(stage: Stage, tensors: Any, ti: int) -> Region:
     return stage.layouts[ti].extent(tensors[ti].shape)
 
 
-def _emit_patch(w: _Writer, stage: Stage, patch: Region, tag: str) -> int:
+def _emit_patch(w: Writer, stage: Stage, patch: Region, tag: str) -> int:
     """Emit one patch's ops; return the new tensor holding ``patch`` of ``y``."""
     sg = w.model.main
     tensors, ops = sg.tensors, sg.operators
@@ -199,7 +204,7 @@ def _implicit_padding(op: Any, win: Window, pads: tuple[int, int, int, int], x: 
     return None
 
 
-def _crop(w: _Writer, stage: Stage, ti: int, reg: Region, held: tuple[int, Region], tag: str) -> int:
+def _crop(w: Writer, stage: Stage, ti: int, reg: Region, held: tuple[int, Region], tag: str) -> int:
     """The new tensor holding region ``reg`` of ``ti``: ``held`` itself, or a STRIDED_SLICE of it."""
     src, src_reg = held
     if src_reg == reg:

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import MicroInterpError
 from ..model import Model, load_model
+from .channels import find_chains, split_chains
 from .emit import patch_stage
 from .stage import Stage, find_stages
 
@@ -47,6 +48,28 @@ class Patched:
     cuts: tuple[Cut, ...]
     arena: int           # the whole arena of ``data`` as :func:`search` measured it
     macs: int
+    pressure: int = 0    # :func:`pressure` of ``data``
+
+
+def pressure(model: Model, near_peak: float = 0.8) -> int:
+    """How much of the model's memory profile is near its peak: the bytes alive above ``near_peak`` of the most,
+    summed over the ops (:func:`live_bytes`). A cut that flattens one of several equal peaks leaves the arena as it
+    was but lowers this, and the next cut can then lower the arena."""
+    live = live_bytes(model)
+    top = max(live, default=0)
+    return int(sum(max(0.0, b - near_peak * top) for b in live))
+
+
+def _progress(arena: int, model: Model, parent: Patched, slack: float = 0.01) -> int | None:
+    """The new rewrite's pressure when it is progress over ``parent``: a smaller arena, or one at most ``slack``
+    larger (the tail its ops add) with a pressure at least 15 % lower; else None."""
+    if arena < parent.arena:
+        return pressure(model)
+    if arena <= parent.arena * (1 + slack):
+        p = pressure(model)
+        if p <= 0.85 * parent.pressure:
+            return p
+    return None
 
 
 def model_macs(model: Model) -> int:
@@ -87,15 +110,16 @@ def candidate_stages(model: Model, limit: int = 24, per_start: int = 6, near_pea
 
 
 def search(model: Any, arena_of: Callable[[Any], int], *, max_extra_macs: float = 0.15, max_grid: int = 4,
-           max_patches: int = 16, rounds: int = 4, limit: int = 12, beam: int = 1) -> Patched:
+           max_patches: int = 16, rounds: int = 6, limit: int = 12, beam: int = 1) -> Patched:
     """The rewrite with the smallest ``arena_of(model)`` found (the model itself when nothing is smaller).
 
     A beam search: each round extends each of the ``beam`` best rewrites so far by one more cut, and keeps the
-    ``beam`` best extensions that lower their parent's arena (a stage cut finely pays off only once the next stage
-    is cut too, so the single best cut of a round is not always on the way to the best rewrite)."""
+    ``beam`` best extensions that make progress over their parent (:func:`_progress`: a lower arena, or one
+    hardly larger whose memory profile is flatter -- where several ops share the peak, no single cut lowers it);
+    the best arena seen is returned."""
     start = load_model(model)
     base_macs = model_macs(start)
-    best = Patched(bytes(start._raw), (), arena_of(start), base_macs)
+    best = Patched(bytes(start._raw), (), arena_of(start), base_macs, pressure(start))
     frontier = [(best, start)]
     for _ in range(rounds):
         grown: list[tuple[Patched, Model]] = []
@@ -104,22 +128,21 @@ def search(model: Any, arena_of: Callable[[Any], int], *, max_extra_macs: float 
                                  limit)
         if not grown:
             break
-        grown.sort(key=lambda pm: pm[0].arena)
+        grown.sort(key=lambda pm: (pm[0].arena, pm[0].pressure))
         frontier, seen = [], set()
         for patched, m in grown:
-            if patched.arena not in seen:
-                seen.add(patched.arena)
+            if (patched.arena, patched.pressure) not in seen:
+                seen.add((patched.arena, patched.pressure))
                 frontier.append((patched, m))
             if len(frontier) == beam:
                 break
-        if frontier[0][0].arena < best.arena:
-            best = frontier[0][0]
+        best = min([best] + [p for p, _ in frontier], key=lambda p: p.arena)
     return best
 
 
 def _extensions(parent: Patched, current: Model, arena_of: Callable[[Any], int], macs_bound: float, max_grid: int,
                 max_patches: int, limit: int) -> list[tuple[Patched, Model]]:
-    """Every one-cut extension of ``parent`` (whose model is ``current``) that lowers its arena, within the MACs."""
+    """Every one-cut extension of ``parent`` (whose model is ``current``) that makes progress, within the MACs."""
     out = []
     t = current.main.tensors
     for stage in candidate_stages(current, limit):
@@ -135,9 +158,54 @@ def _extensions(parent: Patched, current: Model, arena_of: Callable[[Any], int],
                 if new_macs > macs_bound:
                     continue
                 arena = arena_of(new_model)
-                if arena < parent.arena:
+                flatter = _progress(arena, new_model, parent)
+                if flatter is not None:
                     cut = Cut(stage.start, stage.stop, t[stage.x].shape, t[stage.y].shape, rows, cols, arena)
-                    out.append((Patched(new_data, (*parent.cuts, cut), arena, new_macs), new_model))
+                    out.append((Patched(new_data, (*parent.cuts, cut), arena, new_macs, flatter), new_model))
+    return out + _channel_extensions(parent, current, arena_of)
+
+
+@dataclass(frozen=True)
+class ChannelCut:
+    """One applied channel split: the chains' first ops (in the model it was applied to) and the group count."""
+
+    starts: tuple[int, ...]
+    groups: int
+    arena: int
+
+    def describe(self) -> str:
+        ops = ", ".join(map(str, self.starts))
+        return f"the convolution chains at ops {ops} in {self.groups} groups of channels"
+
+
+def _channel_extensions(parent: Patched, current: Model, arena_of: Callable[[Any], int],
+                        fractions: tuple[float, ...] = (0.9, 0.6), groups: tuple[int, ...] = (2, 3, 4)
+                        ) -> list[tuple[Patched, Model]]:
+    """Every split of the chains through the ops near the head's peak (:mod:`.channels`; those where at least
+    ``fraction`` of the most bytes are alive) into ``groups`` that lowers ``parent``'s arena; no MACs added."""
+    live = live_bytes(current)
+    if not live:
+        return []
+    chains = find_chains(current)
+    out, tried = [], set()
+    for fraction in fractions:
+        near = [c for c in chains if any(live[i] >= fraction * max(live) for i in range(c.start, c.stop))]
+        for g in groups:
+            cuts = {c.start: (c, g) for c in near if g <= c.channels}
+            key = tuple(sorted(cuts)), g
+            if not cuts or key in tried:
+                continue
+            tried.add(key)
+            try:
+                data = split_chains(current, cuts)
+                model = load_model(data)
+            except (MicroInterpError, ValueError):
+                continue
+            arena = arena_of(model)
+            flatter = _progress(arena, model, parent)
+            if flatter is not None:
+                cut = ChannelCut(tuple(sorted(cuts)), g, arena)
+                out.append((Patched(data, (*parent.cuts, cut), arena, parent.macs, flatter), model))
     return out
 
 

@@ -18,11 +18,18 @@ bytes:
   ``in + q`` and the next write at ``out + p = in + q - (delta - (p - q))``: never past an unread input byte as
   long as ``delta`` is at least the padding written before the input's last element (``lead`` below).
 
-Every other overlap is refused. :func:`share` merges candidate placements into groups (one buffer each for the
-planner: the extent of its members, alive from the first member's creation to the last one's use) and keeps a
-merge only if, whenever an op writes a member, every other member alive then whose bytes it touches is one of the
-pairs above (or another slice of the same tensor, which holds the same values). ``tests/planner/test_aliases.py``
-runs the placements in the wheel and in microinterp and compares outputs bit for bit.
+A fourth overlap is safe because of what is no longer read rather than how a kernel copies: a write may land on
+bytes of a live tensor that were written before and that no op reads from that step on (**consumed bytes**; a
+``STRIDED_SLICE`` cutting a box reads its first to its last element, any other op its whole input, :func:`reads`).
+A stage computed in row bands reads its input through such cuts, top band first, so the rows above the band being
+computed are consumed; the planner frees them band by band (``microinterp.apps.optimize``).
+
+Every other overlap is refused. :func:`share` merges candidate placements into groups and keeps a merge only if,
+whenever an op writes a member, every other member alive then whose bytes it touches is one of the pairs above (or
+another slice of the same tensor, which holds the same values), or the bytes it touches are consumed. The planner
+places each group as one rigid item whose members keep their own bytes and lifetimes (:mod:`.rigid`).
+``tests/planner/test_aliases.py`` runs the placements in the wheel and in microinterp and compares outputs bit for
+bit.
 """
 
 from __future__ import annotations
@@ -68,6 +75,54 @@ def candidates(model: Any) -> list[Alias]:
         elif op.name in ("PAD", "PADV2"):
             found += _pad(op, k, tensors)
     return found
+
+
+def reads(model: Any) -> dict[int, list[tuple[int, int, int]]]:
+    """For each non-constant tensor of subgraph 0, the bytes each op reads: ``(op position, start, stop)`` -- a
+    ``STRIDED_SLICE`` cutting a box reads its first to its last element, every other op the whole tensor; a graph
+    output is read whole after the last op (position ``len(ops)``)."""
+    sg = model.main
+    tensors = sg.tensors
+    out: dict[int, list[tuple[int, int, int]]] = {}
+    for k, op in enumerate(sg.operators):
+        for pos, ti in enumerate(op.inputs):
+            if ti < 0 or tensors[ti].data is not None:
+                continue
+            span = _slice_span(op, tensors) if op.name == "STRIDED_SLICE" and pos == 0 else None
+            out.setdefault(ti, []).append((k, *(span or (0, tensors[ti].nbytes))))
+        for ti in op.intermediates:
+            if ti >= 0:
+                out.setdefault(ti, []).append((k, 0, tensors[ti].nbytes))
+    for ti in sg.outputs:
+        out.setdefault(ti, []).append((len(sg.operators), 0, tensors[ti].nbytes))
+    return out
+
+
+def _slice_box(op: Any, tensors: Any) -> tuple[list[int], list[int]] | None:
+    """A STRIDED_SLICE's ``begin`` and ``end`` when it cuts a plain box (unit strides, no masks, in range)."""
+    x = tensors[op.inputs[0]]
+    o = op.options
+    if any(o.get(m, 0) for m in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")) \
+            or o.get("offset", False) or len(op.inputs) < 4:
+        return None
+    begin, end, strides = (tensors[op.inputs[i]].data for i in (1, 2, 3))
+    if begin is None or end is None or strides is None or np.any(strides != 1) or len(begin) != len(x.shape) \
+            or len(end) != len(x.shape):
+        return None
+    begin, end = [int(v) for v in begin], [int(v) for v in end]
+    if any(not 0 <= b < e <= n for b, e, n in zip(begin, end, x.shape)):
+        return None
+    return begin, end
+
+
+def _slice_span(op: Any, tensors: Any) -> tuple[int, int] | None:
+    box = _slice_box(op, tensors)
+    if box is None:
+        return None
+    x = tensors[op.inputs[0]]
+    first = int(np.ravel_multi_index(box[0], x.shape))
+    last = int(np.ravel_multi_index([e - 1 for e in box[1]], x.shape))
+    return first * x.dtype.itemsize, (last + 1) * x.dtype.itemsize
 
 
 def _concat(op: Any, k: int, tensors: Any, graph_inputs: set[int]) -> list[Alias]:
@@ -145,10 +200,13 @@ class Group:
 
 
 def share(aliases: Sequence[Alias], lifetimes: Mapping[int, tuple[int, int]], writes: Sequence[Sequence[int]],
-          nbytes: Mapping[int, int]) -> list[Group]:
+          nbytes: Mapping[int, int], read: Mapping[int, Sequence[tuple[int, int, int]]] | None = None
+          ) -> list[Group]:
     """Groups of tensors sharing bytes: each candidate in turn merges the groups of its two tensors when the
     merged group stays safe (see the module docstring). ``lifetimes[t] = (first, last)`` op positions in the order
-    the model runs (only planned tensors take part), ``writes[k]`` the tensors op ``k`` writes."""
+    the model runs (only planned tensors take part), ``writes[k]`` the tensors op ``k`` writes, ``read[t]`` the bytes
+    of ``t`` each op reads, ``(position, start, stop)`` in the same positions (:func:`reads`; None: no write may
+    land on consumed bytes)."""
     group_of: dict[int, Group] = {}
     for a in aliases:
         if a.base not in lifetimes or a.member not in lifetimes:
@@ -161,7 +219,7 @@ def share(aliases: Sequence[Alias], lifetimes: Mapping[int, tuple[int, int]], wr
             continue
         shift = gb.at[a.base] + a.delta - gm.at[a.member]
         merged = Group({**gb.at, **{t: p + shift for t, p in gm.at.items()}})
-        if not _safe(merged, aliases, lifetimes, writes, nbytes):
+        if not _safe(merged, aliases, lifetimes, writes, nbytes, read):
             continue
         for t in merged.at:
             group_of[t] = merged
@@ -170,7 +228,8 @@ def share(aliases: Sequence[Alias], lifetimes: Mapping[int, tuple[int, int]], wr
 
 
 def _safe(group: Group, aliases: Sequence[Alias], lifetimes: Mapping[int, tuple[int, int]],
-          writes: Sequence[Sequence[int]], nbytes: Mapping[int, int]) -> bool:
+          writes: Sequence[Sequence[int]], nbytes: Mapping[int, int],
+          read: Mapping[int, Sequence[tuple[int, int, int]]] | None) -> bool:
     at = group.at
     pairs = {(a.base, a.member, a.kind): a for a in aliases if a.base in at and a.member in at
              and at[a.member] - at[a.base] == a.delta}
@@ -192,5 +251,13 @@ def _safe(group: Group, aliases: Sequence[Alias], lifetimes: Mapping[int, tuple[
                 continue          # the pad writes over its input front to back
             if slice_of.get(t) is not None and slice_of.get(t) == slice_of.get(u):
                 continue          # two cuts of one tensor: the same values where they overlap
+            lo, hi = max(at[t], at[u]) - at[u], min(at[t] + nbytes[t], at[u] + nbytes[u]) - at[u]
+            if read is not None and lifetimes[u][0] < k and _unread(read.get(u, ()), k, lo, hi):
+                continue          # t lands on bytes of u written before and read no more
             return False
     return True
+
+
+def _unread(read: Sequence[tuple[int, int, int]], k: int, lo: int, hi: int) -> bool:
+    """No read of bytes ``[lo, hi)`` at position ``k`` or later."""
+    return all(step < k or stop <= lo or start >= hi for step, start, stop in read)

@@ -17,16 +17,11 @@ soon as it reaches the bound.
 
 from __future__ import annotations
 
-import random
-import time
 from collections.abc import Sequence
 
 from .greedy import plan_greedy, plan_size
 from .lifetimes import BufferRequest
-
-
-def _overlap(a: BufferRequest, b: BufferRequest) -> bool:
-    return not (a.first > b.last or b.first > a.last)
+from .rigid import Rigid, plan_rigid
 
 
 def lower_bound(requests: Sequence[BufferRequest]) -> int:
@@ -47,70 +42,15 @@ def lower_bound(requests: Sequence[BufferRequest]) -> int:
     return max(peak, fixed)
 
 
-def place(requests: Sequence[BufferRequest], order: Sequence[int], conflicts: list[list[int]]) -> tuple[list[int], int]:
-    """Offsets for ``order`` by first fit over the conflicting placed buffers; returns (offsets, head)."""
-    offsets = [-1] * len(requests)
-    head = 0
-    for i in order:
-        r = requests[i]
-        if r.offline_offset != -1:
-            offsets[i] = r.offline_offset
-        else:
-            spans = sorted((offsets[j], offsets[j] + requests[j].size) for j in conflicts[i] if offsets[j] >= 0)
-            at = 0
-            for lo, hi in spans:
-                if lo - at >= r.size:
-                    break
-                at = max(at, hi)
-            offsets[i] = at
-        head = max(head, offsets[i] + r.size)
-    return offsets, head
-
-
 def plan_optimal(requests: list[BufferRequest], budget_s: float = 0.5, seed: int = 0,
                  iterations: int = 2000) -> list[int]:
     """Offsets with the smallest head found in ``iterations`` local-search steps (deterministic), cut short after
-    ``budget_s`` seconds on large graphs (see the module docstring)."""
-    n = len(requests)
-    if n == 0:
+    ``budget_s`` seconds on large graphs (see the module docstring): :func:`~microinterp.planner.rigid.plan_rigid`
+    with one part per buffer and TFLM's greedy plan as the plan to beat."""
+    if not requests:
         return []
-    conflicts = [[j for j in range(n) if j != i and _overlap(requests[i], requests[j])] for i in range(n)]
-    bound = lower_bound(requests)
     greedy = plan_greedy(requests)
-    best, best_head, best_order = greedy, plan_size(requests, greedy), None
-    if best_head <= bound:
-        return best
-    fixed = [i for i in range(n) if requests[i].offline_offset != -1]
-    free = [i for i in range(n) if requests[i].offline_offset == -1]
-    keys = [lambda i: (-requests[i].size, i),
-            lambda i: (-requests[i].size * (requests[i].last - requests[i].first + 1), i),
-            lambda i: (-(requests[i].last - requests[i].first), -requests[i].size, i),
-            lambda i: (requests[i].first, -requests[i].size, i),
-            lambda i: (-requests[i].last, -requests[i].size, i),
-            lambda i: (-len(conflicts[i]), -requests[i].size, i)]
-    for key in keys:
-        order = fixed + sorted(free, key=key)
-        offsets, head = place(requests, order, conflicts)
-        if head < best_head:
-            best, best_head, best_order = offsets, head, order
-        if best_head <= bound:
-            return best
-    if best_order is None:
-        best_order = fixed + sorted(free, key=keys[0])
-    rng = random.Random(seed)
-    deadline = time.perf_counter() + budget_s
-    order = list(best_order)
-    lo = len(fixed)
-    for step in range(iterations):
-        if best_head <= bound or len(order) - lo < 2 or (step % 64 == 0 and time.perf_counter() > deadline):
-            break
-        a = rng.randrange(lo, len(order) - 1)
-        b = min(len(order) - 1, a + 1 + rng.randrange(3))
-        trial = list(order)
-        trial[a], trial[b] = trial[b], trial[a]
-        offsets, head = place(requests, trial, conflicts)
-        if head <= best_head:
-            if head < best_head:
-                best, best_head = offsets, head
-            order = trial
-    return best
+    if plan_size(requests, greedy) <= lower_bound(requests):
+        return greedy
+    items = [Rigid(((0, r.size, r.first, r.last),), r.offline_offset) for r in requests]
+    return plan_rigid(items, budget_s=budget_s, seed=seed, iterations=iterations, incumbent=greedy)

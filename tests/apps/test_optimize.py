@@ -110,16 +110,25 @@ def test_rewrite_measured_by_the_wheel(tmp_path, capsys):
 
 
 def test_rewrite_cli(tmp_path, capsys):
+    from microinterp.model_writer import ModelBuilder
     from microinterp.testing.models import demo_cnn
 
-    src = tmp_path / "demo.tflite"
-    src.write_bytes(demo_cnn())
+    b = ModelBuilder()      # one fully connected layer: no stage, no convolution chain
+    x = b.add_tensor("x", (1, 16), scale=0.1, zero_point=0)
+    w = b.add_tensor("w", (4, 16), data=np.ones((4, 16), np.int8), scale=0.1, zero_point=0)
+    y = b.add_tensor("y", (1, 4), scale=0.2, zero_point=0)
+    b.add_op("FULLY_CONNECTED", [x, w, -1], [y])
+    b.inputs, b.outputs = [x], [y]
+    flat = tmp_path / "fc.tflite"
+    flat.write_bytes(b.build())
     out = tmp_path / "o.tflite"
-    assert main(["optimize", str(src), "-o", str(out), "--max-extra-macs", "0", "--json"]) == 0
+    assert main(["optimize", str(flat), "-o", str(out), "--json"]) == 0
     import json
 
     doc = json.loads(capsys.readouterr().out)
     assert doc["cuts"] == [] and "nothing to split" in doc["message"] and out.exists()
+    src = tmp_path / "demo.tflite"
+    src.write_bytes(demo_cnn())
     assert main(["optimize", str(src), "-o", str(out), "--target", "cortex-m4"]) == 0
     text = capsys.readouterr().out
     assert "cortex-m4 firmware arena" in text and "MACs" in text and "cycles" in text and "kTensorArenaSize" in text

@@ -10,7 +10,7 @@ import microinterp as mi
 from microinterp.model_writer import ModelBuilder
 from microinterp.patching.emit import patch_stage, split
 from microinterp.patching.regions import Window, padding_outside
-from microinterp.patching.search import candidate_stages, search
+from microinterp.patching.search import ChannelCut, candidate_stages, search
 from microinterp.patching.stage import find_stages
 from microinterp.testing import models
 from microinterp.testing.device import seeded_inputs
@@ -145,7 +145,11 @@ def test_search_lowers_the_whole_arena_within_the_mac_bound():
     assert r.cuts and r.arena < wheel_arena(m)
     assert model_macs(mi.load_model(r.data)) <= model_macs(m) * 1.15
     assert np.array_equal(run(model, inputs(model))[0], run(r.data, inputs(model))[0])
-    none = search(m, wheel_arena, max_extra_macs=0.0, max_grid=2, rounds=1, limit=4)
+    # no recompute allowed: only channel groups (which add no MACs) may be cut
+    free = search(m, wheel_arena, max_extra_macs=0.0, max_grid=2, rounds=1, limit=4)
+    assert all(isinstance(c, ChannelCut) for c in free.cuts)
+    assert model_macs(mi.load_model(free.data)) == model_macs(m)
+    none = search(m, lambda _: 10**9, max_grid=2, rounds=1, limit=4)     # nothing lowers the arena: unchanged
     assert not none.cuts and none.data == bytes(m._raw)
 
 

@@ -1,0 +1,160 @@
+"""Plans of buffers that move together: each :class:`Rigid` item is a set of parts at fixed byte positions relative
+to each other, each alive for its own lifetime -- the tensors of a byte-sharing group (:mod:`.aliases`), which an
+offline plan must place together but which do not all live equally long.
+
+Planning an item as one buffer (its extent, alive from its first part's creation to its last part's use) would keep
+bytes reserved after the parts that hold them have died; here every part occupies only its own bytes for its own
+lifetime, so a tensor placed over the consumed rows of a larger one frees the rest of that tensor when it dies.
+
+The search: first fit (the lowest base offset at which no part overlaps a placed part alive at the same time), for
+several orders, then a seeded local search of neighbour swaps within a time budget. A plain buffer is an item with
+one part: :func:`microinterp.planner.optimal.plan_optimal` is this search over such items, started from TFLM's
+greedy plan.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+#: one part: (start, stop) bytes relative to the item's base, and an inclusive lifetime (first, last)
+Part = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class Rigid:
+    parts: tuple[Part, ...]
+    offline_offset: int = -1
+
+    @cached_property
+    def size(self) -> int:
+        return max((p[1] for p in self.parts), default=0)
+
+    @cached_property
+    def first(self) -> int:
+        return min(p[2] for p in self.parts)
+
+    @cached_property
+    def last(self) -> int:
+        return max(p[3] for p in self.parts)
+
+    @cached_property
+    def volume(self) -> int:
+        return sum((p[1] - p[0]) * (p[3] - p[2] + 1) for p in self.parts)
+
+
+def _overlap(a: Rigid, b: Rigid) -> bool:
+    return not (a.first > b.last or b.first > a.last)
+
+
+def head_of(items: Sequence[Rigid], offsets: Sequence[int]) -> int:
+    return max((o + it.size for o, it in zip(offsets, items)), default=0)
+
+
+def lower_bound(items: Sequence[Rigid]) -> int:
+    """The most bytes held at one step: per item the union of its parts alive then (fixed items at their end)."""
+    if not items:
+        return 0
+    fixed = max((it.offline_offset + it.size for it in items if it.offline_offset != -1), default=0)
+    steps = sorted({p[2] for it in items for p in it.parts} | {p[3] for it in items for p in it.parts})
+    peak = 0
+    for s in steps:
+        total = 0
+        for it in items:
+            if it.offline_offset != -1 or not it.first <= s <= it.last:
+                continue
+            spans = sorted((p[0], p[1]) for p in it.parts if p[2] <= s <= p[3])
+            end = None
+            for lo, hi in spans:
+                if end is None or lo >= end:
+                    total += hi - lo
+                    end = hi
+                elif hi > end:
+                    total += hi - end
+                    end = hi
+        peak = max(peak, total)
+    return max(peak, fixed)
+
+
+def place(items: Sequence[Rigid], order: Sequence[int], conflicts: Sequence[Sequence[int]]) -> tuple[list[int], int]:
+    """Base offsets for ``order`` by first fit over the parts of the conflicting placed items; (offsets, head)."""
+    offsets = [-1] * len(items)
+    head = 0
+    for i in order:
+        it = items[i]
+        if it.offline_offset != -1:
+            offsets[i] = it.offline_offset
+        else:
+            forbidden = []            # base offsets o with some part of i overlapping a placed part in time
+            for j in conflicts[i]:
+                base = offsets[j]
+                if base < 0:
+                    continue
+                for lo, hi, f, last in items[j].parts:
+                    for plo, phi, pf, pl in it.parts:
+                        if f <= pl and pf <= last and hi > lo and phi > plo:
+                            forbidden.append((base + lo - phi, base + hi - plo))
+            at = 0
+            for a, b in sorted(forbidden):
+                if a >= at:
+                    break
+                at = max(at, b)
+            offsets[i] = at
+        head = max(head, offsets[i] + it.size)
+    return offsets, head
+
+
+def plan_rigid(items: list[Rigid], budget_s: float = 0.5, seed: int = 0, iterations: int = 2000,
+               greedy: bool = False, incumbent: Sequence[int] | None = None) -> list[int]:
+    """Base offsets with the smallest head found: first fit in several orders (largest first; ``greedy``: only
+    that one), then a seeded local search of neighbour swaps in the best order, while above :func:`lower_bound` and
+    within ``budget_s`` seconds. ``incumbent`` (e.g. TFLM's own plan) is returned unless something is smaller."""
+    n = len(items)
+    if n == 0:
+        return []
+    conflicts = [[j for j in range(n) if j != i and _overlap(items[i], items[j])] for i in range(n)]
+    fixed = [i for i in range(n) if items[i].offline_offset != -1]
+    free = [i for i in range(n) if items[i].offline_offset == -1]
+    keys = [lambda i: (-items[i].size, i),
+            lambda i: (-items[i].volume, i),
+            lambda i: (-(items[i].last - items[i].first), -items[i].size, i),
+            lambda i: (items[i].first, -items[i].size, i),
+            lambda i: (-items[i].last, -items[i].size, i),
+            lambda i: (-len(conflicts[i]), -items[i].size, i)]
+    best = None if incumbent is None else list(incumbent)
+    best_head = None if incumbent is None else head_of(items, best)
+    best_order = None
+    bound = 0 if greedy else lower_bound(items)
+    if best_head is not None and best_head <= bound:
+        return best
+    for key in keys[:1] if greedy else keys:
+        order = fixed + sorted(free, key=key)
+        offsets, head = place(items, order, conflicts)
+        if best_head is None or head < best_head:
+            best, best_head, best_order = offsets, head, order
+        if best_head <= bound:
+            return best
+    if greedy:
+        return best
+    if best_order is None:
+        best_order = fixed + sorted(free, key=keys[0])
+    rng = random.Random(seed)
+    deadline = time.perf_counter() + budget_s
+    order = list(best_order)
+    lo = len(fixed)
+    for step in range(iterations):
+        if best_head <= bound or len(order) - lo < 2 or (step % 16 == 0 and time.perf_counter() > deadline):
+            break
+        a = rng.randrange(lo, len(order) - 1)
+        b = min(len(order) - 1, a + 1 + rng.randrange(3))
+        trial = list(order)
+        trial[a], trial[b] = trial[b], trial[a]
+        offsets, head = place(items, trial, conflicts)
+        if head <= best_head:
+            if head < best_head:
+                best, best_head = offsets, head
+            order = trial
+    return best
