@@ -112,7 +112,7 @@ class Interpreter(LiteRTMixin):
             device_resets = self._target(target, kernels, arena, backing)
             arena = None            # the host runs in an arena of its own plan; the firmware's figures are above
         self.preparation = Preparation(self.model, self.resolver, sg_kernels, optimized, preserve_all_tensors,
-                                       planner, arm_float=self.target is not None)
+                                       planner, arm_float=self.target is not None, device_image=self._image())
         ooc = None if backing is None else OutOfCore(backing, pools, flash, tile, checksum, recover, fuse, key)
         self.runtime: Runtime = self._runtime(arena, ooc, max_arena, device_resets)
         self.arena = self.runtime.arena
@@ -181,6 +181,15 @@ class Interpreter(LiteRTMixin):
                 arena, needed_arena=self.device.total_bytes,
                 hint=f"kTensorArenaSize must be at least {self.device.total_bytes} bytes on {self.target.name}")
         return stateless_state_tensors(self.model, self.target)
+
+    def _image(self) -> Any:
+        """The firmware arena's image for a Helium CMSIS-NN target (None otherwise): the kernels whose firmware
+        version reads outside its tensors read it (:mod:`microinterp.kernels.cmsis_nn.device_image`)."""
+        if self.target is None or self.target.features != "mve":
+            return None
+        from .kernels.cmsis_nn.device_image import DeviceImage
+
+        return DeviceImage.of(self.device)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, arena_size: int | None = None, **kwargs: Any) -> Interpreter:

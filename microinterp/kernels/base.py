@@ -86,6 +86,9 @@ class PrepareContext:
         #: C's ``static_cast<int32_t>`` of an out-of-range float on the build being emulated: x86-64's (INT32_MIN,
         #: the wheel) unless the interpreter emulates a Cortex-M target (saturation; ``_qutil.to_int32_arm``)
         self.float_to_int32 = to_int32_x86
+        #: the firmware arena's image (:class:`~microinterp.kernels.cmsis_nn.device_image.DeviceImage`) on a
+        #: Helium target, for kernels whose CMSIS-NN version reads outside their tensors; None otherwise
+        self.device_image: Any = None
 
     # -- tensors -------------------------------------------------------------------------------------------------
     def tensor(self, index: int) -> Tensor:

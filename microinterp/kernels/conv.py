@@ -45,6 +45,8 @@ from ._float_dot import BoundDot, add_bias_x86, bias_as_tap, bind_finish, sequen
 from ._qutil import unpack_int4
 from .bands import Tiler
 from .base import is_batch1_nhwc
+from .cmsis_nn.convolve_1_x_n import Helium1xN
+from .cmsis_nn.convolve_1_x_n import plan as helium_1xn_plan
 from .padding import (
     bind_gather,
     compute_padding_height_width,
@@ -82,6 +84,7 @@ class ConvData:
     filter_finite: bool = True      # float32: a constant filter without inf or NaN (taps outside the image then
                                     # need no skipping: see _outside_taps)
     float_filter_t: np.ndarray | None = None    # float32, one group, constant filter held in memory: [K, C_out]
+    helium_1xn: Helium1xN | None = None     # target= on a Helium core where CMSIS-NN's 1xN kernel differs
 
 
 # -- prepare helpers shared with DEPTHWISE_CONV_2D --------------------------------------------------------------------
@@ -428,12 +431,15 @@ class Conv2D:
         zp_in = x.quantization.zero_point if quantized else 0
         zp_out = y.quantization.zero_point if quantized else 0
         stride_h, stride_w, dil_h, dil_w = eval_strides((stride_h, stride_w, dil_h, dil_w))
+        helium = helium_1xn_plan(ctx, op, x, w, y, pad.width, stride_w, (dil_h, dil_w), -zp_in) \
+            if kind == "int8" and ctx.device_image is not None else None
         return ConvData(kind, stride_h, stride_w, dil_h, dil_w, pad.height, pad.width, x.shape[1],
                         x.shape[3] // w.shape[3], -zp_in if kind == "int8" else 0, zp_out if kind == "int8" else 0,
                         act_min, act_max, mult, shift, bias_t is not None, int4_scratch, int4_packed, tuple(w.shape),
                         Requantizer(mult, shift) if kind in ("int8", "int16_acc32") else None,
                         kind != "float32" or (w.data is not None and bool(np.isfinite(w.data).all())),
-                        _float_filter_t(ctx, w) if kind == "float32" and x.shape[3] == w.shape[3] else None)
+                        _float_filter_t(ctx, w) if kind == "float32" and x.shape[3] == w.shape[3] else None,
+                        helium)
 
     def bind(self, ctx, op, data: ConvData):
         """float32 in memory with a constant, ungrouped filter: :class:`BoundFloatConv` (None otherwise)."""
@@ -445,7 +451,22 @@ class Conv2D:
 
     def invoke(self, ctx, op, data: ConvData) -> None:
         w, bias = filter_and_bias(ctx, op, data)
+        if data.helium_1xn is not None:
+            helium_conv(data, w, bias, ctx.output(op, 0))
+            return
         conv_rows(data, ctx.input(op, 0), w, bias, ctx.output(op, 0), 0)
+
+
+def helium_conv(data: ConvData, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray) -> None:
+    """What a Helium firmware's ``arm_convolve_1_x_n_s8`` computes (:mod:`.cmsis_nn.convolve_1_x_n`): its windows
+    (read from the firmware arena's image), the reference sums and requantization."""
+    n, _, out_x, oc = out.shape
+    cols = data.helium_1xn.windows(n, -data.input_offset).reshape(n * out_x, -1).astype(np.float64)
+    cols += data.input_offset
+    acc = cols @ w.reshape(oc, -1).T.astype(np.float64)
+    if bias is not None:
+        acc += bias
+    out[...] = requantize(acc, data, out.dtype).reshape(out.shape)
 
 
 def _kind(ctx, op, x, bias_t) -> str:

@@ -92,6 +92,7 @@ class Preparation:
     planner: str = "tflm"
     arm_float: bool = False
     phased: Any = field(default=None, repr=False)   # the phased plan, computed once (sizing and build agree)
+    device_image: Any = None        # target= on a Helium core: the firmware arena's image (kernels.cmsis_nn)
 
     def allocate(self, arena: Any) -> Allocation:
         """Prepare, plan and size the head, then put the variable tensors in the tail; works the same on a real
@@ -104,6 +105,8 @@ class Preparation:
             ctx = PrepareContext(self.model, sg, arena, scratch_requests=scratch, graph=graph)
             if self.arm_float:
                 ctx.float_to_int32 = to_int32_arm
+            if sg.index == 0:
+                ctx.device_image = self.device_image
             # sizing needs only the arena figures: no kernel should derive host copies of the weights for it
             ctx.weights_resident = not sizing
             ctx.host_budget = HostBudget(IN_MEMORY_CACHE_BYTES)
@@ -157,6 +160,24 @@ class Preparation:
         return t if t.is_variable and t.data is None and t.nbytes else None
 
 
+def _imaged(calls: list, image: Any, sg: Any, views: list) -> list:
+    """Each op's call, then its outputs stored in the firmware arena's image (the graph inputs before the first
+    op's): what a kernel reading outside its tensors on the firmware then finds there (``target=``)."""
+    imaged = []
+    for k, (call, i) in enumerate(calls):
+        before = [(t, views[t]) for t in sg.inputs] if k == 0 else []
+        after = [(t, views[t]) for t in sg.operators[i - 1].outputs if t >= 0]
+
+        def run(call=call, before=before, after=after) -> None:
+            for t, v in before:
+                image.store(t, v)
+            call()
+            for t, v in after:
+                image.store(t, v)
+        imaged.append((run, i))
+    return imaged
+
+
 class InMemoryRuntime:
     """Runs a prepared model in ``arena`` (see the module docstring). ``device_resets`` are the variable tensors a
     firmware resets before every invoke (``target=``); ``mcu`` and ``cost_kernels`` price the records."""
@@ -194,6 +215,8 @@ class InMemoryRuntime:
         self.views = all_views[0]
         self.ctx, self.steps = self.all_steps[0]
         self.calls = [(call, i + 1) for i, call in enumerate(self.graph.calls[0])]
+        if prep.device_image is not None and prep.device_image.wanted:
+            self.calls = _imaged(self.calls, prep.device_image, self.subgraph, self.views)
         #: float32 tensors anywhere: invokes run under quiet_floats() (bound float calls enter no errstate)
         self.floats = any(t.type_name == "FLOAT32" for sg in self.model.subgraphs for t in sg.tensors)
         self.stamps = [0.0] * (len(self.calls) + 1)
