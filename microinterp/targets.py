@@ -52,6 +52,9 @@ CORES: Mapping[str, Core] = MappingProxyType({c.name: c for c in (
     Core("cortex-m33", "dsp", "soft", "mps2-an505"),
     # -mfloat-abi=soft makes GCC drop MVE: a Helium build is a hard-float build.
     Core("cortex-m55", "mve", "hard", "mps3-an547"),
+    # No QEMU machine emulates the M85 (no oracle): CMSIS-NN selects its kernels by __ARM_FEATURE_MVE alone
+    # (ARM_MATH_MVEI, arm_nn_math_types.h), so its firmware runs the M55's code: the M55's arena and outputs.
+    Core("cortex-m85", "mve", "hard", ""),
 )})
 
 

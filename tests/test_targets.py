@@ -40,7 +40,7 @@ def _golden(core: str, kernels: str, name: str) -> tuple[dict, str]:
 
 def test_goldens_cover_every_core_and_the_reference_build():
     builds = set(golden_files())
-    assert {(core, "cmsis-nn") for core in CORES} <= builds
+    assert {(core, "cmsis-nn") for core, c in CORES.items() if c.board} <= builds     # the M85 has no oracle
     assert ("cortex-m4", "reference") in builds
     assert len(CASES) >= 6 * 20
 
@@ -128,7 +128,7 @@ def test_targets_are_named_with_their_kernel_set():
 
 def test_unknown_cores_and_kernel_sets_list_the_known_ones():
     with pytest.raises(ConfigError, match="known cores: cortex-m3, cortex-m4"):
-        get_target("cortex-m85")
+        get_target("cortex-m99")
     with pytest.raises(ConfigError, match="known kernel sets: cmsis-nn, reference"):
         Interpreter(_tiny_model(), target="cortex-m4", kernels="helium")
     with pytest.raises(ConfigError, match="kernels= selects"):

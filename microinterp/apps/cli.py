@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--picture", action="store_true", help="with --planner all: the arena over time per planner")
     _mcu(s, what="for the phased cycle cost (--planner all)")
     s.add_argument("--target", default=None, help="the plan of TFLM built for this core (cortex-m3, cortex-m4, "
-                                                  "cortex-m7, cortex-m33, cortex-m55), its scratch buffers included")
+                                                  "cortex-m7, cortex-m33, cortex-m55, cortex-m85), its scratch buffers included")
     s.set_defaults(fn=cmd_plan)
 
     s = sub.add_parser("eval", help="a dataset (.npy, samples along the first axis) through invoke_batch: exact "
@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     _mcu(s, default=None, what="priced (with --target alone: a board of that core)")
     add_kernels(s, what=": the firmware build and the cycle figures")
     s.add_argument("--target", default=None, help="the core the firmware is built for (cortex-m3, cortex-m4, "
-                                                  "cortex-m7, cortex-m33, cortex-m55); default: the MCU's")
+                                                  "cortex-m7, cortex-m33, cortex-m55, cortex-m85); default: the MCU's")
     s.add_argument("--per-op", action="store_true", help="list the cycles of every op")
     add_json(s)
     s.set_defaults(fn=cmd_deploy)

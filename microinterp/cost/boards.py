@@ -25,21 +25,21 @@ from ..sizes import parse_size
 
 #: Core names a spec may use -> the instruction model's core (an FPU suffix and the "cortex-" prefix are optional).
 CORE_NAMES: Mapping[str, str] = MappingProxyType({
-    **{f"cortex-m{n}": f"cortex-m{n}" for n in (3, 4, 7, 33, 55)},
-    **{f"m{n}": f"cortex-m{n}" for n in (3, 4, 7, 33, 55)},
+    **{f"cortex-m{n}": f"cortex-m{n}" for n in (3, 4, 7, 33, 55, 85)},
+    **{f"m{n}": f"cortex-m{n}" for n in (3, 4, 7, 33, 55, 85)},
 })
 
 #: (SRAM, flash) assumed for a core when the spec does not say: a common part of that core.
 TYPICAL_MEMORY: Mapping[str, tuple[int, int]] = MappingProxyType({
     "cortex-m3": (64 << 10, 512 << 10), "cortex-m4": (256 << 10, 1 << 20), "cortex-m7": (512 << 10, 2 << 20),
-    "cortex-m33": (256 << 10, 1 << 20), "cortex-m55": (1 << 20, 2 << 20),
+    "cortex-m33": (256 << 10, 1 << 20), "cortex-m55": (1 << 20, 2 << 20), "cortex-m85": (1 << 20, 2 << 20),
 })
 
 #: The board a firmware build for a core is priced on when the user names a core but no board (``deploy --target
 #: CORE``): the named profile of that core where there is one, else a generic board at a typical clock.
 DEFAULT_BOARD_OF_CORE: Mapping[str, str] = MappingProxyType({
     "cortex-m3": "cortex-m3@72MHz", "cortex-m4": "stm32l4r5", "cortex-m7": "stm32f746", "cortex-m33": "stm32u575",
-    "cortex-m55": "cortex-m55@400MHz",
+    "cortex-m55": "cortex-m55@400MHz", "cortex-m85": "cortex-m85@480MHz",
 })
 
 FACTS = ("sram", "flash", "memory_factor")

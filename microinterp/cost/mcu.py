@@ -73,7 +73,11 @@ TODAY = "TFLM 90b983c + CMSIS-NN 4ab83cc, arm-none-eabi-gcc 12.2 -O2"
 #: Cycles per instruction of each core running TFLM's kernels from zero-wait-state memory (E: docs/cost-model.md
 #: gives the reasoning; no figure of today's build on hardware has been published).
 CORE_CPI = MappingProxyType({"cortex-m3": 1.3, "cortex-m4": 1.25, "cortex-m7": 0.85, "cortex-m33": 1.25,
-                             "cortex-m55": 1.2})
+                             "cortex-m55": 1.2, "cortex-m85": 1.0})
+
+#: Cores the instruction model has no build of, and the core whose build they run: the Cortex-M85 executes the
+#: M55's instructions (Armv8.1-M with Helium both; CMSIS-NN dispatches on __ARM_FEATURE_MVE only).
+INSTRUCTION_CORE = MappingProxyType({"cortex-m85": "cortex-m55"})
 
 _PAPER = "TFLM paper build (2020), SparkFun Edge SDK"
 _V231 = "TFLM 2.3.1 + CMSIS-NN (TAGS=cmsis-nn), mbed-os, gcc-arm-none-eabi 6-2017-q2"
@@ -157,9 +161,10 @@ class McuProfile:
         kernels are plain C: a core whose reference build the oracle has not counted takes the Cortex-M4's."""
         from .instructions import coefficients
 
+        core = INSTRUCTION_CORE.get(self.core_key, self.core_key)
         if kernel_set(kernels) == "optimized":
-            return f"{self.core_key}.cmsis-nn"
-        build = f"{self.core_key}.reference"
+            return f"{core}.cmsis-nn"
+        build = f"{core}.reference"
         return build if build in coefficients() else "cortex-m4.reference"
 
     def build_factor(self, kernels: str = "optimized", calibrated: bool = False, op_class: str = "conv") -> float:
@@ -380,7 +385,7 @@ ALIASES: Mapping[str, str] = MappingProxyType({
 #: What a generic board (``cortex-m33@200MHz``, :mod:`.boards`) takes from the named boards of its core family:
 #: SD, flash-stream, checksum, AES and power figures; no hash or AES engine (a generic board is not known to have one).
 _FAMILY_OF_CORE = {"cortex-m3": "stm32u575", "cortex-m4": "stm32l4r5", "cortex-m7": "stm32f746",
-                   "cortex-m33": "stm32u575", "cortex-m55": "stm32f746"}
+                   "cortex-m33": "stm32u575", "cortex-m55": "stm32f746", "cortex-m85": "stm32f746"}
 _FAMILY_FIELDS = ("sd_read_bytes_per_s", "sd_write_bytes_per_s", "sd_command_latency_s", "flash_read_cycles_per_byte",
                   "hash_cycles_per_byte", "aes_gcm_cycles_per_byte", "power_active_mw", "power_idle_mw",
                   "power_sd_read_mw", "power_sd_write_mw")

@@ -84,6 +84,36 @@ SAME_STACK_THROUGHPUT: dict[str, tuple[str, dict[str, tuple[float, dict[str, flo
 }
 
 
+MLPERF_V12_RA8D1 = ("MLPerf Tiny v1.2 closed, Renesas (github.com/mlcommons/tiny_results_v1.2, closed/Renesas/results/"
+                    "EK-RA8D1/*/performance/results.txt): EK-RA8D1, Cortex-M85 at 480 MHz, TFLM with CMSIS, LLVM "
+                    "Embedded Toolchain for Arm 17.0.1; median throughput of five windows")
+
+#: Published TFLM + CMSIS-NN figures kept out of every fit: the checks of a board priced from its core and clock
+#: alone (a generic spec, today's build, no calibration). docs/cost-model.md, "Predicted blind".
+BLIND_CHECKS: tuple[TflmLatency, ...] = tuple(
+    TflmLatency("cortex-m85@480MHz", 480e6, model, "optimized", 1e3 / throughput, MLPERF_V12_RA8D1)
+    for model, throughput in (("kws_ref_model", 288.611), ("vww_96_int8", 74.665),
+                              ("pretrainedResnet_quant", 117.948), ("ad01_int8", 1884.138)))
+
+
+def blind_check(models_dir: Path) -> list[dict]:
+    """One row per :data:`BLIND_CHECKS` figure whose model is available: today's build's prediction on the generic
+    board (no calibration), the published ms and the error."""
+    from .analysis import predict_cycles
+    from .mcu import get_profile
+
+    out = []
+    for fig in BLIND_CHECKS:
+        model = load_model_named(fig.model, models_dir)
+        if model is None:
+            continue
+        p = get_profile(fig.board)
+        ms = sum(predict_cycles(model, p, kernels=fig.kernels)) / p.clock_hz * 1e3
+        out.append({"board": fig.board, "model": fig.model, "published_ms": fig.ms, "predicted_ms": ms,
+                    "error": ms / fig.ms - 1, "source": fig.source})
+    return out
+
+
 def cycle_ratio(board: str, base: str = "stm32l4r5") -> tuple[float, str]:
     """Cycles ``board`` needs per cycle ``base`` needs for the same inference, from the first stack in
     :data:`SAME_STACK_THROUGHPUT` run on both: the geometric mean over the benchmarks of

@@ -17,6 +17,7 @@ from microinterp import Interpreter
 from microinterp.apps.cli import main
 from microinterp.apps.report import render
 from microinterp.model import load_model
+from microinterp.targets import CORES
 from microinterp.testing.models import demo_cnn
 
 from ..conftest import MODELS_DIR
@@ -63,7 +64,7 @@ def _check(text: str, model) -> None:
     assert page.fetches == [] and "http" not in text.split("<body>")[0]      # self-contained: nothing to fetch
     assert page.svgs >= 4                     # the graph and one arena per planner
     assert page.rows["graph"] == ops + 1 and page.rows["ops"] == ops + 2      # header (+ total)
-    assert page.rows["cores"] == 1 + 5 * 2    # every supported core, both kernel sets
+    assert page.rows["cores"] == 1 + len(CORES) * 2    # every supported core, both kernel sets
     for op in model.main.operators:
         assert op.key in text
     assert "kTensorArenaSize" in text and "op (time step)" in text and "offset in the arena" in text
