@@ -69,8 +69,9 @@ def optimize(model: Any, budget_s: float = 2.0, reorder: bool = True, share_byte
             candidates.append(order)
     best = None
     for order in candidates:
-        for share in (False, True) if share_bytes else (False,):     # a group's members move together:
-            found = _plan_for(loaded, interp, order, budget_s, share_bytes=share)     # sharing can cost more
+        for slack in (None, *WINDOW_SLACKS) if share_bytes else (None,):    # a group's members move together:
+            found = _plan_for(loaded, interp, order, budget_s, share_bytes=slack is not None,   # sharing can
+                              window_slack=slack or 0.0)                                       # cost more
             if best is None or found[1] < best[1]:
                 best = (*found, order)
     tensor_offsets, predicted, bound, order = best
@@ -83,8 +84,14 @@ def optimize(model: Any, budget_s: float = 2.0, reorder: bool = True, share_byte
     return Optimized(b.build(), tflm, predicted, bound, offsets, tuple(order) if order else None)
 
 
+#: How far a chain of outputs placed over their own inputs may walk down the arena, as a fraction of the most bytes
+#: its tensors hold at once (:func:`microinterp.planner.aliases.share`); -1: no such placement. Which is best depends
+#: on the model, so the plan is made with each and the smallest kept.
+WINDOW_SLACKS = (-1.0, 0.0, 0.125, 0.5)
+
+
 def _plan_for(loaded: Model, interp: Any, order: list[int] | None, budget_s: float, greedy: bool = False,
-              share_bytes: bool = False) -> tuple[dict, int, int]:
+              share_bytes: bool = False, window_slack: float = 0.0) -> tuple[dict, int, int]:
     """Tensor offsets (TFLM's greedy or the optimal search) for ``order`` (None: the model's), the head TFLM gets
     with the tensors fixed and the scratch buffers planned online around them, and the lower bound."""
     from ..planner.lifetimes import allocation_infos, buffer_requests
@@ -101,7 +108,7 @@ def _plan_for(loaded: Model, interp: Any, order: list[int] | None, budget_s: flo
         infos = allocation_infos(permuted, scratch, handles)
         owners = buffer_requests(infos)[1]
     is_tensor = [infos[owner].kind == "tensor" for owner in owners]
-    items, expand = _shared(loaded, order, requests, owners, infos) if share_bytes else (None, None)
+    items, expand = _shared(loaded, order, requests, owners, infos, window_slack) if share_bytes else (None, None)
     if items is None:
         plan = plan_greedy(requests) if greedy else plan_optimal(requests, budget_s=budget_s)
         bound = lower_bound(requests)
@@ -113,8 +120,8 @@ def _plan_for(loaded: Model, interp: Any, order: list[int] | None, budget_s: flo
     return at, plan_size(fixed, plan_greedy(fixed)), bound
 
 
-def _shared(loaded: Model, order: list[int] | None, requests: list, owners: list, infos: list
-            ) -> tuple[list | None, Any]:
+def _shared(loaded: Model, order: list[int] | None, requests: list, owners: list, infos: list,
+            window_slack: float = 0.0) -> tuple[list | None, Any]:
     """The requests as rigid items (:mod:`microinterp.planner.rigid`): each group of byte-sharing tensors
     (:func:`microinterp.planner.aliases.share`) one item whose members keep their own bytes and lifetimes, every
     other request an item of its own; and the function that turns the items' offsets into one per request.
@@ -139,7 +146,9 @@ def _shared(loaded: Model, order: list[int] | None, requests: list, owners: list
     nbytes = {t: main.tensors[t].nbytes for t in request_of}
     step = [*(p + 1 for p in position), len(position) + 1]
     read = {t: [(step[k], lo, hi) for k, lo, hi in spans] for t, spans in reads(loaded).items()}
-    groups = share(aliases, lifetimes, writes, nbytes, read)
+    if window_slack < 0:
+        aliases = [a for a in aliases if a.kind != "window"]
+    groups = share(aliases, lifetimes, writes, nbytes, read, window_slack=max(window_slack, 0.0))
     chunked = {t: _consumed_parts(requests[i], read.get(t, ())) for t, i in request_of.items()}
     chunked = {t: parts for t, parts in chunked.items() if len(parts) > 1}
     if not groups and not chunked:
@@ -280,11 +289,14 @@ def _whole(est: Any, model: Any, share_bytes: bool) -> int:
     loaded = load_model(model)
     infos = allocation_infos(loaded, list(est.scratch))
     requests, owners = buffer_requests(infos)
-    items, expand = _shared(loaded, None, requests, owners, infos)
-    plan = plan_greedy(requests) if items is None else expand(plan_rigid(items, greedy=True))
     is_tensor = [infos[o].kind == "tensor" for o in owners]
-    fixed = [replace(r, offline_offset=plan[i]) if is_tensor[i] else r for i, r in enumerate(requests)]
-    return est.persistent_bytes + plan_size(fixed, plan_greedy(fixed))
+    heads = []
+    for slack in WINDOW_SLACKS:
+        items, expand = _shared(loaded, None, requests, owners, infos, slack)
+        plan = plan_greedy(requests) if items is None else expand(plan_rigid(items, greedy=True))
+        fixed = [replace(r, offline_offset=plan[i]) if is_tensor[i] else r for i, r in enumerate(requests)]
+        heads.append(plan_size(fixed, plan_greedy(fixed)))
+    return est.persistent_bytes + min(heads)
 
 
 def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, budget_s: float = 2.0,

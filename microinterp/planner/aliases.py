@@ -1,9 +1,8 @@
 """Tensors that may share bytes in an offline plan, because of the order in which TFLM's kernels read and write.
 
 TFLM places offline-planned tensors exactly where ``OfflineMemoryAllocation`` says and never checks that two of them
-are apart. Three kinds of placement are safe for every build (the reference kernels the wheel runs, and the
-CMSIS-NN ones a Cortex-M firmware runs), and each lets a patch and the tensor it is cut from or joined into share
-bytes:
+are apart. Four kinds of placement are safe for every build (the reference kernels the wheel runs, and the
+CMSIS-NN ones a Cortex-M firmware runs), and each lets two tensors an op reads and writes share bytes:
 
 - **slice in place** (``STRIDED_SLICE`` with unit strides whose result is one contiguous run of its input, e.g. a
   band of whole rows of an NHWC map): the output sits on the very bytes it copies, so the kernel's
@@ -16,7 +15,16 @@ bytes:
   ``*out_ptr++ = *in_ptr++``; CMSIS-NN's ``arm_pad_s8`` writes the same sequence with forward ``memset`` /
   ``memcpy``. After ``p`` output bytes of which ``q`` were input, the next unread input byte is at
   ``in + q`` and the next write at ``out + p = in + q - (delta - (p - q))``: never past an unread input byte as
-  long as ``delta`` is at least the padding written before the input's last element (``lead`` below).
+  long as ``delta`` is at least the padding written before the input's last element (``lead`` below);
+- **a window in place** (CONV_2D, DEPTHWISE_CONV_2D, AVERAGE_POOL_2D, MAX_POOL_2D on a batch-1 map, the op being its
+  input's last reader): the input placed ``delta`` bytes after the output's start. Every one of these kernels --
+  the reference ``conv.h`` / ``depthwise_conv.h`` / ``pooling.h`` loops (batch, output row, output column, channel)
+  and CMSIS-NN's, which compute output pixels in row-major order, one, two or four at a time, each from an im2col
+  copy or a direct read of its window taken before the pixel is stored -- reads the input rows of an output row's
+  window before writing that row and never reads rows above ``row * stride - pad`` again. So output row ``r`` may
+  overwrite input rows below ``max(0, r * stride - pad)``: ``delta = max_r (r + 1) * out_row - max(0, r * stride -
+  pad) * in_row``. A 1x1 expansion then needs its output plus one input row instead of both tensors; a stride-1
+  3x3 depthwise convolution its output plus two rows.
 
 A fourth overlap is safe because of what is no longer read rather than how a kernel copies: a write may land on
 bytes of a live tensor that were written before and that no op reads from that step on (**consumed bytes**; a
@@ -74,6 +82,8 @@ def candidates(model: Any) -> list[Alias]:
             found += _slice(op, k, tensors)
         elif op.name in ("PAD", "PADV2"):
             found += _pad(op, k, tensors)
+        elif op.name in WINDOWED:
+            found += _window(op, k, tensors)
     return found
 
 
@@ -188,6 +198,40 @@ def _pad(op: Any, k: int, tensors: Any) -> list[Alias]:
     return [Alias(op.outputs[0], op.inputs[0], delta, "pad", k)]
 
 
+#: ops whose kernels write their output row by row, each output row after reading the input rows of its window
+WINDOWED = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D"})
+
+
+def _window(op: Any, k: int, tensors: Any) -> list[Alias]:
+    """The input placed ``delta`` bytes after the output's start, so that output row ``r`` (written once the rows of
+    its window are read) lands only on input rows that neither it nor a later row reads: rows below
+    ``max(0, r * stride - pad)``. ``delta = max_r (r + 1) * out_row - max(0, r * stride - pad) * in_row``."""
+    from ..kernels.padding import compute_padding_height_width
+
+    if len(op.inputs) < 1 or op.inputs[0] < 0:
+        return []
+    x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
+    if x.data is not None or len(x.shape) != 4 or len(y.shape) != 4 or x.shape[0] != 1 or y.shape[0] != 1 \
+            or x.nbytes == 0 or y.nbytes == 0:
+        return []
+    o = op.options
+    if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+        if len(op.inputs) < 2 or op.inputs[1] < 0 or len(tensors[op.inputs[1]].shape) != 4:
+            return []
+        kh, kw = tensors[op.inputs[1]].shape[1:3]
+        dh, dw = o.get("dilation_h_factor", 1), o.get("dilation_w_factor", 1)
+    else:
+        kh, kw, dh, dw = o.get("filter_height", 1), o.get("filter_width", 1), 1, 1
+    sh, sw = o.get("stride_h", 1), o.get("stride_w", 1)
+    if min(sh, sw, dh, dw, kh, kw) < 1:
+        return []
+    pad = compute_padding_height_width(sh, sw, dh, dw, x.shape[1], x.shape[2], kh, kw, o.get("padding", "SAME"))
+    out_row, in_row = y.nbytes // y.shape[1], x.nbytes // x.shape[1]
+    lead = max((r + 1) * out_row - max(0, r * sh - pad.height) * in_row for r in range(y.shape[1]))
+    delta = -(-lead // ALIGN) * ALIGN
+    return [Alias(op.outputs[0], op.inputs[0], delta, "window", k)] if delta < y.nbytes else []
+
+
 @dataclass
 class Group:
     """Tensors placed at fixed byte positions relative to each other (``at``), planned as one buffer."""
@@ -200,18 +244,20 @@ class Group:
 
 
 def share(aliases: Sequence[Alias], lifetimes: Mapping[int, tuple[int, int]], writes: Sequence[Sequence[int]],
-          nbytes: Mapping[int, int], read: Mapping[int, Sequence[tuple[int, int, int]]] | None = None
-          ) -> list[Group]:
+          nbytes: Mapping[int, int], read: Mapping[int, Sequence[tuple[int, int, int]]] | None = None,
+          window_slack: float = 0.0) -> list[Group]:
     """Groups of tensors sharing bytes: each candidate in turn merges the groups of its two tensors when the
     merged group stays safe (see the module docstring). ``lifetimes[t] = (first, last)`` op positions in the order
     the model runs (only planned tensors take part), ``writes[k]`` the tensors op ``k`` writes, ``read[t]`` the bytes
     of ``t`` each op reads, ``(position, start, stop)`` in the same positions (:func:`reads`; None: no write may
-    land on consumed bytes)."""
+    land on consumed bytes). A merge through an output placed over its own input is kept only while the group spans
+    at most ``1 + window_slack`` times the most bytes its members hold at once: each such placement puts the output
+    before its input, so a chain of them walks down the arena."""
     group_of: dict[int, Group] = {}
     for a in aliases:
         if a.base not in lifetimes or a.member not in lifetimes:
             continue
-        if a.kind == "pad" and lifetimes[a.member][1] != a.op:
+        if a.kind in ("pad", "window") and lifetimes[a.member][1] != a.op:
             continue          # the pad must be its input's last reader
         gb = group_of.get(a.base) or Group({a.base: 0})
         gm = group_of.get(a.member) or Group({a.member: 0})
@@ -221,6 +267,8 @@ def share(aliases: Sequence[Alias], lifetimes: Mapping[int, tuple[int, int]], wr
         merged = Group({**gb.at, **{t: p + shift for t, p in gm.at.items()}})
         if not _safe(merged, aliases, lifetimes, writes, nbytes, read):
             continue
+        if a.kind == "window" and _span(merged, nbytes) > _footprint(merged, lifetimes, nbytes) * (1 + window_slack):
+            continue          # a chain of such placements walks down the arena
         for t in merged.at:
             group_of[t] = merged
     unique = {id(g): g for g in group_of.values()}
@@ -249,6 +297,8 @@ def _safe(group: Group, aliases: Sequence[Alias], lifetimes: Mapping[int, tuple[
                 continue          # t gathers u onto itself
             if (t, u, "pad") in pairs and pairs[(t, u, "pad")].op == k:
                 continue          # the pad writes over its input front to back
+            if (t, u, "window") in pairs and pairs[(t, u, "window")].op == k:
+                continue          # each output row lands on input rows no longer read
             if slice_of.get(t) is not None and slice_of.get(t) == slice_of.get(u):
                 continue          # two cuts of one tensor: the same values where they overlap
             lo, hi = max(at[t], at[u]) - at[u], min(at[t] + nbytes[t], at[u] + nbytes[u]) - at[u]
@@ -261,3 +311,24 @@ def _safe(group: Group, aliases: Sequence[Alias], lifetimes: Mapping[int, tuple[
 def _unread(read: Sequence[tuple[int, int, int]], k: int, lo: int, hi: int) -> bool:
     """No read of bytes ``[lo, hi)`` at position ``k`` or later."""
     return all(step < k or stop <= lo or start >= hi for step, start, stop in read)
+
+
+def _span(group: Group, nbytes: Mapping[int, int]) -> int:
+    lo, hi = group.extent(nbytes)
+    return hi - lo
+
+
+def _footprint(group: Group, lifetimes: Mapping[int, tuple[int, int]], nbytes: Mapping[int, int]) -> int:
+    """The most bytes the group's members hold at one step (overlapping members counted once)."""
+    most = 0
+    for step in {lifetimes[t][0] for t in group.at} | {lifetimes[t][1] for t in group.at}:
+        spans = sorted((group.at[t], group.at[t] + nbytes[t]) for t in group.at
+                       if lifetimes[t][0] <= step <= lifetimes[t][1])
+        total, end = 0, None
+        for lo, hi in spans:
+            if end is None or lo >= end:
+                total, end = total + hi - lo, hi
+            elif hi > end:
+                total, end = total + hi - end, hi
+        most = max(most, total)
+    return most

@@ -109,3 +109,62 @@ def test_share_keeps_only_safe_merges():
     groups = share(aliases, alive, writes, nbytes)
     assert any({0, 1, 2} <= set(g.at) for g in groups)
     assert Group({0: 0, 1: 8}).extent({0: 16, 1: 16}) == (0, 24)
+
+
+def expand_then_depthwise() -> bytes:
+    """x (12 x 12 x 8) -> 1x1 conv to 16 channels -> 3x3 depthwise SAME: each output row can be written over input
+    rows no later row reads."""
+    rng = np.random.default_rng(5)
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1, 12, 12, 8), scale=0.1, zero_point=-1)
+
+    def weights(name, shape, axis):
+        scales = rng.uniform(0.005, 0.02, 16).astype(np.float32)
+        w = b.add_tensor(f"{name}/w", shape, data=rng.integers(-127, 128, shape, dtype=np.int8), scale=scales,
+                         zero_point=np.zeros(16, np.int64), axis=axis)
+        bias = b.add_tensor(f"{name}/b", (16,), "INT32", data=rng.integers(-300, 300, 16), scale=scales * 0.1,
+                            zero_point=np.zeros(16, np.int64))
+        return w, bias
+
+    e = b.add_tensor("e", (1, 12, 12, 16), scale=0.2, zero_point=3)
+    b.add_op("CONV_2D", [x, *weights("expand", (16, 1, 1, 8), 0)], [e], padding="VALID", stride_h=1, stride_w=1,
+             fused_activation_function="RELU")
+    y = b.add_tensor("y", (1, 12, 12, 16), scale=0.3, zero_point=0)
+    b.add_op("DEPTHWISE_CONV_2D", [e, *weights("dw", (1, 3, 3, 16), 3)], [y], padding="SAME", stride_h=1,
+             stride_w=1, depth_multiplier=1, fused_activation_function="NONE")
+    b.inputs, b.outputs = [x], [y]
+    return b.build()
+
+
+def test_an_output_over_its_own_input_row_by_row():
+    m = mi.load_model(expand_then_depthwise())
+    window = {a.op: a for a in candidates(m) if a.kind == "window"}
+    # the 1x1 expansion: output row r (192 bytes) must end where input row r (96 bytes) starts: 13 input rows
+    assert window[0].delta == 13 * 96
+    # the depthwise convolution, pad 1: output row r must end where input row r - 1 starts: 2 rows of 192 bytes
+    assert window[1].delta == 2 * 192
+    model = expand_then_depthwise()
+    plain = optimize(model, budget_s=0.2)
+    shared = optimize(model, budget_s=0.2, share_bytes=True)
+    # y at 0, e 2 rows of 192 bytes after it, x 1248 bytes after e: 384 + 1248 + 1152 = 2784 bytes, not 4608
+    assert plain.predicted_head == 4608 and shared.predicted_head == 2784
+    xs = seeded_inputs(mi.Interpreter(model), 3)
+    want = run(model, xs)[0]
+    assert np.array_equal(want, run(shared.data, xs)[0])
+    tflm = pytest.importorskip("microinterp.testing.tflm")
+    pytest.importorskip("tflite_micro")
+    assert tflm.tflm_arena_head(shared.data) == shared.predicted_head
+    wheel = tflm.TflmRunner(shared.data, preserve_all=False)
+    wheel.run(xs)
+    assert np.array_equal(wheel.output(0), want)
+
+
+def test_a_chain_of_in_place_windows_does_not_walk_down_the_arena():
+    """Each placement puts the output before its input; chained, the group would span more than its tensors ever
+    hold at once: such a merge is refused."""
+    aliases = [Alias(1, 0, 64, "window", 1), Alias(2, 1, 64, "window", 2), Alias(3, 2, 64, "window", 3)]
+    nbytes = {0: 96, 1: 96, 2: 96, 3: 96}
+    alive = {0: (0, 1), 1: (1, 2), 2: (2, 3), 3: (3, 4)}
+    writes = [[], [1], [2], [3], []]
+    groups = share(aliases, alive, writes, nbytes)
+    assert all(max(g.at[t] + nbytes[t] for t in g.at) - min(g.at.values()) <= 160 for g in groups)
