@@ -148,9 +148,16 @@ def test_an_output_over_its_own_input_row_by_row():
     shared = optimize(model, budget_s=0.2, share_bytes=True)
     # y at 0, e 2 rows of 192 bytes after it, x 1248 bytes after e: 384 + 1248 + 1152 = 2784 bytes, not 4608
     assert plain.predicted_head == 4608 and shared.predicted_head == 2784
-    xs = seeded_inputs(mi.Interpreter(model), 3)
+    runs_as_planned(model, shared, seed=3)
+
+
+def runs_as_planned(model: bytes, shared, seed: int) -> None:
+    """``shared`` (an :func:`optimize` result of ``model``) computes ``model``'s outputs in microinterp and in the
+    wheel, with the head it predicted."""
+    xs = seeded_inputs(mi.Interpreter(model), seed)
     want = run(model, xs)[0]
     assert np.array_equal(want, run(shared.data, xs)[0])
+    assert mi.Interpreter(shared.data).head_bytes == shared.predicted_head
     tflm = pytest.importorskip("microinterp.testing.tflm")
     pytest.importorskip("tflite_micro")
     assert tflm.tflm_arena_head(shared.data) == shared.predicted_head

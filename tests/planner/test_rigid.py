@@ -6,16 +6,13 @@ from __future__ import annotations
 import random
 
 import numpy as np
-import pytest
 
-import microinterp as mi
 from microinterp.apps.optimize import _consumed_parts, optimize
 from microinterp.model_writer import ModelBuilder
 from microinterp.planner.lifetimes import BufferRequest
 from microinterp.planner.rigid import Rigid, head_of, lower_bound, place, plan_rigid
-from microinterp.testing.device import seeded_inputs
 
-from ..patching.test_patching import run
+from .test_aliases import runs_as_planned
 
 
 def test_a_part_that_died_frees_its_bytes_for_a_later_buffer():
@@ -100,13 +97,4 @@ def test_consumed_rows_are_reused_in_microinterp_and_the_wheel():
     plain = optimize(model, budget_s=0.5)
     shared = optimize(model, budget_s=0.5, share_bytes=True)
     assert shared.predicted_head < plain.predicted_head
-    xs = seeded_inputs(mi.Interpreter(model), 2)
-    want = run(model, xs)[0]
-    assert np.array_equal(want, run(shared.data, xs)[0])
-    assert mi.Interpreter(shared.data).head_bytes == shared.predicted_head
-    tflm = pytest.importorskip("microinterp.testing.tflm")
-    pytest.importorskip("tflite_micro")
-    assert tflm.tflm_arena_head(shared.data) == shared.predicted_head
-    wheel = tflm.TflmRunner(shared.data, preserve_all=False)
-    wheel.run(xs)
-    assert np.array_equal(wheel.output(0), want)
+    runs_as_planned(model, shared, seed=2)
