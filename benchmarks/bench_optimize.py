@@ -68,7 +68,7 @@ def row(path: Path) -> str:
         before = tflm_smallest_arena(data, xs)
     except RuntimeError:
         return f"| {path.name} | the wheel does not run it | | | | | |"
-    after = tflm_smallest_arena(w.data, xs) if w.cuts else before
+    after = tflm_smallest_arena(w.data, xs)       # with no cut, the written offline plan alone
     cores = []
     for core in CORES:
         try:
@@ -76,7 +76,7 @@ def row(path: Path) -> str:
                          f"→{estimate_arena(w.data, target=core).total_bytes // 1024}")
         except MicroInterpError:
             cores.append(f"{core.removeprefix('cortex-')} –")
-    same = same_outputs(data, w.data) if w.cuts else True
+    same = same_outputs(data, w.data)
     note = "; ".join(c.describe() for c in w.cuts) or w.message
     return (f"| {path.name} | {before:,} | {after:,} | {before / after:.2f}x | {'identical' if same else 'DIFFER'} | "
             f"{w.extra_macs:+.1%} / {w.extra_cycles:+.1%} | {', '.join(cores)} KB | {seconds:.0f} s | {note} |")
