@@ -69,9 +69,8 @@ def optimize(model: Any, budget_s: float = 2.0, reorder: bool = True, share_byte
             candidates.append(order)
     best = None
     for order in candidates:
-        for slack in (None, *WINDOW_SLACKS) if share_bytes else (None,):    # a group's members move together:
-            found = _plan_for(loaded, interp, order, budget_s, share_bytes=slack is not None,   # sharing can
-                              window_slack=slack or 0.0)                                       # cost more
+        for share in (False, True) if share_bytes else (False,):     # a group's members move together:
+            found = _plan_for(loaded, interp, order, budget_s, share_bytes=share)     # sharing can cost more
             if best is None or found[1] < best[1]:
                 best = (*found, order)
     tensor_offsets, predicted, bound, order = best
@@ -91,9 +90,10 @@ WINDOW_SLACKS = (-1.0, 0.0, 0.125, 0.5)
 
 
 def _plan_for(loaded: Model, interp: Any, order: list[int] | None, budget_s: float, greedy: bool = False,
-              share_bytes: bool = False, window_slack: float = 0.0) -> tuple[dict, int, int]:
+              share_bytes: bool = False) -> tuple[dict, int, int]:
     """Tensor offsets (TFLM's greedy or the optimal search) for ``order`` (None: the model's), the head TFLM gets
-    with the tensors fixed and the scratch buffers planned online around them, and the lower bound."""
+    with the tensors fixed and the scratch buffers planned online around them, and the lower bound; with
+    ``share_bytes``, the smallest of the sharing variants (:func:`_shared`)."""
     from ..planner.lifetimes import allocation_infos, buffer_requests
     from ..planner.reorder import requests_for_order
 
@@ -108,26 +108,38 @@ def _plan_for(loaded: Model, interp: Any, order: list[int] | None, budget_s: flo
         infos = allocation_infos(permuted, scratch, handles)
         owners = buffer_requests(infos)[1]
     is_tensor = [infos[owner].kind == "tensor" for owner in owners]
-    items, expand = _shared(loaded, order, requests, owners, infos, window_slack) if share_bytes else (None, None)
-    if items is None:
-        plan = plan_greedy(requests) if greedy else plan_optimal(requests, budget_s=budget_s)
-        bound = lower_bound(requests)
-    else:
-        plan = expand(plan_rigid(items, budget_s=budget_s, greedy=greedy))
-        bound = rigid_lower_bound(items)
-    fixed = [replace(r, offline_offset=plan[i]) if is_tensor[i] else r for i, r in enumerate(requests)]
+    best = None
+    plain = None
+    for variant in _shared(loaded, order, requests, owners, infos) if share_bytes else [None]:
+        if variant is None:
+            if plain is None:
+                plain = (plan_greedy(requests) if greedy else plan_optimal(requests, budget_s=budget_s),
+                         lower_bound(requests))
+            plan, bound = plain
+        else:
+            items, expand = variant
+            plan, bound = expand(plan_rigid(items, budget_s=budget_s, greedy=greedy)), rigid_lower_bound(items)
+        head = _head_with(requests, is_tensor, plan)
+        if best is None or head < best[1]:
+            best = (plan, head, bound)
+    plan, head, bound = best
     at = {(infos[o].subgraph, infos[o].index): plan[i] for i, o in enumerate(owners) if is_tensor[i]}
-    return at, plan_size(fixed, plan_greedy(fixed)), bound
+    return at, head, bound
 
 
-def _shared(loaded: Model, order: list[int] | None, requests: list, owners: list, infos: list,
-            window_slack: float = 0.0) -> tuple[list | None, Any]:
-    """The requests as rigid items (:mod:`microinterp.planner.rigid`): each group of byte-sharing tensors
+def _head_with(requests: list, is_tensor: list[bool], plan: list[int]) -> int:
+    """The head TFLM gets with the tensors at ``plan``'s offsets and the scratch buffers planned online around them."""
+    fixed = [replace(r, offline_offset=plan[i]) if is_tensor[i] else r for i, r in enumerate(requests)]
+    return plan_size(fixed, plan_greedy(fixed))
+
+
+def _shared(loaded: Model, order: list[int] | None, requests: list, owners: list, infos: list) -> list:
+    """One sharing variant per entry of :data:`WINDOW_SLACKS`: the requests as rigid items
+    (:mod:`microinterp.planner.rigid`) -- each group of byte-sharing tensors
     (:func:`microinterp.planner.aliases.share`) one item whose members keep their own bytes and lifetimes, every
-    other request an item of its own; and the function that turns the items' offsets into one per request.
-    (None, None) when no tensors share bytes."""
+    other request an item of its own -- with the function that turns the items' offsets into one per request; None
+    for a variant where no tensor shares or frees bytes (the plain requests are its plan)."""
     from ..planner.aliases import candidates, reads, share
-    from ..planner.rigid import Rigid
 
     main = loaded.main
     position = list(range(len(main.operators))) if order is None else [0] * len(main.operators)
@@ -138,21 +150,32 @@ def _shared(loaded: Model, order: list[int] | None, requests: list, owners: list
                   if infos[o].kind == "tensor" and infos[o].subgraph == 0 and requests[i].offline_offset < 0}
     lifetimes = {t: (requests[i].first, requests[i].last) for t, i in request_of.items()}
     if any(op.subgraph_refs for op in main.operators):
-        return None, None      # lifetimes count the called subgraphs' ops too: not modelled here
+        return [None]          # lifetimes count the called subgraphs' ops too: not modelled here
     writes = [[] for _ in range(len(main.operators) + 1)]      # TFLM's lifetimes: op k runs at step k + 1
     for i, op in enumerate(main.operators):
         writes[position[i] + 1] = [t for t in op.outputs if t >= 0]
     aliases = [replace(a, op=position[a.op] + 1) for a in candidates(loaded)]
+    without_windows = [a for a in aliases if a.kind != "window"]
     nbytes = {t: main.tensors[t].nbytes for t in request_of}
     step = [*(p + 1 for p in position), len(position) + 1]
     read = {t: [(step[k], lo, hi) for k, lo, hi in spans] for t, spans in reads(loaded).items()}
-    if window_slack < 0:
-        aliases = [a for a in aliases if a.kind != "window"]
-    groups = share(aliases, lifetimes, writes, nbytes, read, window_slack=max(window_slack, 0.0))
     chunked = {t: _consumed_parts(requests[i], read.get(t, ())) for t, i in request_of.items()}
     chunked = {t: parts for t, parts in chunked.items() if len(parts) > 1}
-    if not groups and not chunked:
-        return None, None
+    variants = []
+    for slack in WINDOW_SLACKS:
+        groups = share(aliases if slack >= 0 else without_windows, lifetimes, writes, nbytes, read,
+                       window_slack=max(slack, 0.0))
+        variants.append(_rigid_items(groups, chunked, requests, owners, infos, request_of, lifetimes, nbytes)
+                        if groups or chunked else None)
+    return variants
+
+
+def _rigid_items(groups: list, chunked: dict, requests: list, owners: list, infos: list, request_of: dict,
+                 lifetimes: dict, nbytes: dict) -> tuple[list, Any]:
+    """The rigid items of one sharing variant of :func:`_shared`, and the function from their offsets to one offset
+    per request."""
+    from ..planner.rigid import Rigid
+
     items, rows = [], []
     grouped = {t for g in groups for t in g.at}
     for i, r in enumerate(requests):
@@ -280,8 +303,8 @@ def target_arena(model: Any, target: Any, share_bytes: bool = False) -> int:
 
 
 def _whole(est: Any, model: Any, share_bytes: bool) -> int:
-    """An estimate's tail plus its head, or with ``share_bytes`` TFLM's greedy head when the byte-sharing groups
-    are planned as one buffer each."""
+    """An estimate's tail plus its head, or with ``share_bytes`` the smallest head TFLM's greedy order gives any of
+    the sharing variants (:func:`_shared`, one rigid item per group of byte-sharing tensors)."""
     from ..planner.lifetimes import allocation_infos, buffer_requests
 
     if not share_bytes:
@@ -290,12 +313,9 @@ def _whole(est: Any, model: Any, share_bytes: bool) -> int:
     infos = allocation_infos(loaded, list(est.scratch))
     requests, owners = buffer_requests(infos)
     is_tensor = [infos[o].kind == "tensor" for o in owners]
-    heads = []
-    for slack in WINDOW_SLACKS:
-        items, expand = _shared(loaded, None, requests, owners, infos, slack)
-        plan = plan_greedy(requests) if items is None else expand(plan_rigid(items, greedy=True))
-        fixed = [replace(r, offline_offset=plan[i]) if is_tensor[i] else r for i, r in enumerate(requests)]
-        heads.append(plan_size(fixed, plan_greedy(fixed)))
+    heads = [_head_with(requests, is_tensor, plan_greedy(requests) if variant is None else
+                        variant[1](plan_rigid(variant[0], greedy=True)))
+             for variant in _shared(loaded, None, requests, owners, infos)]
     return est.persistent_bytes + min(heads)
 
 

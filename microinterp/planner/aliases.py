@@ -48,6 +48,8 @@ from typing import Any
 
 import numpy as np
 
+from .rigid import union_bytes
+
 #: Members start at multiples of this many bytes inside their group: TFLM's buffer alignment (kBufferAlignment).
 ALIGN = 16
 
@@ -111,9 +113,7 @@ def reads(model: Any) -> dict[int, list[tuple[int, int, int]]]:
 def _slice_box(op: Any, tensors: Any) -> tuple[list[int], list[int]] | None:
     """A STRIDED_SLICE's ``begin`` and ``end`` when it cuts a plain box (unit strides, no masks, in range)."""
     x = tensors[op.inputs[0]]
-    o = op.options
-    if any(o.get(m, 0) for m in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")) \
-            or o.get("offset", False) or len(op.inputs) < 4:
+    if not _plain_slice(op):
         return None
     begin, end, strides = (tensors[op.inputs[i]].data for i in (1, 2, 3))
     if begin is None or end is None or strides is None or np.any(strides != 1) or len(begin) != len(x.shape) \
@@ -123,6 +123,13 @@ def _slice_box(op: Any, tensors: Any) -> tuple[list[int], list[int]] | None:
     if any(not 0 <= b < e <= n for b, e, n in zip(begin, end, x.shape)):
         return None
     return begin, end
+
+
+def _plain_slice(op: Any) -> bool:
+    """A STRIDED_SLICE with begin, end and strides and none of the masks or the ``offset`` option."""
+    o = op.options
+    return len(op.inputs) >= 4 and not o.get("offset", False) and not any(
+        o.get(m, 0) for m in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"))
 
 
 def _slice_span(op: Any, tensors: Any) -> tuple[int, int] | None:
@@ -162,9 +169,7 @@ def _same_quantization(a: Any, b: Any) -> bool:
 
 def _slice(op: Any, k: int, tensors: Any) -> list[Alias]:
     x, s = tensors[op.inputs[0]], tensors[op.outputs[0]]
-    o = op.options
-    if any(o.get(m, 0) for m in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")) \
-            or o.get("offset", False) or x.data is not None or len(op.inputs) < 4:
+    if not _plain_slice(op) or x.data is not None:
         return []
     begin, strides = tensors[op.inputs[1]].data, tensors[op.inputs[3]].data
     if begin is None or strides is None or np.any(strides != 1) or len(s.shape) != len(x.shape):
@@ -258,7 +263,7 @@ def share(aliases: Sequence[Alias], lifetimes: Mapping[int, tuple[int, int]], wr
         if a.base not in lifetimes or a.member not in lifetimes:
             continue
         if a.kind in ("pad", "window") and lifetimes[a.member][1] != a.op:
-            continue          # the pad must be its input's last reader
+            continue          # the op must be its input's last reader
         gb = group_of.get(a.base) or Group({a.base: 0})
         gm = group_of.get(a.member) or Group({a.member: 0})
         if gb is gm:
@@ -320,15 +325,6 @@ def _span(group: Group, nbytes: Mapping[int, int]) -> int:
 
 def _footprint(group: Group, lifetimes: Mapping[int, tuple[int, int]], nbytes: Mapping[int, int]) -> int:
     """The most bytes the group's members hold at one step (overlapping members counted once)."""
-    most = 0
-    for step in {lifetimes[t][0] for t in group.at} | {lifetimes[t][1] for t in group.at}:
-        spans = sorted((group.at[t], group.at[t] + nbytes[t]) for t in group.at
-                       if lifetimes[t][0] <= step <= lifetimes[t][1])
-        total, end = 0, None
-        for lo, hi in spans:
-            if end is None or lo >= end:
-                total, end = total + hi - lo, hi
-            elif hi > end:
-                total, end = total + hi - end, hi
-        most = max(most, total)
-    return most
+    return max(union_bytes((group.at[t], group.at[t] + nbytes[t]) for t in group.at
+                           if lifetimes[t][0] <= step <= lifetimes[t][1])
+               for step in {lifetimes[t][0] for t in group.at} | {lifetimes[t][1] for t in group.at})

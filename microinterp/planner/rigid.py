@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -62,21 +62,20 @@ def lower_bound(items: Sequence[Rigid]) -> int:
     steps = sorted({p[2] for it in items for p in it.parts} | {p[3] for it in items for p in it.parts})
     peak = 0
     for s in steps:
-        total = 0
-        for it in items:
-            if it.offline_offset != -1 or not it.first <= s <= it.last:
-                continue
-            spans = sorted((p[0], p[1]) for p in it.parts if p[2] <= s <= p[3])
-            end = None
-            for lo, hi in spans:
-                if end is None or lo >= end:
-                    total += hi - lo
-                    end = hi
-                elif hi > end:
-                    total += hi - end
-                    end = hi
-        peak = max(peak, total)
+        peak = max(peak, sum(union_bytes((p[0], p[1]) for p in it.parts if p[2] <= s <= p[3]) for it in items
+                             if it.offline_offset == -1 and it.first <= s <= it.last))
     return max(peak, fixed)
+
+
+def union_bytes(spans: Iterable[tuple[int, int]]) -> int:
+    """Bytes covered by the ``[start, stop)`` spans, overlaps counted once."""
+    total, end = 0, None
+    for lo, hi in sorted(spans):
+        if end is None or lo >= end:
+            total, end = total + hi - lo, hi
+        elif hi > end:
+            total, end = total + hi - end, hi
+    return total
 
 
 def place(items: Sequence[Rigid], order: Sequence[int], conflicts: Sequence[Sequence[int]]) -> tuple[list[int], int]:

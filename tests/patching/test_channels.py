@@ -12,7 +12,7 @@ from microinterp.model_writer import ModelBuilder
 from microinterp.patching.channels import channel_groups, find_chains, split_chain, split_chains
 from microinterp.testing import models
 
-from .test_patching import inputs, residual_model, run
+from .test_patching import inputs, residual_model, run, wheel_output
 
 
 def float_chain_model() -> bytes:
@@ -86,19 +86,14 @@ def test_every_chain_split_gives_identical_outputs(name, groups):
 
 def test_the_wheel_runs_split_models_to_the_same_bits():
     pytest.importorskip("tflite_micro")
-    from microinterp.testing.tflm import TflmRunner
-
     for name in sorted(CASES):
         model = CASES[name]()
         m = mi.load_model(model)
         xs = inputs(model, seed=4)
-        before = TflmRunner(model, preserve_all=False)
-        before.run(xs)
+        before = wheel_output(model, xs)
         for groups in (2, 3):
             split = split_chains(m, {c.start: (c, min(groups, c.channels)) for c in find_chains(m)})
-            after = TflmRunner(split, preserve_all=False)
-            after.run(xs)
-            assert np.array_equal(before.output(0), after.output(0)), (name, groups)
+            assert np.array_equal(before, wheel_output(split, xs)), (name, groups)
 
 
 def test_splitting_an_expand_block_with_a_strided_depthwise_lowers_the_whole_arena():

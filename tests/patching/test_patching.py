@@ -28,6 +28,15 @@ def inputs(model, seed=0) -> list[np.ndarray]:
     return seeded_inputs(mi.Interpreter(model), seed)
 
 
+def wheel_output(model, xs) -> np.ndarray:
+    """Output 0 of the TFLM wheel on ``xs`` (the caller skips without the wheel)."""
+    from microinterp.testing.tflm import TflmRunner
+
+    runner = TflmRunner(model, preserve_all=False)
+    runner.run(xs)
+    return runner.output(0)
+
+
 def residual_model() -> bytes:
     """NCHW input -> TRANSPOSE -> PAD -> conv s2 VALID -> expand -> PAD -> depthwise -> project -> ADD (residual)
     -> conv SAME s2 with an odd size: the shapes of a PyTorch-exported MobileNetV2 block."""
@@ -102,19 +111,15 @@ def test_every_stage_as_patches_gives_identical_outputs(name, grid):
 
 def test_the_wheel_runs_patched_models_to_the_same_bits():
     pytest.importorskip("tflite_micro")
-    from microinterp.testing.tflm import TflmRunner
-
     for name in sorted(CASES):
         model = CASES[name]()
         m = mi.load_model(model)
         xs = inputs(model, seed=5)
-        before = TflmRunner(model, preserve_all=False)
-        before.run(xs)
+        before = wheel_output(model, xs)
         for stage in candidate_stages(m, limit=3):
             for grid in ((2, 2), (1, 3)):
-                after = TflmRunner(patch_stage(m, stage, *grid), preserve_all=False)
-                after.run(xs)
-                assert np.array_equal(before.output(0), after.output(0)), (name, stage.start, stage.stop, grid)
+                after = wheel_output(patch_stage(m, stage, *grid), xs)
+                assert np.array_equal(before, after), (name, stage.start, stage.stop, grid)
 
 
 def test_a_residual_stage_crops_the_skip_and_pads_only_the_border():
