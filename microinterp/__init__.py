@@ -19,6 +19,7 @@ from .errors import (
     UnsupportedOpError,
 )
 from .interpreter import Interpreter
+from .kernels.contract import Kernel, Traits
 from .model import Model, load_model
 from .resolver import OpResolver, RegistrationError, default_resolver, register_kernel
 from .shared_arena import SharedArena
@@ -33,6 +34,7 @@ __all__ = [
     "IntegrityError",
     "Interpreter",
     "InvokeError",
+    "Kernel",
     "MicroInterpError",
     "Model",
     "ModelError",
@@ -41,6 +43,7 @@ __all__ = [
     "RegistrationError",
     "SharedArena",
     "StorageError",
+    "Traits",
     "UnsupportedOpError",
     "default_resolver",
     "load_model",

@@ -29,34 +29,21 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError, InputError
-
-#: Ops that may not treat the leading dimension as independent samples (or run other subgraphs).
-NOT_BATCHABLE = frozenset({"IF", "WHILE", "CALL_ONCE", "BATCH_MATMUL", "TRANSPOSE", "GATHER", "GATHER_ND",
-                           "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND", "CUMSUM", "REVERSE_V2", "CONCATENATION",
-                           "PACK", "UNPACK", "SPLIT", "SPLIT_V", "SLICE", "STRIDED_SLICE", "VAR_HANDLE",
-                           "READ_VARIABLE", "ASSIGN_VARIABLE", "BROADCAST_TO", "EMBEDDING_LOOKUP", "SHAPE",
-                           "DYNAMIC_UPDATE_SLICE", "SELECT_V2"})
+from .resolver import declaration_of
 
 
-def _batch_safe(sg: Any, op: Any) -> bool:
-    """A NOT_BATCHABLE op that keeps samples apart after all: a CONCATENATION along an axis other than the batch
-    axis (the two branches of a CNN joined along channels) concatenates each sample's own rows."""
-    if op.key != "CONCATENATION" or not op.outputs:
-        return False
-    rank = len(sg.tensors[op.outputs[0]].shape)
-    axis = int(op.options.get("axis", 0))
-    return rank > 1 and (axis % rank if -rank <= axis < rank else 0) != 0
-
-
-def rebatch(model: Any, n: int) -> bytes:
-    """``model`` with batch ``n`` instead of 1 (see the module docstring)."""
+def rebatch(model: Any, n: int, resolver: Any = None) -> bytes:
+    """``model`` with batch ``n`` instead of 1 (see the module docstring); its ops' kernels are ``resolver``'s
+    (default: the current scope's)."""
     from .model import load_model
     from .rewrite import rebuild
 
     m = load_model(model)
     if len(m.subgraphs) != 1:
         raise ConfigError("batch evaluation runs single-subgraph models (this one has control flow)")
-    mixing = sorted({op.key for op in m.main.operators if op.key in NOT_BATCHABLE and not _batch_safe(m.main, op)})
+    declare = declaration_of if resolver is None else (lambda key: resolver.declaration(key, False))
+    decls = {op.index: declare(op.key) for op in m.main.operators}
+    mixing = sorted({op.key for op in m.main.operators if not decls[op.index].batch_safe(op, m.main.tensors)})
     if mixing:
         raise ConfigError(f"batch evaluation is not supported for models with {', '.join(mixing)} (they may mix "
                           "samples along the leading dimension); evaluate sample by sample")
@@ -64,7 +51,8 @@ def rebatch(model: Any, n: int) -> bytes:
         t = m.main.tensors[i]
         if not t.shape or t.shape[0] != 1:
             raise ConfigError(f"input {t.name!r} has shape {t.shape}: batch evaluation needs a leading batch of 1")
-    reshape_shapes = {op.inputs[1] for op in m.main.operators if op.key == "RESHAPE" and len(op.inputs) > 1}
+    reshape_shapes = {op.inputs[d.shape_input] for op in m.main.operators
+                      if (d := decls[op.index]).shape_input is not None and len(op.inputs) > d.shape_input}
 
     def shape_of(sg: Any, t: Any) -> tuple[int, ...]:
         if t.data is None and t.shape and t.shape[0] == 1:
@@ -80,9 +68,10 @@ def rebatch(model: Any, n: int) -> bytes:
 
     def options_of(sg: Any, op: Any) -> dict[str, Any]:
         options = dict(op.options)
-        shape = options.get("new_shape")
-        if op.key == "RESHAPE" and shape and int(shape[0]) == 1:
-            options["new_shape"] = [n, *shape[1:]]
+        name = decls[op.index].shape_option
+        shape = options.get(name) if name else None
+        if shape and int(shape[0]) == 1:
+            options[name] = [n, *shape[1:]]
         return options
 
     return rebuild(m, {"OfflineMemoryAllocation": None}, shape_of=shape_of, data_of=data_of,
@@ -106,7 +95,7 @@ class BatchRunner:
                 src = self.interp
                 model = self.models.get(n)
                 if model is None:
-                    model = self.models[n] = rebatch(src.model, n)
+                    model = self.models[n] = rebatch(src.model, n, src.resolver)
                 it = type(src)(model, resolver=src.resolver, optimized=src.optimized)     # the caller's class
                 self._check(it, n)
                 self.cache[(n, slot)] = it

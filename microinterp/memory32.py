@@ -272,7 +272,9 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
                     records[op.index] = ([], records[op.index][1])
                 continue
             n = device_opdata.get(op.index) if sg.index == 0 else None
-            n = opdata_bytes(op.name, abi, compression) if n is None else n
+            if n is None:
+                decl = resolver.declaration(op.key, False)
+                n = opdata_bytes(decl.opdata, abi, decl.opdata_compression if compression else "")
             if n is None:
                 unknown.add(op.name)
                 n = 0

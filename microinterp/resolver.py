@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from typing import Self
 
 from .errors import MicroInterpError
+from .kernels.contract import Declaration, Kernel, declaration, declares
+from .kernels.registry import optimized as optimized_kernels
+from .kernels.registry import reference as reference_kernels
 
 PLUGIN_GROUP = "microinterp.kernels"
 LAYERS = ("reference", "optimized", "plugin", "explicit")
@@ -40,8 +43,11 @@ def _check_kernel(op_name: str, kernel: Any) -> None:
     if isinstance(kernel, type):
         raise RegistrationError(f"{op_name}: {kernel.__qualname__} is a class; register an instance "
                                 f"(@register_kernel instantiates classes for you)")
-    if not (callable(getattr(kernel, "prepare", None)) and callable(getattr(kernel, "invoke", None))):
-        raise RegistrationError(f"{op_name}: {kernel!r} is not a kernel (needs prepare(ctx, op) and invoke(ctx, op, data))")
+    if not isinstance(kernel, Kernel):
+        raise RegistrationError(f"{op_name}: {kernel!r} is not a kernel: subclass microinterp.Kernel (prepare(ctx, op) "
+                                "and invoke(ctx, op, data) required; docs/ops.md)")
+    if not (declares(kernel, "prepare") and declares(kernel, "invoke")):
+        raise RegistrationError(f"{op_name}: {kernel!r} needs prepare(ctx, op) and invoke(ctx, op, data)")
 
 
 def describe_kernel(kernel: Any) -> str:
@@ -53,12 +59,11 @@ class OpResolver:
     """Resolves op names to kernels. ``optimized=False`` switches the optimized layer off."""
 
     def __init__(self, optimized: bool = True, plugins: bool = False):
-        from .kernels import REFERENCE_KERNELS
-        from .kernels.optimized import OPTIMIZED_KERNELS
-
         self._layers: dict[str, dict[str, Any]] = {layer: {} for layer in LAYERS}
-        self._layers["reference"].update(REFERENCE_KERNELS)
-        self._layers["optimized"].update(OPTIMIZED_KERNELS)
+        self._layers["reference"].update(reference_kernels())
+        self._layers["optimized"].update(optimized_kernels())
+        self._declarations: dict[tuple[str, bool], Declaration] = {}
+        self._tokens: list[contextvars.Token[OpResolver | None]] = []
         self.optimized = optimized
         self._plugins_loaded: list[str] = []
         self._plugin_keys: set[tuple[str, str | None]] = set()
@@ -82,7 +87,6 @@ class OpResolver:
     def __enter__(self) -> Self:
         """``with OpResolver() as r:``: ``register_kernel`` without ``resolver=`` binds into ``r``, and interpreters
         built inside the block without ``resolver=`` use it. Blocks nest; leaving one restores the outer scope."""
-        self._tokens = getattr(self, "_tokens", [])
         self._tokens.append(_SCOPE.set(self))
         return self
 
@@ -92,6 +96,7 @@ class OpResolver:
     def unregister(self, op_name: str) -> None:
         """Remove an explicit binding (the op falls back to the lower layers)."""
         self._layers["explicit"].pop(op_name, None)
+        self._declarations.clear()
 
     def _bind(self, layer: str, op_name: str, kernel: Any, replace: bool) -> None:
         if not isinstance(op_name, str) or not op_name:
@@ -103,6 +108,7 @@ class OpResolver:
                 f"{op_name} is already bound to {describe_kernel(table[op_name])} in the {layer} layer; "
                 f"pass replace=True to rebind it")
         table[op_name] = kernel
+        self._declarations.clear()
 
     def load_plugins(self, entry_points: list[Any] | None = None) -> list[str]:
         """Load kernel plugins from the ``microinterp.kernels`` entry-point group; returns the names loaded now.
@@ -160,6 +166,23 @@ class OpResolver:
         """The reference kernel microinterp ships for ``op_name`` (what a plugin or explicit binding overrides, and
         whose capabilities it keeps unless it declares its own), or None."""
         return self._layers["reference"].get(op_name)
+
+    def declaration(self, op_name: str, optimized: bool = True) -> Declaration:
+        """What the kernel ``op_name`` resolves to declares (:func:`~.kernels.contract.declaration`), with what it
+        does not declare inherited from the shipped kernel it replaces; the conservative defaults when nothing
+        serves the op."""
+        key = (op_name, optimized)
+        found = self._declarations.get(key)
+        if found is None:
+            found = self._declarations[key] = self.declare(self.find(op_name, optimized), op_name)
+        return found
+
+    def declare(self, kernel: Any, op_name: str) -> Declaration:
+        """``kernel``'s declaration as the kernel of ``op_name`` (it inherits from the shipped kernel it replaces)."""
+        shipped = self.shipped(op_name)
+        if kernel is None:
+            return declaration(Kernel())
+        return declaration(kernel, None if kernel is shipped else shipped)
 
     def layer_of(self, op_name: str, optimized: bool = True) -> str | None:
         for layer in self._active_layers(optimized):
@@ -220,3 +243,12 @@ def register_kernel(op_name: str, replace: bool = False, *, resolver: OpResolver
         return obj
 
     return deco
+
+
+def declaration_of(op_name: str) -> Declaration:
+    """What the kernel of ``op_name`` declares in the current scope: the innermost ``with OpResolver()`` block's
+    resolver, else the process-wide one (reference layer and above; the optimized layer inherits the reference's
+    facts anyway). What the cost model, the firmware arena, batch and reordering ask about an op by name, so a
+    kernel registered in a scope is known to all of them there."""
+    return default_resolver().declaration(op_name, optimized=False)
+

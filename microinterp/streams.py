@@ -25,16 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from .bands.tiling import ELEMENTWISE_OPS
 from .errors import ConfigError, InputError
-from .kernels import REFERENCE_KERNELS
+from .kernels.bands import RowLocal
 from .kernels.base import InvokeContext
+from .kernels.registry import reference
 from .kernels.streams import BIND, INVOKE
 from .runtime.base import reset_variable
 from .runtime.memory import quiet_floats
-
-#: Ops whose single-stream ``invoke`` writes outside their outputs or runs other subgraphs.
-_NEVER = frozenset({"IF", "WHILE", "CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"})
 
 
 class Streams:
@@ -65,42 +62,42 @@ class Streams:
             for t, v in zip(sg.tensors, self.single)]
         self.ctx = InvokeContext(self.views, runtime.ctx.scratch_views)     # scratch buffers: shared, stateless
         kernels, op_data = runtime.prep.kernels[0], runtime.op_data
-        refused = [f"op {op.index} {op.key}" for op, k in zip(sg.operators, kernels) if not self._supported(op, k)]
+        resolver = self.interpreter.resolver
+        decls = [resolver.declare(k, op.key) for op, k in zip(sg.operators, kernels)]
+        refused = [f"op {op.index} {op.key}" for op, d in zip(sg.operators, decls) if not self._supported(op, d)]
         if refused:
             raise ConfigError(f"{len(refused)} op(s) cannot run as streams ({', '.join(refused)}): they keep state "
                               "without a stream declaration, or are control flow / resource variables")
-        self.steps = [self._step(op, k, d) for op, k, d in zip(sg.operators, kernels, op_data)]
+        self.steps = [self._step(op, d, data) for op, d, data in zip(sg.operators, decls, op_data)]
         self.inputs, self.outputs = list(sg.inputs), list(sg.outputs)
         self.reset()
 
     # -- building ---------------------------------------------------------------------------------------------------
-    def _supported(self, op: Any, kernel: Any) -> bool:
-        if op.key in _NEVER:
+    def _supported(self, op: Any, decl: Any) -> bool:
+        if decl.traits.graph:
             return False
-        if hasattr(kernel, "invoke_streams") or getattr(kernel, "streams", None) in (INVOKE, BIND):
+        if decl.invoke_streams is not None or decl.streams in (INVOKE, BIND) or self._elementwise(op, decl):
             return True
-        if self._elementwise(op, kernel):
-            return True
-        return not hasattr(kernel, "reset") and not any(self.tensors[t].is_variable for t in op.outputs if t >= 0)
+        return not decl.traits.stateful and decl.reset is None and \
+            not any(self.tensors[t].is_variable for t in op.outputs if t >= 0)
 
     @staticmethod
-    def _elementwise(op: Any, kernel: Any) -> bool:
+    def _elementwise(op: Any, decl: Any) -> bool:
         """An elementwise op run by its reference kernel (whose invoke computes on views of any rank)."""
-        return op.key in ELEMENTWISE_OPS and kernel is REFERENCE_KERNELS.get(op.key)
+        return isinstance(decl.bands, RowLocal) and decl.bands.elementwise and decl.kernel is reference().get(op.key)
 
-    def _step(self, op: Any, kernel: Any, data: Any):
-        declared = getattr(kernel, "streams", None)
+    def _step(self, op: Any, decl: Any, data: Any):
+        kernel = decl.kernel
         # an elementwise op binds and invokes on views of one rank more (constants broadcast to every stream)
-        elementwise = self._elementwise(op, kernel)
+        elementwise = self._elementwise(op, decl)
         ctx = self._elementwise_ctx(op) if elementwise else self.ctx
-        if declared == BIND:
-            bound = kernel.bind(ctx, op, data)
+        if decl.streams == BIND:
+            bound = decl.bind(ctx, op, data)
             if bound is not None:
                 return _Bound(bound)
-        if hasattr(kernel, "invoke_streams"):
-            state = kernel.stream_state(data, self.count) if hasattr(kernel, "stream_state") else None
-            return _Explicit(kernel, self.ctx, op, data, state)
-        if elementwise or declared in (BIND, INVOKE):
+        if decl.invoke_streams is not None:
+            return _Explicit(decl, self.ctx, op, data, decl.stream_state(data, self.count))
+        if elementwise or decl.streams in (BIND, INVOKE):
             return _Call(kernel, ctx, op, data)
         return _OneByOne(kernel, self, op, data)
 
@@ -179,16 +176,15 @@ class _Bound:
 class _Explicit(_Call):
     """The kernel's ``invoke_streams`` with its per-stream state."""
 
-    def __init__(self, kernel: Any, ctx: InvokeContext, op: Any, data: Any, state: Any):
-        super().__init__(kernel, ctx, op, data)
-        self.state = state
+    def __init__(self, decl: Any, ctx: InvokeContext, op: Any, data: Any, state: Any):
+        super().__init__(decl.kernel, ctx, op, data)
+        self.decl, self.state = decl, state
 
     def __call__(self) -> None:
-        self.kernel.invoke_streams(self.ctx, self.op, self.data, self.state)
+        self.decl.invoke_streams(self.ctx, self.op, self.data, self.state)
 
     def reset(self) -> None:
-        if hasattr(self.kernel, "reset_streams"):
-            self.kernel.reset_streams(self.data, self.state)
+        self.decl.reset_streams(self.data, self.state)
 
 
 class _OneByOne(_Call):

@@ -72,28 +72,6 @@ GREEDY_MEMORY_PLANNER = "p ii pppp ii p b"
 MICRO_ALLOCATOR = "p pppp b z p z"
 MICRO_BUILTIN_DATA_ALLOCATOR = "p p"               # vtable, persistent_allocator_*
 
-_OP_DATA_CONV = "iiii iii ii pp ii i"              # micro/kernels/conv.h OpDataConv
-_OP_DATA_FC = "iiii i iii i pp b"                  # micro/kernels/fully_connected.h OpDataFullyConnected
-_SOFTMAX_PARAMS = "d iiiiiii ppppp"                # kernels/internal/types.h SoftmaxParams
-_COMPRESSION_EXTRA = {"CONV_2D": "ii", "DEPTHWISE_CONV_2D": "ii", "FULLY_CONNECTED": "ii", "CONCATENATION": "i" * 10}
-
-#: Kernel OpData allocated in Init: op -> field codes (a struct with pointers, whose size depends on the ABI) or a
-#: byte count (a struct of int32/float/int8/int16/int64/double fields only: the same size under ILP32 and LP64, and
-#: the figure is the one the wheel allocates on LP64). 0: the kernel allocates no OpData.
-OPDATA: Mapping[str, str | int] = MappingProxyType({
-    "CONV_2D": _OP_DATA_CONV, "DEPTHWISE_CONV_2D": _OP_DATA_CONV, "FULLY_CONNECTED": _OP_DATA_FC,
-    "SOFTMAX": _SOFTMAX_PARAMS,
-    "AVERAGE_POOL_2D": 32, "MAX_POOL_2D": 32,       # OpDataPooling: padding{4 int}, 2 int32, 2 float
-    "ADD": 60, "SUB": 52, "MUL": 36,                 # OpDataAdd / OpDataSub / OpDataMul
-    "RELU": 28, "RELU6": 8, "LOGISTIC": 16, "TANH": 16, "HARD_SWISH": 20, "LEAKY_RELU": 24,
-    "QUANTIZE": 32, "DEQUANTIZE": 32, "PAD": 56, "PADV2": 56, "MEAN": 44, "SUM": 44, "REDUCE_MAX": 44,
-    "STRIDED_SLICE": 84, "GATHER": 20, "UNIDIRECTIONAL_SEQUENCE_LSTM": 688,
-    "CONCATENATION": "ipp iii",                      # ConcatenationParams (+ 10 scratch indices with compression)
-    "DIV": 28, "CAST": 0, "PACK": 0,
-    "RESHAPE": 0, "TRANSPOSE": 0, "MAXIMUM": 0, "MINIMUM": 0, "SQUEEZE": 0, "EXPAND_DIMS": 0, "ARG_MAX": 0,
-    "ARG_MIN": 0, "RESIZE_NEAREST_NEIGHBOR": 0, "RESIZE_BILINEAR": 0, "SPLIT": 0, "SPLIT_V": 0, "SHAPE": 0,
-})
-
 #: Builtin options parsed into the arena (core/c/builtin_op_data.h): op -> (bytes, alignof). Ints, enums and bools
 #: only, so the same on every ABI; FULLY_CONNECTED is what the pinned wheel allocates. Ops absent here parse to
 #: nothing (their parse function allocates no struct).
@@ -134,14 +112,12 @@ def builtin_data(op_name: str, abi: Abi) -> tuple[int, int]:
 #: Categories of :attr:`ArenaEstimate.categories`, in allocation order.
 
 
-def opdata_bytes(op_name: str, abi: Abi = ILP32, compression: bool = False) -> int | None:
-    """``sizeof`` the OpData TFLM's kernel for ``op_name`` allocates in Init (None when the op is not in
-    :data:`OPDATA`)."""
-    spec = OPDATA.get(op_name)
+def opdata_bytes(spec: str | int | None, abi: Abi = ILP32, compression: str = "") -> int | None:
+    """``sizeof`` an OpData struct a kernel declares (``Kernel.opdata``: field codes, or bytes when the struct has
+    no pointer), with the fields ``compression`` adds (``Kernel.opdata_compression``, when the build has
+    compression); None when the kernel does not declare one."""
     if spec is None:
         return None
     if isinstance(spec, int):
         return spec
-    if compression and op_name in _COMPRESSION_EXTRA:
-        spec += " " + _COMPRESSION_EXTRA[op_name]
-    return abi.sizeof(spec)
+    return abi.sizeof(f"{spec} {compression}" if compression else spec)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import microinterp as mi
+from microinterp.kernels.contract import Kernel
 from microinterp.testing import ModelBuilder
 
 
@@ -157,7 +158,7 @@ def test_custom_op_registered_explicitly_runs():
     b.add_op("CUSTOM", [x], [y], custom_code="Double")
     b.inputs, b.outputs = [x], [y]
 
-    class Double:
+    class Double(Kernel):
         def prepare(self, ctx, op):
             return None
 
@@ -185,7 +186,7 @@ def test_kernels_may_bind_their_call_and_the_profile_times_every_op():
     b.inputs, b.outputs = [x], [z]
     calls = []
 
-    class Bound:
+    class Bound(Kernel):
         def prepare(self, ctx, op):
             return 3.0
 

@@ -10,6 +10,7 @@ import pytest
 
 from microinterp import Interpreter, load_model
 from microinterp.errors import ConfigError, MicroInterpError
+from microinterp.kernels.registry import declaration_of
 from microinterp.memory32 import CATEGORIES, estimate_arena
 from microinterp.structs32 import (
     AFFINE_QUANTIZATION,
@@ -51,15 +52,20 @@ def test_struct_sizes_follow_c_layout():
     assert ILP32.alignof("b h") == 2 and LP64.alignof("i p") == 8
 
 
+def _opdata(op: str, abi=ILP32, compression: bool = False) -> int | None:
+    decl = declaration_of(op)
+    return opdata_bytes(decl.opdata, abi, decl.opdata_compression if compression else "")
+
+
 def test_opdata_sizes():
     # The LP64 figures are what the wheel (built with USE_TFLM_COMPRESSION) allocates per op.
-    assert opdata_bytes("CONV_2D", LP64, compression=True) == 80
-    assert opdata_bytes("FULLY_CONNECTED", LP64, compression=True) == 72
-    assert opdata_bytes("SOFTMAX", LP64) == 80 and opdata_bytes("SOFTMAX", ILP32) == 56
-    assert opdata_bytes("CONV_2D", ILP32) == 56 and opdata_bytes("DEPTHWISE_CONV_2D", ILP32) == 56
-    assert opdata_bytes("FULLY_CONNECTED", ILP32) == 48
-    assert opdata_bytes("AVERAGE_POOL_2D", ILP32) == opdata_bytes("AVERAGE_POOL_2D", LP64) == 32
-    assert opdata_bytes("RESHAPE") == 0 and opdata_bytes("NO_SUCH_OP") is None
+    assert _opdata("CONV_2D", LP64, compression=True) == 80
+    assert _opdata("FULLY_CONNECTED", LP64, compression=True) == 72
+    assert _opdata("SOFTMAX", LP64) == 80 and _opdata("SOFTMAX", ILP32) == 56
+    assert _opdata("CONV_2D", ILP32) == 56 and _opdata("DEPTHWISE_CONV_2D", ILP32) == 56
+    assert _opdata("FULLY_CONNECTED", ILP32) == 48
+    assert _opdata("AVERAGE_POOL_2D", ILP32) == _opdata("AVERAGE_POOL_2D", LP64) == 32
+    assert _opdata("RESHAPE") == 0 and _opdata("NO_SUCH_OP") is None
 
 
 def test_person_detect_matches_the_tflm_paper(zoo):

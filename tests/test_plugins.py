@@ -25,8 +25,10 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import microinterp.kernels.optimized as optimized_pkg
+import microinterp.resolver as resolver_mod
 from microinterp import Interpreter, OpResolver, RegistrationError
 from microinterp.kernels import REFERENCE_KERNELS
+from microinterp.kernels.contract import Kernel
 from microinterp.resolver import PLUGIN_GROUP
 from microinterp.testing.single_op import random_tensor
 from microinterp.testing.tflm import TflmRunner, compare_with_tflm
@@ -107,7 +109,7 @@ def test_discovered_from_installed_metadata(plugin, tmp_path, monkeypatch):
 # -- precedence and replace= -----------------------------------------------------------------------------------------
 
 
-class Marker:
+class Marker(Kernel):
     def __init__(self, tag: str):
         self.tag = tag
 
@@ -120,7 +122,7 @@ class Marker:
 
 def test_precedence_reference_optimized_plugin_explicit(plugin, monkeypatch):
     fast = Marker("optimized")
-    monkeypatch.setitem(optimized_pkg.OPTIMIZED_KERNELS, "RELU", fast)
+    monkeypatch.setattr(resolver_mod, "optimized_kernels", lambda: {**optimized_pkg.OPTIMIZED_KERNELS, "RELU": fast})
     r = OpResolver()
     assert r.find("RELU") is fast and r.find("RELU", optimized=False) is REFERENCE_KERNELS["RELU"]
     plugin.register(r)
@@ -279,7 +281,7 @@ def test_a_delegating_fc_override_runs_mobilenet_v2_out_of_core(tmp_path):
         pytest.skip("../shared/models not present")
     fc = REFERENCE_KERNELS["FULLY_CONNECTED"]
 
-    class Delegating:
+    class Delegating(Kernel):
         def prepare(self, ctx, op):
             return fc.prepare(ctx, op)
 

@@ -14,10 +14,11 @@ import microinterp.kernels.optimized as optimized_pkg
 import microinterp.resolver as resolver_mod
 from microinterp import Interpreter, OpResolver, RegistrationError, UnsupportedOpError, register_kernel
 from microinterp.kernels import REFERENCE_KERNELS
+from microinterp.kernels.contract import Kernel
 from microinterp.testing.builder import ModelBuilder
 
 
-class FakeKernel:
+class FakeKernel(Kernel):
     def __init__(self, tag: str = ""):
         self.tag = tag
 
@@ -35,7 +36,7 @@ class OtherKernel(FakeKernel):
 @pytest.fixture
 def with_optimized(monkeypatch):
     kernel = FakeKernel("optimized")
-    monkeypatch.setitem(optimized_pkg.OPTIMIZED_KERNELS, "RESHAPE", kernel)
+    monkeypatch.setattr(resolver_mod, "optimized_kernels", lambda: {**optimized_pkg.OPTIMIZED_KERNELS, "RESHAPE": kernel})
     return kernel
 
 
@@ -99,7 +100,8 @@ def test_rebinding_in_the_same_layer_needs_replace():
     ("", FakeKernel(), "non-empty string"),
     (None, FakeKernel(), "non-empty string"),
     ("OP", object(), "is not a kernel"),
-    ("OP", type("NoInvoke", (), {"prepare": lambda s, c, o: 0})(), "needs prepare"),
+    ("OP", type("NoInvoke", (), {"prepare": lambda s, c, o: 0})(), "is not a kernel"),
+    ("OP", type("NoInvoke", (Kernel,), {"prepare": lambda s, c, o: 0})(), "needs prepare"),
     ("OP", FakeKernel, "is a class; register an instance"),
 ])
 def test_invalid_registrations(name, kernel, match):
@@ -165,7 +167,7 @@ class Scale:
     factor: int
 
 
-class TimesTwo:
+class TimesTwo(Kernel):
     """A custom op: y = 2 * x (int8, saturating), to show that custom ops run like builtins."""
 
     def prepare(self, ctx, op):

@@ -11,6 +11,7 @@ import pytest
 
 from microinterp import Interpreter
 from microinterp.errors import ArenaOverflowError, ConfigError, PrepareError, UnsupportedOpError
+from microinterp.kernels.contract import Kernel
 from microinterp.memory32 import estimate_arena
 from microinterp.resolver import OpResolver
 from microinterp.targets import CORES, KERNEL_SETS, Target, get_target
@@ -146,7 +147,7 @@ def test_without_a_target_nothing_changes(zoo):
 
 
 def test_ops_the_firmware_lacks_are_listed():
-    class Double:
+    class Double(Kernel):
         def prepare(self, ctx, op):
             return None
 

@@ -22,7 +22,7 @@ from microinterp.testing.models import QuantNet
 REFERENCE_FC = REFERENCE_KERNELS["FULLY_CONNECTED"]
 
 
-class CountingFullyConnected:
+class CountingFullyConnected(mi.Kernel):
     """A FULLY_CONNECTED kernel: ``prepare(ctx, op)`` once per op, ``invoke(ctx, op, data)`` per run.
 
     - ``op`` is the operator (:class:`microinterp.model.Operator`): ``op.index``, ``op.key`` ("FULLY_CONNECTED"),

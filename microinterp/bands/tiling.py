@@ -25,15 +25,14 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..kernels import REFERENCE_KERNELS
-from ..kernels.bands import BandViews, RowLocal, Tiler, declared_bands
-from ..kernels.optimized import conv as optimized_conv
-from ..kernels.optimized import depthwise_conv as optimized_depthwise
-from ..kernels.optimized import fully_connected as optimized_fc
+from ..kernels.bands import BandViews, Tiler
+from ..kernels.contract import declaration, declares
 from ..kernels.pad import PadTiler
+from ..kernels.registry import optimized as optimized_kernels
+from ..kernels.registry import reference as reference_kernels
 
-__all__ = ["ALIAS", "ELEMENTWISE_OPS", "ROW_LOCAL_OPS", "WHOLE", "BandViews", "PadTiler", "TileSpec", "Tiler", "band_kernel",
-           "has_bands", "is_builtin", "line_bytes", "tiler_for"]
+__all__ = ["ALIAS", "WHOLE", "BandViews", "PadTiler", "TileSpec", "Tiler", "band_kernel", "has_bands", "is_builtin",
+           "line_bytes", "tiler_for"]
 
 
 @dataclass
@@ -69,20 +68,6 @@ class FusedPadTiler(Tiler):
 
 WHOLE = WholeTiler()
 ALIAS = AliasTiler()
-ALIASES = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
-
-
-#: Optimized kernels with band functions of their own (prepared with ``weights_resident = False`` they keep
-#: per-channel metadata instead of whole-tensor plans).
-BAND_KERNELS = {"CONV_2D": optimized_conv.KERNEL,
-                "DEPTHWISE_CONV_2D": optimized_depthwise.KERNEL,
-                "FULLY_CONNECTED": optimized_fc.KERNEL}
-_BUILTINS = (*REFERENCE_KERNELS.values(), *BAND_KERNELS.values())
-#: The built-in ops whose kernels declare that a row depends only on the same row of each input (docs, tests).
-ROW_LOCAL_OPS = frozenset(k for k, kern in REFERENCE_KERNELS.items()
-                          if isinstance(getattr(kern, "bands", None), RowLocal))
-#: ... of which elementwise: one output element from the same element of each input.
-ELEMENTWISE_OPS = frozenset(k for k in ROW_LOCAL_OPS if REFERENCE_KERNELS[k].bands.elementwise)
 
 
 def line_bytes(shape: tuple[int, ...], itemsize: int, axis: int) -> int:
@@ -91,23 +76,25 @@ def line_bytes(shape: tuple[int, ...], itemsize: int, axis: int) -> int:
 
 
 def band_kernel(resolver: Any, key: str, optimized: bool) -> Any:
-    """The kernel whose band functions run an op in bands: the optimized CONV_2D / DEPTHWISE_CONV_2D /
-    FULLY_CONNECTED when the interpreter is optimized and resolves to them, else what the resolver gives for the
-    reference layer (plugins and explicit registrations stay themselves)."""
-    if optimized and key in BAND_KERNELS and resolver.find(key, True) is BAND_KERNELS[key]:
-        return BAND_KERNELS[key]
+    """The kernel whose band functions run an op in bands: the optimized kernel when the interpreter is optimized,
+    resolves to it and it declares band functions of its own (the convolutions, FULLY_CONNECTED), else what the
+    resolver gives for the reference layer (plugins and explicit registrations stay themselves)."""
+    if optimized and resolver.layer_of(key, True) == "optimized":
+        kernel = resolver.find(key, True)
+        if declares(kernel, "bands"):
+            return kernel
     return resolver.find(key, False)
 
 
 def has_bands(op: Any, kernel: Any, replaced: Any = None) -> bool:
-    """Whether ``kernel`` (an override of ``replaced``) declares bands the tiles may use
-    (:func:`~..kernels.bands.declared_bands`)."""
-    return declared_bands(kernel, _BUILTINS, replaced) is not None
+    """Whether ``kernel`` (an override of ``replaced``) declares bands the tiles may use, itself or by inheritance
+    (:func:`~..kernels.contract.declaration`)."""
+    return declaration(kernel, replaced).bands is not None
 
 
 def is_builtin(kernel: Any) -> bool:
-    """One of microinterp's own kernels (reference, or optimized with band functions)."""
-    return any(kernel is b for b in _BUILTINS)
+    """One of microinterp's own kernels (reference or optimized)."""
+    return any(kernel is b for b in (*reference_kernels().values(), *optimized_kernels().values()))
 
 
 def tiler_for(op: Any, data: Any, tensors: list[Any], kernel: Any, replaced: Any = None) -> Tiler:
@@ -115,15 +102,15 @@ def tiler_for(op: Any, data: Any, tensors: list[Any], kernel: Any, replaced: Any
     declaration's (:mod:`..kernels.bands`), after what holds for every
     op -- a kernel without a declaration, an op with several outputs or an empty tensor runs whole; a RESHAPE-like op
     of an activation is an alias; a constant main input runs whole unless the declaration takes constants."""
-    key = op.key
     ins = [tensors[i] if i >= 0 else None for i in op.inputs]
     out = tensors[op.outputs[0]] if op.outputs and op.outputs[0] >= 0 else None
-    decl = declared_bands(kernel, _BUILTINS, replaced) if kernel is not None else None
+    declared = declaration(kernel, replaced) if kernel is not None else None
+    decl = declared.bands if declared is not None else None
     if out is None or (len(op.outputs) != 1 and not getattr(decl, "multiple_outputs", False)):
         return WHOLE
     if out.num_elements == 0 or any(t is not None and t.data is None and t.num_elements == 0 for t in ins):
         return WHOLE                # an empty tensor has no rows to band (and no band to fuse)
-    if key in ALIASES and REFERENCE_KERNELS.get(key) is kernel and ins and ins[0] is not None \
+    if declared is not None and declared.traits.view and is_builtin(kernel) and ins and ins[0] is not None \
             and ins[0].data is None and not ins[0].is_variable and ins[0].nbytes == out.nbytes \
             and ins[0].dtype == out.dtype:
         return ALIAS

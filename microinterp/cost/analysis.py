@@ -5,7 +5,7 @@ For every op of the main subgraph (SwapNN's classification, shared/docs/out-of-c
 - **W** (MOps): multiply-accumulates for CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED / TRANSPOSE_CONV (and the
   other MAC ops of :func:`microinterp.mcu.op_class` ``conv``/``depthwise``/``fc``); compares or adds for pooling
   (output elements x filter area) and reductions (input elements); output elements for elementwise ops, activations,
-  softmax and data movement (PAD, CONCATENATION, TRANSPOSE, ...); 0 for pure views (:data:`VIEW_OPS`). The counts are
+  softmax and data movement (PAD, CONCATENATION, TRANSPOSE, ...); 0 for pure views (the kernels of the ``view`` cost family). The counts are
   :func:`microinterp.pager.work.op_work`'s, so the pager charges the same work.
 - **Q** (MB, 1 MB = 10^6 bytes): bytes of the op's non-constant inputs + constant inputs (weights, biases, ...)
   + outputs, as stored (int8 activations: one byte per element).
@@ -33,6 +33,7 @@ from typing import Any
 
 from ..model import Model, load_model
 from ..pager.work import op_work
+from ..resolver import declaration_of
 from .mcu import McuProfile, get_profile, kernel_set, op_class
 
 #: SwapNN's effective compute and IO speeds of MCUs (shared/docs/out-of-core.md).
@@ -40,8 +41,6 @@ S_CPU_RANGE = (64e6, 480e6)
 S_IO_RANGE = (10e6, 40e6)
 #: A non-MAC op whose W is below this share of the model's W is negligible.
 NEGLIGIBLE_SHARE = 0.1
-#: Ops that only reinterpret a tensor's shape (no work).
-VIEW_OPS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "SHAPE"})
 MAC_CLASSES = frozenset({"conv", "depthwise", "fc"})
 CLASSES = ("compute-bound", "io-bound", "negligible")
 MB = 1e6
@@ -169,7 +168,7 @@ def analyze(model: Any, mcu: str | McuProfile = "stm32f746", kernels: str = "opt
     rows = []
     for op, cyc in zip(sg.operators, cycles):
         macs, elements = op_work(op, tensors)
-        w = 0 if op.key in VIEW_OPS else (macs or elements)
+        w = 0 if declaration_of(op.key).cost_family == "view" else (macs or elements)
         ins = [tensors[i] for i in op.inputs if i >= 0]
         act_in = sum(t.nbytes for t in ins if t.data is None)
         weights = sum(t.nbytes for t in ins if t.data is not None)

@@ -87,7 +87,7 @@ def _applies(term: str, build: str) -> bool:
 def _data_dependent_inputs(raw: bytes, sg: Any, build: str) -> dict[int, Any]:
     """The first input of every data-dependent op (SOFTMAX) as the oracle's first invoke saw it: microinterp, which
     is bit-exact with the firmware, runs the same seeded input with every tensor preserved."""
-    wanted = [op for op in sg.operators if op.key in ins.DATA_DEPENDENT]
+    wanted = [op for op in sg.operators if ins.data_dependent(op)]
     if not wanted:
         return {}
     from ..interpreter import Interpreter

@@ -27,10 +27,9 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..kernels.cmsis_nn import buffer_sizes as bs
+from ..resolver import declaration_of
 
 COEFFICIENTS = Path(__file__).with_name("instructions.json")
-#: Ops whose instruction count depends on their input's values, not only on the shapes (:func:`op_features`).
-DATA_DEPENDENT = frozenset({"SOFTMAX"})
 #: Builds the instruction model knows: ``<core>.<kernels>`` as the device goldens name them.
 CORE_FEATURES = {"cortex-m3": "none", "cortex-m4": "dsp", "cortex-m7": "dsp", "cortex-m33": "dsp",
                  "cortex-m55": "mve"}
@@ -303,12 +302,15 @@ def _generic(op, tensors, features):
     return op.key + (_types(op, tensors) if op.inputs and op.inputs[0] >= 0 and y else ""), f
 
 
-_ELEMENTWISE = frozenset({"ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "QUANTIZE", "DEQUANTIZE", "LOGISTIC", "TANH",
-                          "RELU", "RELU6", "HARD_SWISH", "LEAKY_RELU", "SQUARED_DIFFERENCE", "DIV", "CAST"})
-_FAMILIES = {"CONV_2D": _conv, "DEPTHWISE_CONV_2D": _depthwise, "FULLY_CONNECTED": _fully_connected,
-             "AVERAGE_POOL_2D": _pool, "MAX_POOL_2D": _pool, "SOFTMAX": _softmax, "PAD": _pad, "PADV2": _pad,
-             "TRANSPOSE": _transpose,
-             **{k: _elementwise for k in _ELEMENTWISE}}
+#: The loop model of each cost family a kernel declares (``Kernel.cost_family``); a view costs what any op does.
+_FAMILIES = {"conv": _conv, "depthwise": _depthwise, "fully_connected": _fully_connected, "pool": _pool,
+             "softmax": _softmax, "pad": _pad, "transpose": _transpose, "elementwise": _elementwise,
+             "view": _generic, "generic": _generic}
+
+
+def data_dependent(op: Any) -> bool:
+    """Whether ``op``'s instruction count depends on its input's values, not only on the shapes (SOFTMAX's)."""
+    return declaration_of(op.key).cost_family == "softmax"
 
 
 def op_features(op: Any, tensors: Sequence[Any], build: str, values: Any = None) -> tuple[str, dict[str, int]]:
@@ -317,7 +319,7 @@ def op_features(op: Any, tensors: Sequence[Any], build: str, values: Any = None)
     depend on the data (SOFTMAX); without it they assume inputs spread over their type's range."""
     core, kernels = _split(build)
     features = CORE_FEATURES[core] if kernels == "cmsis-nn" else None
-    family = _FAMILIES.get(op.key, _generic)
+    family = _FAMILIES[declaration_of(op.key).cost_family]
     if not op.outputs or any(i < 0 for i in op.outputs[:1]) or not _shaped_for(family, op, tensors):
         return _generic(op, tensors, features)
     path, f = family(op, tensors, features, values) if family is _softmax else family(op, tensors, features)

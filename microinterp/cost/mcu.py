@@ -30,8 +30,10 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import ConfigError
+from ..kernels.contract import OP_CLASSES
+from ..resolver import declaration_of
 
-OP_CLASS_NAMES = ("conv", "depthwise", "fc", "pool", "elementwise", "softmax", "other")
+OP_CLASS_NAMES = OP_CLASSES
 KERNEL_SETS = ("optimized", "reference")
 #: Other names for the kernel sets (lower case).
 KERNEL_ALIASES: Mapping[str, str] = MappingProxyType({
@@ -39,18 +41,6 @@ KERNEL_ALIASES: Mapping[str, str] = MappingProxyType({
     "ref": "reference",
 })
 
-#: TFLite builtin operator name -> op class; anything not listed is "other".
-OP_CLASS_OF: Mapping[str, str] = MappingProxyType({
-    "CONV_2D": "conv", "TRANSPOSE_CONV": "conv", "CONV_3D": "conv",
-    "DEPTHWISE_CONV_2D": "depthwise",
-    "FULLY_CONNECTED": "fc", "BATCH_MATMUL": "fc",
-    "AVERAGE_POOL_2D": "pool", "MAX_POOL_2D": "pool", "L2_POOL_2D": "pool", "MEAN": "pool", "SUM": "pool",
-    "ADD": "elementwise", "SUB": "elementwise", "MUL": "elementwise", "SQUARED_DIFFERENCE": "elementwise",
-    "RELU": "elementwise", "RELU6": "elementwise", "LEAKY_RELU": "elementwise", "HARD_SWISH": "elementwise",
-    "LOGISTIC": "elementwise", "TANH": "elementwise", "PRELU": "elementwise", "MAXIMUM": "elementwise",
-    "MINIMUM": "elementwise",
-    "SOFTMAX": "softmax", "LOG_SOFTMAX": "softmax",
-})
 
 @dataclass(frozen=True)
 class Calibration:
@@ -420,5 +410,6 @@ def get_profile(name: str) -> McuProfile:
 
 
 def op_class(op_name: str) -> str:
-    """Op class of a TFLite builtin operator name (e.g. ``CONV_2D`` -> ``conv``); unknown names -> ``other``."""
-    return OP_CLASS_OF.get(op_name, "other")
+    """Op class of an op (e.g. ``CONV_2D`` -> ``conv``): what its shipped kernel declares (``Kernel.op_class``);
+    ops without one -> ``other``."""
+    return declaration_of(op_name).op_class

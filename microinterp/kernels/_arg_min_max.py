@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
+from .contract import PURE, Kernel
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,12 @@ class ArgMinMaxData:
     axis: int | None  # None: read from the axis tensor at invoke
 
 
-class ArgMinMax:
+class ArgMinMax(Kernel):
+    traits = PURE
+    opdata = 0
     def __init__(self, name: str, is_arg_max: bool):
         self.name = name
+        self.ops = (name,)
         self.is_arg_max = is_arg_max
 
     def prepare(self, ctx, op) -> ArgMinMaxData:

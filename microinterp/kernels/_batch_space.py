@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvokeError, ModelShapeWarning
+from .contract import Kernel
 
 SUPPORTED_TYPES = ("FLOAT32", "INT8")
 
@@ -26,7 +27,7 @@ class BatchSpaceData:
     geometry: tuple[int, int, int, int] | None   # (block_h, block_w, top, left); None: read at invoke
 
 
-class BatchSpaceOp:
+class BatchSpaceOp(Kernel):
     """The flow both ops share: validate constant geometry at prepare, else at invoke, then ``compute``.
 
     ``problem`` refuses what TFLM cannot run (a block that is not positive, negative paddings or crops, an empty

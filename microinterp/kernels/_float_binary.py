@@ -15,6 +15,7 @@ import numpy as np
 
 from ._qutil import check_flat_or_broadcast
 from .bands import ROW_LOCAL
+from .contract import PURE, Kernel
 
 MAX_BROADCAST_RANK = 4
 
@@ -24,13 +25,15 @@ class FloatBinaryData:
     broadcast: bool
 
 
-class FloatBinary:
+class FloatBinary(Kernel):
+    traits = PURE
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 
     def __init__(self, name: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray],
                  check: Callable[[np.ndarray], str | None] | None = None):
         self.name = name
+        self.ops = (name,)
         self.fn = fn
         self.check = check      # an Eval-time refusal of the divisor (None: fine)
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from ._qutil import select
 from .bands import ROW_LOCAL
+from .contract import ELEMENTWISE, Kernel
 
 
 def nan_passthrough(fn: Callable) -> Callable:
@@ -25,12 +26,14 @@ def nan_passthrough(fn: Callable) -> Callable:
     return call
 
 
-class FloatUnary:
+class FloatUnary(Kernel):
+    traits = ELEMENTWISE
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 
     def __init__(self, name: str, fn: Callable, same_shape: bool):
         self.name = name
+        self.ops = (name,)
         self.fn = fn
         self.same_shape = same_shape
 

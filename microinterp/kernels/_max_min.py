@@ -24,6 +24,7 @@ import numpy as np
 from ._broadcast import laid_out, refreshed
 from ._qutil import bind_select, broadcast_shape, select
 from .bands import ROW_LOCAL
+from .contract import POINTWISE, Kernel
 
 SUPPORTED_TYPES = ("FLOAT32", "INT8", "INT16", "INT32", "INT64")
 
@@ -33,15 +34,20 @@ class MaxMinData:
     broadcast: bool
 
 
-class MaximumMinimum:
+class MaximumMinimum(Kernel):
     """One kernel object per op; ``first_wins(a, b)`` is TFLM's comparison choosing ``a``; ``integer_op`` is the
     NumPy ufunc that equals ``first_wins(a, b) ? a : b`` on integers (floats differ only in NaN handling)."""
+    traits = POINTWISE
+    op_class = "elementwise"
+    cost_family = "elementwise"
+    opdata = 0
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 
     def __init__(self, name: str, first_wins: Callable[[np.ndarray, np.ndarray], np.ndarray],
                  integer_op: np.ufunc):
         self.name = name
+        self.ops = (name,)
         self.first_wins = first_wins
         self.integer_op = integer_op
 

@@ -48,6 +48,7 @@ from .binary_common import (
     int32_activation_range,
     int32_binary,
 )
+from .contract import POINTWISE, Kernel
 
 SUPPORTED = ("FLOAT32", "INT32", "INT8", "INT16")
 
@@ -92,8 +93,11 @@ def quantized_add_sub(x1: np.ndarray, x2: np.ndarray, d: AddSubData, sign: int) 
     return np.clip(y, d.act_min, d.act_max)
 
 
-class AddSub:
+class AddSub(Kernel):
     """ADD (``sign=+1``) or SUB (``sign=-1``)."""
+    traits = POINTWISE
+    op_class = "elementwise"
+    cost_family = "elementwise"
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 
@@ -101,6 +105,8 @@ class AddSub:
     def __init__(self, sign: int, name: str):
         self.sign = sign
         self.name = name
+        self.ops = (name,)
+        self.opdata = 60 if name == "ADD" else 52   # OpDataAdd / OpDataSub
 
     def prepare(self, ctx, op) -> AddSubData:
         ctx.check_io_count(op, 2, 1)

@@ -22,6 +22,7 @@ import numpy as np
 from ..quant import mbqm, quantize_multiplier_smaller_than_one_exp, wrap_int32
 from ._qutil import all_codes, check_scales, lookup, qparams
 from .bands import ROW_LOCAL
+from .contract import PURE, Kernel
 
 LEFT_SHIFT = 20
 POINTER_BYTES = 8
@@ -37,7 +38,9 @@ class AddNData:
     zero_point: int = 0
 
 
-class AddN:
+class AddN(Kernel):
+    ops = ("ADD_N",)
+    traits = PURE
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import InvokeError
 from ._subgraph_io import graph_of
+from .contract import RESOURCE, Kernel
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,9 @@ def handle_id(ctx, op, resources) -> int | None:
     return None
 
 
-class AssignVariable:
+class AssignVariable(Kernel):
+    ops = ("ASSIGN_VARIABLE",)
+    traits = RESOURCE
     def prepare(self, ctx, op) -> AssignData:
         resources = graph_of(ctx, op).resources
         ctx.check_io_count(op, 2, 0)

@@ -21,9 +21,11 @@ from numpy._core import umath as np_umath
 from ._float_dot import REDUCE_ROWS_IN_ORDER
 from ._qutil import copyto
 from .binary_common import bind_clamp_into, clamp_float_
+from .contract import PURE, Kernel
 from .pooling_common import (
     PoolData,
     PoolTiler,
+    filter_area,
     fixed_band,
     input_rows,
     padded_band,
@@ -35,9 +37,19 @@ from .pooling_common import (
 __all__ = ["KERNEL", "AveragePool2D", "input_rows", "pool_rows"]
 
 
-class AveragePool2D:
+class AveragePool2D(Kernel):
+    ops = ("AVERAGE_POOL_2D",)
+    traits = PURE
+    geometry = "pool"
+    op_class = "pool"
+    cost_family = "pool"
+    opdata = 32
     #: out of core: row bands of its own pool_rows
     bands = PoolTiler(lambda *a: pool_rows(*a))
+
+    def macs(self, op, tensors, elements: int) -> int:
+        """Output elements x filter area (adds)."""
+        return elements * filter_area(op)
 
     def prepare(self, ctx, op) -> PoolData:
         data = prepare_pooling(ctx, op)

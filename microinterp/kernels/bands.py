@@ -17,7 +17,7 @@ output at once). A declaration has one method, ``for_op(op, data, inputs, output
 Three declarations cover most kernels:
 
 - :class:`RowBands`: the kernel gives its row inputs, its row arithmetic and its band computation (resizes,
-  TRANSPOSE_CONV; docs/bands.md shows a whole one-file op);
+  TRANSPOSE_CONV; docs/ops.md shows a whole one-file op);
 - :data:`ROW_LOCAL` / :class:`RowLocal`: an output row depends only on the same row of every input (elementwise ops of
   every type, comparisons, logic; SOFTMAX and LOG_SOFTMAX, which normalise within a row): ``invoke`` itself runs on
   band views;
@@ -25,7 +25,7 @@ Three declarations cover most kernels:
   pools, PAD, TRANSPOSE, FULLY_CONNECTED in channel groups).
 
 Plugins may declare bands too; an override that declares nothing keeps the declaration of the kernel it replaces
-(``bands = None`` opts out), see :func:`declared_bands`.
+(``bands = None`` opts out), see :func:`~.contract.declaration`.
 """
 
 from __future__ import annotations
@@ -187,21 +187,3 @@ class SplitRows:
 ROW_LOCAL = RowLocal()
 #: SOFTMAX and LOG_SOFTMAX: normalised along the last axis, within a row.
 ROW_NORMALISED = RowLocal(elementwise=False)
-
-
-def declared_bands(kernel: Any, builtins: Sequence[Any] = (), replaced: Any = None) -> Any:
-    """The band declaration of ``kernel``, None when its op runs whole. A built-in kernel (one of ``builtins``) has
-    its own. Any other kernel -- a plugin or an explicit registration -- keeps the capability of the kernel it
-    replaces unless it declares its own: a ``bands`` it sets itself (``bands = None`` opts out), else the one it
-    inherits from a built-in kernel class, else the declaration of ``replaced`` (the shipped kernel the override
-    replaces). Out of core, a declaration with band functions of its own (convolutions, FULLY_CONNECTED in channel
-    groups) computes the tiles with them from the override's OpData; a row-local one runs the override's
-    ``invoke`` on band views. An override whose ``invoke`` computes something else than the kernel it replaces must
-    say ``bands = None`` (or declare its own)."""
-    if any(kernel is b for b in builtins):
-        return getattr(kernel, "bands", None)
-    if any("bands" in vars(c) for c in type(kernel).__mro__) or "bands" in getattr(kernel, "__dict__", {}):
-        return kernel.bands
-    return None if replaced is None else declared_bands(replaced, builtins)
-
-

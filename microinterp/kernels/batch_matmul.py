@@ -37,6 +37,7 @@ import numpy as np
 from ..quant import QMAX, QMIN, mbqm, mbqm_int64, quantize_multiplier, wrap_int32
 from ._qutil import check_scales, extend_shape, qparams
 from .bands import Tiler
+from .contract import MIXING, Kernel
 
 SUPPORTED_TYPES = ("FLOAT32", "INT8", "INT16")
 
@@ -111,7 +112,10 @@ class MatMulRows(Tiler):
         band.out[...] = kernel.product(data, a, b).reshape(band.out.shape)
 
 
-class BatchMatMul:
+class BatchMatMul(Kernel):
+    ops = ("BATCH_MATMUL",)
+    traits = MIXING
+    op_class = "fc"
     #: out of core: bands of axis 1 of a batch-1 output (:class:`MatMulRows`)
     bands = MatMulRows
 

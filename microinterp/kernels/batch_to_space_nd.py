@@ -15,9 +15,12 @@ from __future__ import annotations
 import numpy as np
 
 from ._batch_space import BatchSpaceOp, nhwc
+from .contract import MIXING
 
 
 class BatchToSpaceND(BatchSpaceOp):
+    ops = ("BATCH_TO_SPACE_ND",)
+    traits = MIXING
     PADS_WORD = "crops"
     DIVIDES_BY_INPUT_BATCH = False
 

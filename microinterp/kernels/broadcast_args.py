@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvokeError
+from .contract import PURE, Kernel
 
 
 def broadcast_args(a: np.ndarray, b: np.ndarray, n: int) -> tuple[np.ndarray | None, str]:
@@ -26,7 +27,9 @@ def broadcast_args(a: np.ndarray, b: np.ndarray, n: int) -> tuple[np.ndarray | N
     return np.array(out[::-1], dtype=np.int64), ""
 
 
-class BroadcastArgs:
+class BroadcastArgs(Kernel):
+    ops = ("BROADCAST_ARGS",)
+    traits = PURE
     def prepare(self, ctx, op) -> None:
         ctx.check_io_count(op, 2, 1)
         a, b, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .contract import MIXING, Kernel
+
 MAX_DIMS = 5
 
 
-class BroadcastTo:
+class BroadcastTo(Kernel):
+    ops = ("BROADCAST_TO",)
+    traits = MIXING
     def prepare(self, ctx, op) -> None:
         ctx.check_io_count(op, 2, 1)
         x, shape, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._subgraph_io import graph_of
+from .contract import CONTROL_FLOW, Kernel
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,9 @@ class CallOnceData:
     has_run: list = field(default_factory=lambda: [False])  # mutable state, as TFLM's OpData::has_run
 
 
-class CallOnce:
+class CallOnce(Kernel):
+    ops = ("CALL_ONCE",)
+    traits = CONTROL_FLOW
     def prepare(self, ctx, op) -> CallOnceData:
         graph = graph_of(ctx, op)
         if op.inputs or op.outputs:

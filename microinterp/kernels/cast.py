@@ -20,6 +20,7 @@ import numpy as np
 
 from ._qutil import copyto
 from .bands import ROW_LOCAL
+from .contract import PURE, Kernel
 
 INPUT_TYPES = ("INT8", "INT16", "INT32", "UINT32", "FLOAT32", "BOOL")
 OUTPUT_TYPES = ("INT8", "INT16", "INT32", "UINT32", "FLOAT32", "BOOL")
@@ -41,7 +42,11 @@ def cast_values(x: np.ndarray, source: str, target: np.dtype) -> np.ndarray:
     return np.clip(v, info.min, info.max).astype(target)
 
 
-class Cast:
+class Cast(Kernel):
+    ops = ("CAST",)
+    traits = PURE
+    cost_family = "elementwise"
+    opdata = 0
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 

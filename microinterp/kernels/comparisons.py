@@ -30,6 +30,7 @@ from ..quant import mbqm, quantize_multiplier_smaller_than_one_exp
 from ._broadcast import laid_out, refreshed
 from ._qutil import all_codes, check_flat_or_broadcast, lookup, qparams
 from .bands import ROW_LOCAL
+from .contract import PURE, Kernel
 
 MAX_BROADCAST_RANK = 4
 LEFT_SHIFT = 8
@@ -48,14 +49,16 @@ def rescaled_codes(scale: float, zero_point: int, type_name: str) -> np.ndarray:
     return mbqm((x - zero_point) * (1 << LEFT_SHIFT), m, shift).astype(np.int64)
 
 
-class Comparison:
+class Comparison(Kernel):
     """One kernel object per op: ``fn`` is the numpy comparison, ``types`` the input types TFLM's Eval takes."""
+    traits = PURE
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 
 
     def __init__(self, name: str, fn: np.ufunc, types: tuple[str, ...]):
         self.name = name
+        self.ops = (name,)
         self.fn = fn
         self.types = types
 
@@ -110,3 +113,6 @@ GREATER = Comparison("GREATER", np.greater, _BASIC)
 GREATER_EQUAL = Comparison("GREATER_EQUAL", np.greater_equal, _BASIC)
 LESS = Comparison("LESS", np.less, _BASIC)
 LESS_EQUAL = Comparison("LESS_EQUAL", np.less_equal, _BASIC)
+
+#: the kernels of this file (:mod:`.registry`)
+KERNELS = (EQUAL, NOT_EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL)

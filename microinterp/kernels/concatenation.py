@@ -19,6 +19,7 @@ import numpy as np
 from ._qutil import concatenate, qparams
 from .bands import RowLocalTiler, Tiler
 from .base import is_batch1_nhwc
+from .contract import Kernel, Traits
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16", "INT32", "INT64", "BOOL")
 MAX_INPUTS = 10
@@ -44,9 +45,23 @@ class ConcatBands:
         return RowLocalTiler({k: 1 for k, t in enumerate(inputs) if t.data is None})
 
 
-class Concatenation:
+class Concatenation(Kernel):
+    ops = ("CONCATENATION",)
+    traits = Traits(subgraphs=False, resources=False, stateful=False, mixes_batch=True, pointwise=True)
+    geometry = "concat"
+    opdata = 'ipp iii'
+    opdata_compression = "iiiiiiiiii"
     #: out of core: row bands when joined along another axis (:class:`ConcatBands`)
     bands = ConcatBands()
+
+    def batch_safe(self, op, tensors) -> bool:
+        """Along an axis other than the batch axis (two branches of a CNN joined along channels) each sample's own
+        rows are joined."""
+        if not op.outputs or op.outputs[0] < 0:
+            return False
+        rank = len(tensors[op.outputs[0]].shape)
+        axis = int(op.options.get("axis", 0))
+        return rank > 1 and (axis % rank if -rank <= axis < rank else 0) != 0
 
     def prepare(self, ctx, op) -> ConcatenationData:
         if len(op.inputs) < 1 or len(op.outputs) != 1:

@@ -47,6 +47,7 @@ from .bands import Tiler
 from .base import is_batch1_nhwc
 from .cmsis_nn.convolve_1_x_n import Helium1xN
 from .cmsis_nn.convolve_1_x_n import plan as helium_1xn_plan
+from .contract import PURE, Kernel
 from .padding import (
     bind_gather,
     compute_padding_height_width,
@@ -395,9 +396,20 @@ class ConvTiler(ConvRows):
             conv_rows(data, band.inputs[0], w, bias, out[:, r:r + step], band.y0 + r, band.row0[0], band.c0)
 
 
-class Conv2D:
+class Conv2D(Kernel):
+    ops = ("CONV_2D",)
+    traits = PURE
+    geometry = "filter"
+    op_class = "conv"
+    cost_family = "conv"
+    opdata = 'iiii iii ii pp ii i'
+    opdata_compression = "ii"
     #: out of core: row bands, the filter streamed in channel tiles (:class:`ConvTiler`)
     bands = ConvTiler
+
+    def macs(self, op, tensors, elements: int) -> int:
+        """Output elements x filter height x width x input depth."""
+        return elements * math.prod(tensors[op.inputs[1]].shape[1:])
 
     def prepare(self, ctx, op) -> ConvData:
         ctx.check_io_count(op, (2, 3), 1)

@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import InvokeError
 from ..quant import mbqm, quantize_multiplier_smaller_than_one_exp, wrap_int32
 from ._qutil import all_codes, check_scales, lookup, qparams
+from .contract import MIXING, Kernel
 
 LEFT_SHIFT = 20
 
@@ -46,7 +47,9 @@ def _axis(value, rank: int) -> int | None:
     return a if 0 <= a < rank else None
 
 
-class Cumsum:
+class Cumsum(Kernel):
+    ops = ("CUMSUM",)
+    traits = MIXING
     def prepare(self, ctx, op) -> CumsumData:
         ctx.check_io_count(op, 2, 1)
         x, axis, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

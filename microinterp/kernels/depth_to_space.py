@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._space_depth import check_block_op, check_output_shape
+from .contract import PURE, Kernel
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,9 @@ class DepthToSpaceData:
     block: int
 
 
-class DepthToSpace:
+class DepthToSpace(Kernel):
+    ops = ("DEPTH_TO_SPACE",)
+    traits = PURE
     def prepare(self, ctx, op) -> DepthToSpaceData:
         x, y, bs = check_block_op(ctx, op)
         n, h, w, c = x.shape

@@ -21,6 +21,7 @@ multiply-add over (pixels, channels, multiplier), then one vectorized requantiza
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,6 +29,7 @@ import numpy as np
 
 from ..quant import Requantizer, activation_range_float
 from ._float_dot import BoundDot, add_bias_x86, bias_as_tap, bind_finish, sequential_taps
+from .contract import Kernel, Traits
 from .conv import (
     ConvRows,
     bound_windows_call,
@@ -117,9 +119,20 @@ class DepthwiseTiler(ConvRows):
         depthwise_rows(data, band.inputs[0], band.inputs[1], band.inputs.get(2), band.out, band.y0, band.row0[0])
 
 
-class DepthwiseConv2D:
+class DepthwiseConv2D(Kernel):
+    ops = ("DEPTHWISE_CONV_2D",)
+    traits = Traits(subgraphs=False, resources=False, stateful=False, mixes_batch=False, channelwise=True)
+    geometry = "filter"
+    op_class = "depthwise"
+    cost_family = "depthwise"
+    opdata = 'iiii iii ii pp ii i'
+    opdata_compression = "ii"
     #: out of core: row bands (:class:`DepthwiseTiler`)
     bands = DepthwiseTiler
+
+    def macs(self, op, tensors, elements: int) -> int:
+        """Output elements x filter height x width."""
+        return elements * math.prod(tensors[op.inputs[1]].shape[1:3])
 
     def prepare(self, ctx, op) -> DepthwiseData:
         ctx.check_io_count(op, (2, 3), 1)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ._qutil import LUT_INDEX, all_codes, qparams
 from .bands import ROW_LOCAL
+from .contract import ELEMENTWISE, Kernel
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,11 @@ class DequantizeData:
     zero_point: int
 
 
-class Dequantize:
+class Dequantize(Kernel):
+    ops = ("DEQUANTIZE",)
+    traits = ELEMENTWISE
+    cost_family = "elementwise"
+    opdata = 32
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 

@@ -32,6 +32,7 @@ import numpy as np
 from flatbuffers import flexbuffers
 
 from ..errors import InvokeError
+from .contract import PURE, Kernel
 
 REQUIRED = ("max_detections", "max_classes_per_detection", "nms_score_threshold", "nms_iou_threshold",
             "num_classes", "y_scale", "x_scale", "h_scale", "w_scale")
@@ -101,7 +102,9 @@ def top_by_score(values, count: int) -> list[int]:
     return sorted(range(len(values)), key=lambda i: (-float(values[i]), i))[:count]
 
 
-class DetectionPostProcess:
+class DetectionPostProcess(Kernel):
+    ops = ("TFLite_Detection_PostProcess",)
+    traits = PURE
     def prepare(self, ctx, op) -> DetectionData:
         try:
             o = flexbuffers.Loads(bytes(op.custom_options)) if op.custom_options else None

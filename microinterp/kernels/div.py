@@ -44,6 +44,7 @@ from .binary_common import (
     float_activation_range,
     int32_activation_range,
 )
+from .contract import PURE, Kernel
 from .streams import BIND
 
 SUPPORTED_TYPES = ("FLOAT32", "INT32", "INT8")
@@ -99,7 +100,11 @@ def div_int8_table(zp1: int, zp2: int, zp_out: int, m: int, shift: int, lo: int,
     return np.where(zero, 0, out).astype(np.int8)
 
 
-class Div:
+class Div(Kernel):
+    ops = ("DIV",)
+    traits = PURE
+    cost_family = "elementwise"
+    opdata = 28
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
     #: streams: its bound call on the streams' views where it binds (an int32 division by a constant: three calls

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .contract import MIXING, Kernel
+
 SUPPORTED_TYPES = ("FLOAT32", "INT8", "INT16", "INT32")
 
 
-class DynamicUpdateSlice:
+class DynamicUpdateSlice(Kernel):
+    ops = ("DYNAMIC_UPDATE_SLICE",)
+    traits = MIXING
     def prepare(self, ctx, op) -> None:
         ctx.check_io_count(op, 3, 1)
         operand, update, start, y = (ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.require_input(op, 2),

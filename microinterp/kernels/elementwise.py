@@ -36,6 +36,7 @@ from ..errors import InvokeError
 from ..quant import QMAX, QMIN, inv_sqrt_quantized_multiplier_exp, mbqm, quantize_multiplier
 from ._qutil import all_codes, check_scales, lookup, qparams
 from .bands import ROW_LOCAL
+from .contract import ELEMENTWISE, Kernel
 
 RSQRT_SHIFT = 20
 
@@ -71,8 +72,9 @@ def rsqrt_table(s_in: float, zp_in: int, s_out: float, zp_out: int, type_name: s
     return out.astype(np.dtype(type_name.lower()))
 
 
-class Elementwise:
+class Elementwise(Kernel):
     """One kernel object per op: ``types`` the input types TFLM accepts, ``fn`` the float (or bool) function."""
+    traits = ELEMENTWISE
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 
@@ -80,6 +82,7 @@ class Elementwise:
     def __init__(self, name: str, types: tuple[str, ...], fn: Callable[[np.ndarray], np.ndarray],
                  into: Callable[[np.ndarray, np.ndarray], None]):
         self.name = name
+        self.ops = (name,)
         self.types = types
         self.fn = fn
         self.into = into        # fn(x) written into out (float32 and bool): the bound call
@@ -162,3 +165,6 @@ SQRT = Elementwise("SQRT", ("FLOAT32",), libm.sqrtf, np.sqrt)
 RSQRT = Elementwise("RSQRT", ("FLOAT32", "INT8", "INT16"), _rsqrt, _rsqrt_into)
 SQUARE = Elementwise("SQUARE", ("FLOAT32",), _square, _square_into)
 LOGICAL_NOT = Elementwise("LOGICAL_NOT", ("BOOL",), np.logical_not, np.logical_not)
+
+#: the kernels of this file (:mod:`.registry`)
+KERNELS = (ABS, SIN, COS, LOG, SQRT, RSQRT, SQUARE, LOGICAL_NOT)

@@ -17,6 +17,7 @@ from .. import libm
 from ..quant import round_half_away_f32
 from ._qutil import all_codes, bind_lookup, check_scales, lookup, qparams, select, to_int32_x86
 from .bands import ROW_LOCAL
+from .contract import PURE, Kernel
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,9 @@ def elu_table(s_in: float, zp_in: int, s_out: float, zp_out: int) -> np.ndarray:
     return np.clip(q, -128, 127).astype(np.int8)
 
 
-class Elu:
+class Elu(Kernel):
+    ops = ("ELU",)
+    traits = PURE
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 

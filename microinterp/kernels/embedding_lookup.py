@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import InvokeError
 from ._qutil import qparams
+from .contract import MIXING, Kernel
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,9 @@ class EmbeddingData:
     scale: np.float32 | None     # hybrid: the table's scale
 
 
-class EmbeddingLookup:
+class EmbeddingLookup(Kernel):
+    ops = ("EMBEDDING_LOOKUP",)
+    traits = MIXING
     def prepare(self, ctx, op) -> EmbeddingData:
         ctx.check_io_count(op, 2, 1)
         ids, table, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

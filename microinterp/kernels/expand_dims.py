@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .contract import VIEW, Kernel
 from .squeeze import bind_copy, copy_bytes
 from .streams import INVOKE
 
@@ -22,7 +23,11 @@ class ExpandDimsData:
     axis: int
 
 
-class ExpandDims:
+class ExpandDims(Kernel):
+    ops = ("EXPAND_DIMS",)
+    traits = VIEW
+    cost_family = "view"
+    opdata = 0
     #: streams: a byte copy, whatever the leading axes (:mod:`.streams`)
     streams = INVOKE
 

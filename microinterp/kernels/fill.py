@@ -7,10 +7,14 @@ prepare).
 
 from __future__ import annotations
 
+from .contract import PURE, Kernel
+
 SUPPORTED_TYPES = ("FLOAT32", "INT32", "INT8")
 
 
-class Fill:
+class Fill(Kernel):
+    ops = ("FILL",)
+    traits = PURE
     def prepare(self, ctx, op) -> None:
         ctx.check_io_count(op, 2, 1)
         dims, value, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

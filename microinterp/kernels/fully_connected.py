@@ -73,6 +73,7 @@ from ._step_requant import StepRequantizer, requantization_steps
 from ._weight_stats import ChannelStats, fill_transposed
 from .bands import Tiler
 from .binary_common import clamp_float_, float_activation_range
+from .contract import PURE, Kernel
 from .fully_connected_bound import bind_steps, bind_table
 
 
@@ -143,9 +144,19 @@ class FullyConnectedTiler(Tiler):
         fc_channels(data, band.inputs[0], band.inputs[1], band.inputs.get(2), band.out, band.c0)
 
 
-class FullyConnected:
+class FullyConnected(Kernel):
+    ops = ("FULLY_CONNECTED",)
+    traits = PURE
+    op_class = "fc"
+    cost_family = "fully_connected"
+    opdata = 'iiii i iii i pp b'
+    opdata_compression = "ii"
     #: out of core: channel tiles of a streamed filter (:class:`FullyConnectedTiler`)
     bands = FullyConnectedTiler
+
+    def macs(self, op, tensors, elements: int) -> int:
+        """Batches x output channels x accumulation depth."""
+        return elements * tensors[op.inputs[1]].shape[-1]
 
     def prepare(self, ctx, op, operands: bool = True) -> FullyConnectedData:
         """Validate, quantize and derive (see the module docstring). ``operands=False`` leaves out the weight-sized

@@ -21,6 +21,7 @@ from ..errors import InputError
 from ._qutil import count_nonzero
 from .bands import RowBands
 from .base import is_batch1_nhwc
+from .contract import MIXING, Kernel
 
 SUPPORTED = ("FLOAT32", "INT8")
 
@@ -66,7 +67,10 @@ def _prod(dims) -> int:
     return int(np.prod(dims, dtype=np.int64))
 
 
-class Gather:
+class Gather(Kernel):
+    ops = ("GATHER",)
+    traits = MIXING
+    opdata = 20
     #: out of core: row bands of batch-1 4-D params, the gathered input rows (constant positions) or the same rows
     #: when gathering columns or channels (positions constant or given at invoke)
     bands = RowBands({0: 1}, _band_rows, _band, _bandable)

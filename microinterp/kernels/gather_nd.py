@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import InvokeError
+from .contract import MIXING, Kernel
 
 MAX_INDICES_ND = 5
 
@@ -28,7 +29,9 @@ class GatherNdData:
     starts: np.ndarray | None = None    # constant indices inside the params: every slice's first element
 
 
-class GatherNd:
+class GatherNd(Kernel):
+    ops = ("GATHER_ND",)
+    traits = MIXING
     def prepare(self, ctx, op) -> GatherNdData:
         ctx.check_io_count(op, 2, 1)
         params, indices, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

@@ -24,6 +24,7 @@ import numpy as np
 from ..quant import downscale_int32_to_int16_multiplier, quantize_multiplier, rdbpot16, srdhm16, wrap_int16
 from ._qutil import all_codes, qparams
 from .bands import ROW_LOCAL
+from .contract import ELEMENTWISE, Kernel
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,12 @@ class HardSwishData:
     table: np.ndarray | None = None  # int8: output for every input, indexed by the uint8 view
 
 
-class HardSwish:
+class HardSwish(Kernel):
+    ops = ("HARD_SWISH",)
+    traits = ELEMENTWISE
+    op_class = "elementwise"
+    cost_family = "elementwise"
+    opdata = 20
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._subgraph_io import check_copy, copy_tensors, graph_of, subgraph_tensors
+from .contract import CONTROL_FLOW, Kernel
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,9 @@ class IfData:
     graph: Any
 
 
-class If:
+class If(Kernel):
+    ops = ("IF",)
+    traits = CONTROL_FLOW
     def prepare(self, ctx, op) -> IfData:
         graph = graph_of(ctx, op)
         if len(op.inputs) == 0:

@@ -18,6 +18,7 @@ import numpy as np
 from .. import libm
 from ..quant import inv_sqrt_quantized_multiplier_exp, mbqm
 from ._qutil import qparams
+from .contract import PURE, Kernel
 
 EPSILON = np.float32(1e-6)
 OUTPUT_SHIFT = 7
@@ -28,7 +29,9 @@ class L2NormData:
     zero_point: int
 
 
-class L2Normalization:
+class L2Normalization(Kernel):
+    ops = ("L2_NORMALIZATION",)
+    traits = PURE
     def prepare(self, ctx, op) -> L2NormData:
         ctx.check_io_count(op, 1, 1)
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

@@ -15,13 +15,21 @@ import numpy as np
 
 from .. import libm
 from .binary_common import clamp_float_
+from .contract import PURE, Kernel
 from .padding import compute_out_size
-from .pooling_common import PoolData, PoolTiler, padded_band, prepare_pooling, run_bands
+from .pooling_common import PoolData, PoolTiler, filter_area, padded_band, prepare_pooling, run_bands
 
 
-class L2Pool2D:
+class L2Pool2D(Kernel):
+    ops = ("L2_POOL_2D",)
+    traits = PURE
+    op_class = "pool"
     #: out of core: row bands of its own pool_rows
     bands = PoolTiler(lambda *a: pool_rows(*a))
+
+    def macs(self, op, tensors, elements: int) -> int:
+        """Output elements x filter area."""
+        return elements * filter_area(op)
 
     def prepare(self, ctx, op) -> PoolData:
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

@@ -24,6 +24,7 @@ import numpy as np
 from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
 from ._qutil import all_codes, bind_lookup, check_scales, lookup, qparams, select
 from .bands import ROW_LOCAL
+from .contract import ELEMENTWISE, Kernel
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,12 @@ def leaky_relu_quantized(x: np.ndarray, d: LeakyReluData) -> np.ndarray:
     return np.clip(r + d.output_zero_point, d.qmin, d.qmax)
 
 
-class LeakyRelu:
+class LeakyRelu(Kernel):
+    ops = ("LEAKY_RELU",)
+    traits = ELEMENTWISE
+    op_class = "elementwise"
+    cost_family = "elementwise"
+    opdata = 24
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 

@@ -34,6 +34,7 @@ from ..quant import (
 )
 from ._qutil import check_scales, qparams
 from .bands import ROW_NORMALISED
+from .contract import PURE, Kernel
 from .softmax import bind_row_max
 
 INPUT_INTEGER_BITS = 5
@@ -55,7 +56,10 @@ class LogSoftmaxData:
     contribution: np.ndarray | None = field(default=None, repr=False)
 
 
-class LogSoftmax:
+class LogSoftmax(Kernel):
+    ops = ("LOG_SOFTMAX",)
+    traits = PURE
+    op_class = "softmax"
     #: out of core: row bands (normalised along the last axis, within a row)
     bands = ROW_NORMALISED
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from ._qutil import check_flat_or_broadcast
 from .bands import ROW_LOCAL
+from .contract import PURE, Kernel
 
 MAX_BROADCAST_RANK = 4
 
@@ -24,12 +25,14 @@ class LogicalData:
     broadcast: bool
 
 
-class Logical:
+class Logical(Kernel):
+    traits = PURE
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 
     def __init__(self, name: str, fn: np.ufunc):
         self.name = name
+        self.ops = (name,)
         self.fn = fn
 
     def prepare(self, ctx, op) -> LogicalData:
@@ -50,3 +53,6 @@ class Logical:
 
 LOGICAL_AND = Logical("LOGICAL_AND", np.logical_and)
 LOGICAL_OR = Logical("LOGICAL_OR", np.logical_or)
+
+#: the kernels of this file (:mod:`.registry`)
+KERNELS = (LOGICAL_AND, LOGICAL_OR)

@@ -40,6 +40,7 @@ from ..quant import (
 )
 from ._qutil import all_codes, bind_lookup, copyto, count_nonzero, lookup, qparams
 from .bands import ROW_LOCAL
+from .contract import ELEMENTWISE, Kernel
 
 _INPUT_INTEGER_BITS = 4  # int8 path: input rescaled to Q4.27
 
@@ -84,7 +85,12 @@ def int16_input_params(ctx, op, x, y, pot_shifts: tuple[int, ...]) -> tuple[int,
     return multiplier, left_shift
 
 
-class Logistic:
+class Logistic(Kernel):
+    ops = ("LOGISTIC",)
+    traits = ELEMENTWISE
+    op_class = "elementwise"
+    cost_family = "elementwise"
+    opdata = 16
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 

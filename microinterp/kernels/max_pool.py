@@ -17,9 +17,11 @@ from numpy._core import umath as np_umath
 from ..quant import QMIN
 from ._qutil import bind_minus_zero_test, copyto, count_nonzero
 from .binary_common import FLT_LOWEST, bind_clamp_into, clamp_float_
+from .contract import PURE, Kernel
 from .pooling_common import (
     PoolData,
     PoolTiler,
+    filter_area,
     fixed_band,
     input_rows,
     padded_band,
@@ -31,9 +33,19 @@ from .pooling_common import (
 __all__ = ["KERNEL", "MaxPool2D", "input_rows", "pool_rows"]
 
 
-class MaxPool2D:
+class MaxPool2D(Kernel):
+    ops = ("MAX_POOL_2D",)
+    traits = PURE
+    geometry = "pool"
+    op_class = "pool"
+    cost_family = "pool"
+    opdata = 32
     #: out of core: row bands of its own pool_rows
     bands = PoolTiler(lambda *a: pool_rows(*a))
+
+    def macs(self, op, tensors, elements: int) -> int:
+        """Output elements x filter area (compares)."""
+        return elements * filter_area(op)
 
     def prepare(self, ctx, op) -> PoolData:
         return prepare_pooling(ctx, op)

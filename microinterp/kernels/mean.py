@@ -26,6 +26,7 @@ import numpy as np
 from . import reduce_common as rc
 from ._float_dot import REDUCE_ROWS_IN_ORDER
 from ._qutil import copyto
+from .contract import PURE, Kernel
 from .reduce_common import fold_mean_multiplier
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16")
@@ -41,9 +42,17 @@ class MeanData:
     output_zp: int
 
 
-class Mean:
+class Mean(Kernel):
+    ops = ("MEAN",)
+    traits = PURE
+    op_class = "pool"
+    opdata = 44
     #: out of core: bands of rows for constant axes (:class:`.reduce_common.ReduceRows`)
     bands = rc.ReduceRows("mean")
+
+    def macs(self, op, tensors, elements: int) -> int:
+        """One add or compare per input element."""
+        return tensors[op.inputs[0]].num_elements
 
     def prepare(self, ctx, op) -> MeanData:
         io, multiplier, shift, in_zp, out_zp = rc.prepare_mean_or_sum(ctx, op, SUPPORTED)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvokeError
+from .contract import PURE, Kernel
 
 SUPPORTED_TYPES = ("FLOAT32", "INT8")
 INT_BYTES = 4
@@ -51,7 +52,9 @@ def gather_index(x_shape, y_shape, pads: np.ndarray, offset: int) -> tuple[tuple
     return np.ix_(*axes), ""
 
 
-class MirrorPad:
+class MirrorPad(Kernel):
+    ops = ("MIRROR_PAD",)
+    traits = PURE
     def prepare(self, ctx, op) -> MirrorPadData:
         ctx.check_io_count(op, 2, 1)
         x, pads, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

@@ -35,6 +35,7 @@ from .binary_common import (
     int32_activation_range,
     int32_binary,
 )
+from .contract import POINTWISE, Kernel
 
 SUPPORTED = ("FLOAT32", "INT32", "INT8", "INT16")
 
@@ -58,7 +59,12 @@ def quantized_mul(x1: np.ndarray, x2: np.ndarray, d: MulData) -> np.ndarray:
     return np.clip(mbqm(prod, d.multiplier, d.shift) + zo, d.act_min, d.act_max)
 
 
-class Mul:
+class Mul(Kernel):
+    ops = ("MUL",)
+    traits = POINTWISE
+    op_class = "elementwise"
+    cost_family = "elementwise"
+    opdata = 36
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._qutil import bind_copies
+from .contract import MIXING, Kernel
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16", "INT32", "INT64")
 
@@ -25,7 +26,10 @@ class PackData:
     count: int
 
 
-class Pack:
+class Pack(Kernel):
+    ops = ("PACK",)
+    traits = MIXING
+    opdata = 0
     def prepare(self, ctx, op) -> PackData:
         count = int(op.options.get("values_count", 0))
         if count < 1 or len(op.inputs) != count:

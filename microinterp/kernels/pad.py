@@ -24,6 +24,7 @@ import numpy as np
 
 from .bands import Tiler
 from .base import is_batch1_nhwc
+from .contract import Kernel, Traits
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16", "INT32")
 MAX_DIMS = 5
@@ -58,9 +59,16 @@ class PadTiler(Tiler):
         pad_rows(data, band.inputs[0], band.row0[0], band.out, band.y0, fill)
 
 
-class Pad:
+class Pad(Kernel):
+    traits = Traits(subgraphs=False, resources=False, stateful=False, mixes_batch=False, channelwise=True)
+    geometry = "pad"
+    cost_family = "pad"
+    opdata = 56
     #: out of core: row bands (:class:`PadTiler`)
     bands = PadTiler
+
+    def __init__(self, name: str = "PAD"):
+        self.ops = (name,)
 
     def prepare(self, ctx, op) -> PadData:
         ctx.check_io_count(op, (2, 3), 1)

@@ -10,4 +10,4 @@ from .pad import Pad, PadData
 
 __all__ = ["KERNEL", "Pad", "PadData"]
 
-KERNEL = Pad()
+KERNEL = Pad("PADV2")

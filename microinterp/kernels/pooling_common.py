@@ -192,3 +192,8 @@ class PoolTiler(Tiler):
     def compute(self, kernel, op, data, band):
         y1 = band.y0 + band.out.shape[1]
         band.out[...] = self.rows_fn(data, band.inputs[0], band.row0[0], band.y0, y1)
+
+
+def filter_area(op: Any) -> int:
+    """The pooling window's taps (``filter_height x filter_width`` of the op's options)."""
+    return int(op.options.get("filter_height", 1)) * int(op.options.get("filter_width", 1))

@@ -26,6 +26,7 @@ from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, wrap_int32
 from ._broadcast import laid_out, refreshed
 from ._qutil import all_codes, bind_select, broadcast_shape, check_scales, lookup, qparams, select
 from .bands import ROW_LOCAL
+from .contract import POINTWISE, Kernel
 
 #: input/output type -> required alpha type
 ALPHA_TYPE = {"FLOAT32": "FLOAT32", "INT8": "INT8", "INT16": "INT8"}
@@ -53,7 +54,10 @@ def prelu_quantized(x: np.ndarray, alpha: np.ndarray, d: PreluData) -> np.ndarra
     return np.clip(r + d.output_zero_point, d.qmin, d.qmax)
 
 
-class Prelu:
+class Prelu(Kernel):
+    ops = ("PRELU",)
+    traits = POINTWISE
+    op_class = "elementwise"
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 

@@ -33,6 +33,7 @@ from numpy._core import umath as np_umath
 from ..quant import QMAX, QMIN, mbqm, quantize_multiplier, round_half_away, wrap_int32
 from ._qutil import all_codes, bind_lookup, check_scales, copyto, lookup, qparams, to_int32_x86
 from .bands import ROW_LOCAL
+from .contract import ELEMENTWISE, Kernel
 
 #: Eval's supported (input, output) type pairs.
 SUPPORTED = {
@@ -105,7 +106,11 @@ def _bind_float(x: np.ndarray, out: np.ndarray, data: QuantizeData):
     return call
 
 
-class Quantize:
+class Quantize(Kernel):
+    ops = ("QUANTIZE",)
+    traits = ELEMENTWISE
+    cost_family = "elementwise"
+    opdata = 32
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 

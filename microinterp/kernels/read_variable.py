@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import InvokeError
 from ._subgraph_io import graph_of
+from .contract import RESOURCE, Kernel
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,9 @@ class ReadData:
     resources: Any
 
 
-class ReadVariable:
+class ReadVariable(Kernel):
+    ops = ("READ_VARIABLE",)
+    traits = RESOURCE
     def prepare(self, ctx, op) -> ReadData:
         resources = graph_of(ctx, op).resources
         ctx.check_io_count(op, 1, 1)

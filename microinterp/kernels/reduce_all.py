@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import reduce_common as rc
+from .contract import PURE, Kernel
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,9 @@ class ReduceAllData:
     io: rc.ReduceIO
 
 
-class ReduceAll:
+class ReduceAll(Kernel):
+    ops = ("REDUCE_ALL",)
+    traits = PURE
     def prepare(self, ctx, op) -> ReduceAllData:
         io = rc.prepare_reduce(ctx, op, ("BOOL",))
         rc.request_scratch(ctx, op, io, with_sums=False)

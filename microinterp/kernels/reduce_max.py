@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import reduce_common as rc
+from .contract import PURE, Kernel
 
 SUPPORTED = ("FLOAT32", "INT8")
 
@@ -37,12 +38,19 @@ def float_max(r: np.ndarray, fn: np.ufunc = np.fmax, start: float = float(np.fin
     return m
 
 
-class ReduceMax:
+class ReduceMax(Kernel):
     """REDUCE_MAX; :mod:`.reduce_min` reuses it with the opposite fold."""
+    ops = ("REDUCE_MAX",)
+    traits = PURE
+    opdata = 44
 
     name = "REDUCE_MAX"
     #: out of core: bands of rows for constant axes (:class:`.reduce_common.ReduceRows`)
     bands = rc.ReduceRows("fold")
+
+    def macs(self, op, tensors, elements: int) -> int:
+        """One add or compare per input element."""
+        return tensors[op.inputs[0]].num_elements
 
     def fold(self, r: np.ndarray, type_name: str) -> np.ndarray:
         return float_max(r) if type_name == "FLOAT32" else np.max(r, axis=1, initial=-128)

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .contract import PURE
 from .reduce_max import ReduceMax, float_max
 
 
 class ReduceMin(ReduceMax):
+    ops = ("REDUCE_MIN",)
+    traits = PURE
     name = "REDUCE_MIN"
 
     def fold(self, r: np.ndarray, type_name: str) -> np.ndarray:

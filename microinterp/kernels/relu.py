@@ -22,6 +22,7 @@ from ..quant import activation_range, mbqm, quantize_multiplier
 from ._float_relu import bind_relu_op, relu_float
 from ._qutil import all_codes, check_scales, lookup, qparams
 from .bands import ROW_LOCAL
+from .contract import ELEMENTWISE, Kernel
 
 SUPPORTED_TYPES = ("FLOAT32", "INT8", "INT16")
 
@@ -56,7 +57,12 @@ def check_activation_types(ctx, op):
     return x, y
 
 
-class Relu:
+class Relu(Kernel):
+    ops = ("RELU",)
+    traits = ELEMENTWISE
+    op_class = "elementwise"
+    cost_family = "elementwise"
+    opdata = 28
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 

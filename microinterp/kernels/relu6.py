@@ -21,6 +21,7 @@ from ..quant import round_half_away
 from ._float_relu import bind_relu_op, relu6_float
 from ._qutil import all_codes, clamp_to_type, lookup, qparams, to_int32_x86
 from .bands import ROW_LOCAL
+from .contract import ELEMENTWISE, Kernel
 from .relu import check_activation_types
 
 
@@ -37,7 +38,12 @@ def relu6(x: np.ndarray, zero, six) -> np.ndarray:
     return np.where(x > six, six, np.where(x < zero, zero, x))
 
 
-class Relu6:
+class Relu6(Kernel):
+    ops = ("RELU6",)
+    traits = ELEMENTWISE
+    op_class = "elementwise"
+    cost_family = "elementwise"
+    opdata = 8
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 

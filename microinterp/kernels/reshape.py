@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .contract import VIEW, Kernel
 from .squeeze import bind_copy, copy_bytes
 from .streams import INVOKE
 
@@ -17,7 +18,13 @@ class ReshapeData:
     num_elements: int
 
 
-class Reshape:
+class Reshape(Kernel):
+    shape_input = 1
+    shape_option = "new_shape"
+    ops = ("RESHAPE",)
+    traits = VIEW
+    cost_family = "view"
+    opdata = 0
     #: streams: a byte copy, whatever the leading axes (:mod:`.streams`)
     streams = INVOKE
 

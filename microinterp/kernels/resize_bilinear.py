@@ -37,6 +37,7 @@ from ._qutil import copyto
 from ._resize import prepare_resize
 from .bands import RowBands
 from .base import is_batch1_nhwc
+from .contract import PURE, Kernel
 
 
 def _cdiv(a, b: int):
@@ -86,7 +87,10 @@ class ResizeBilinearData:
                        # int8: the four products w00, w10, w01, w11 (int32, shaped (H_out, W_out, 1))
 
 
-class ResizeBilinear:
+class ResizeBilinear(Kernel):
+    ops = ("RESIZE_BILINEAR",)
+    traits = PURE
+    opdata = 0
     def prepare(self, ctx, op) -> ResizeBilinearData:
         align = bool(op.options.get("align_corners", False))
         half = bool(op.options.get("half_pixel_centers", False))

@@ -23,6 +23,7 @@ from ..quant import round_half_away
 from ._resize import prepare_resize
 from .bands import RowBands
 from .base import is_batch1_nhwc
+from .contract import PURE, Kernel
 
 
 def nearest_indices(in_size: int, out_size: int, align_corners: bool, half_pixel_centers: bool) -> np.ndarray:
@@ -49,7 +50,10 @@ class ResizeNearestData:
     cols: np.ndarray
 
 
-class ResizeNearestNeighbor:
+class ResizeNearestNeighbor(Kernel):
+    ops = ("RESIZE_NEAREST_NEIGHBOR",)
+    traits = PURE
+    opdata = 0
     def prepare(self, ctx, op) -> ResizeNearestData:
         x, _, out_h, out_w = prepare_resize(ctx, op, ("FLOAT32", "INT8", "INT16"), exact_size_len=True)
         align = bool(op.options.get("align_corners", False))

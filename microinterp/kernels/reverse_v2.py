@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvokeError
+from .contract import MIXING, Kernel
 
 SUPPORTED_TYPES = ("FLOAT32", "INT32", "UINT8", "INT8", "INT16", "INT64", "BOOL")
 MAX_RANK = 6
@@ -38,7 +39,9 @@ def resolve_axes(values, rank: int) -> tuple[tuple[int, ...] | None, str]:
     return tuple(axes), ""
 
 
-class ReverseV2:
+class ReverseV2(Kernel):
+    ops = ("REVERSE_V2",)
+    traits = MIXING
     def prepare(self, ctx, op) -> ReverseData:
         ctx.check_io_count(op, 2, 1)
         x, axis, y = ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.output(op, 0)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ._qutil import select
 from .bands import ROW_LOCAL
+from .contract import MIXING, Kernel
 
 SUPPORTED_TYPES = ("FLOAT32", "INT8", "INT16")
 MAX_BROADCAST_RANK = 5
@@ -43,7 +44,9 @@ def _broadcast_problem(shapes, out_shape) -> str | None:
     return None
 
 
-class SelectV2:
+class SelectV2(Kernel):
+    ops = ("SELECT_V2",)
+    traits = MIXING
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 

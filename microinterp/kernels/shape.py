@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._qutil import bind_copies
+from .contract import MIXING, Kernel
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,11 @@ class ShapeData:
     dims: tuple[int, ...]
 
 
-class Shape:
+class Shape(Kernel):
+    ops = ("SHAPE",)
+    traits = MIXING
+    cost_family = "view"
+    opdata = 0
     def prepare(self, ctx, op) -> ShapeData:
         ctx.check_io_count(op, 1, 1)
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

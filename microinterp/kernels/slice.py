@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
+from .contract import MIXING, Kernel
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16", "INT32", "BOOL")
 MAX_DIMS = 5
@@ -43,7 +44,9 @@ def resolve_box(begin, size, shape: tuple[int, ...], out_count: int) -> tuple[sl
     return tuple(box)
 
 
-class Slice:
+class Slice(Kernel):
+    ops = ("SLICE",)
+    traits = MIXING
     def prepare(self, ctx, op) -> SliceData:
         ctx.check_io_count(op, 3, 1)
         x, begin, size, y = (ctx.require_input(op, 0), ctx.require_input(op, 1), ctx.require_input(op, 2),

@@ -58,6 +58,7 @@ from ._float_dot import QUIET, REDUCE_ROWS_IN_ORDER
 from ._qutil import copyto, qparams
 from .bands import ROW_NORMALISED
 from .binary_common import FLT_LOWEST
+from .contract import PURE, Kernel
 
 _SCALED_DIFF_INTEGER_BITS = 5
 _ACCUMULATION_INTEGER_BITS = 12
@@ -103,7 +104,12 @@ def int16_softmax_luts() -> tuple[np.ndarray, np.ndarray]:
     return exp_lut, recip_lut
 
 
-class Softmax:
+class Softmax(Kernel):
+    ops = ("SOFTMAX",)
+    traits = PURE
+    op_class = "softmax"
+    cost_family = "softmax"
+    opdata = 'd iiiiiii ppppp'
     #: out of core: row bands (normalised along the last axis, within a row)
     bands = ROW_NORMALISED
 

@@ -18,9 +18,12 @@ from __future__ import annotations
 import numpy as np
 
 from ._batch_space import BatchSpaceOp, nhwc
+from .contract import MIXING
 
 
 class SpaceToBatchND(BatchSpaceOp):
+    ops = ("SPACE_TO_BATCH_ND",)
+    traits = MIXING
     PADS_WORD = "paddings"
     DIVIDES_BY_INPUT_BATCH = True
 

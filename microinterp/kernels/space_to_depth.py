@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ._qutil import bind_copies
 from ._space_depth import check_block_op, check_output_shape
+from .contract import PURE, Kernel
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,9 @@ class SpaceToDepthData:
     block: int
 
 
-class SpaceToDepth:
+class SpaceToDepth(Kernel):
+    ops = ("SPACE_TO_DEPTH",)
+    traits = PURE
     def prepare(self, ctx, op) -> SpaceToDepthData:
         x, y, bs = check_block_op(ctx, op)
         n, h, w, c = x.shape

@@ -16,6 +16,7 @@ import numpy as np
 
 from ._qutil import bind_copies, first_int32
 from .bands import SplitRows
+from .contract import MIXING, Kernel
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16", "INT32")
 
@@ -69,7 +70,10 @@ def bind_split(ctx, op, data: SplitData, x: np.ndarray):
     return bind_copies(_parts(ctx, op, data, x))
 
 
-class Split:
+class Split(Kernel):
+    ops = ("SPLIT",)
+    traits = MIXING
+    opdata = 0
     #: out of core: row bands when cut along another axis than the rows
     bands = SplitRows(1)
 

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from ._qutil import first_int32
 from .bands import SplitRows
+from .contract import MIXING, Kernel
 from .split import SplitData, bind_split, check_split, split_invoke
 
 
-class SplitV:
+class SplitV(Kernel):
+    ops = ("SPLIT_V",)
+    traits = MIXING
+    opdata = 0
     #: out of core: row bands when cut along another axis than the rows
     bands = SplitRows(0)
 

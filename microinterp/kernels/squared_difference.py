@@ -32,6 +32,7 @@ from ..quant import (
 from ._broadcast import laid_out, refreshed
 from ._qutil import all_codes, check_flat_or_broadcast, check_scales, lookup, qparams
 from .bands import ROW_LOCAL
+from .contract import POINTWISE, Kernel
 
 SUPPORTED_TYPES = ("FLOAT32", "INT32", "INT8", "INT16")
 MAX_BROADCAST_RANK = 4
@@ -47,7 +48,11 @@ class SquaredDifferenceData:
     zero_point: int = 0
 
 
-class SquaredDifference:
+class SquaredDifference(Kernel):
+    ops = ("SQUARED_DIFFERENCE",)
+    traits = POINTWISE
+    op_class = "elementwise"
+    cost_family = "elementwise"
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 

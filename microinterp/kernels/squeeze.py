@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._qutil import copyto
+from .contract import VIEW, Kernel
 from .streams import INVOKE
 
 MAX_DIMS = 8
@@ -45,7 +46,11 @@ def _nothing() -> None:
     """The copy of a tensor onto itself."""
 
 
-class Squeeze:
+class Squeeze(Kernel):
+    ops = ("SQUEEZE",)
+    traits = VIEW
+    cost_family = "view"
+    opdata = 0
     #: streams: a byte copy, whatever the leading axes (:mod:`.streams`)
     streams = INVOKE
 

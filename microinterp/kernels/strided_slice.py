@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .contract import MIXING, Kernel
+
 SUPPORTED = ("FLOAT32", "INT8", "INT16", "INT32", "BOOL")
 MAX_DIMS = 4
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
@@ -102,7 +104,11 @@ def _as_slices(padded: np.ndarray, index: tuple[np.ndarray, ...]) -> np.ndarray 
     return None if slices is None else padded[slices]
 
 
-class StridedSlice:
+class StridedSlice(Kernel):
+    ops = ("STRIDED_SLICE",)
+    traits = MIXING
+    geometry = "slice"
+    opdata = 84
     def prepare(self, ctx, op) -> StridedSliceData:
         ctx.check_io_count(op, 4, 1)
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

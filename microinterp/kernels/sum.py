@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import reduce_common as rc
+from .contract import PURE, Kernel
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16")
 
@@ -29,9 +30,17 @@ class SumData:
     output_zp: int
 
 
-class Sum:
+class Sum(Kernel):
+    ops = ("SUM",)
+    traits = PURE
+    op_class = "pool"
+    opdata = 44
     #: out of core: bands of rows for constant axes (:class:`.reduce_common.ReduceRows`)
     bands = rc.ReduceRows("sum")
+
+    def macs(self, op, tensors, elements: int) -> int:
+        """One add or compare per input element."""
+        return tensors[op.inputs[0]].num_elements
 
     def prepare(self, ctx, op) -> SumData:
         return SumData(*rc.prepare_mean_or_sum(ctx, op, SUPPORTED))

@@ -35,6 +35,7 @@ from ._float_dot import BoundDot, c_einsum, sequential_dot_core, sequential_taps
 from ._qutil import copyto
 from ._step_requant import requantization_steps
 from ._weight_stats import accumulator_range
+from .contract import PURE, Kernel
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,9 @@ class SvdfData:
     requantize: tuple[Requantizer, Requantizer] | None = None      # int8: MBQM with e1, e2, prepared once
 
 
-class Svdf:
+class Svdf(Kernel):
+    ops = ("SVDF",)
+    traits = PURE
     def prepare(self, ctx, op) -> SvdfData:
         ctx.check_io_count(op, 5, 1)
         x, wf, wt = (ctx.require_input(op, k) for k in range(3))

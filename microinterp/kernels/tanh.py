@@ -27,6 +27,7 @@ from .. import libm
 from ..quant import fixed_point_tanh, tanh_int16
 from ._qutil import all_codes, bind_lookup, lookup, qparams
 from .bands import ROW_LOCAL
+from .contract import ELEMENTWISE, Kernel
 from .logistic import int8_function, int8_input_params, int16_input_params
 
 
@@ -40,7 +41,12 @@ class TanhData:
     table: np.ndarray | None = None  # int8 / int16: output for every input value, indexed by uint8/uint16 view
 
 
-class Tanh:
+class Tanh(Kernel):
+    ops = ("TANH",)
+    traits = ELEMENTWISE
+    op_class = "elementwise"
+    cost_family = "elementwise"
+    opdata = 16
     #: out of core: row bands (a row of the output from the same row of its inputs)
     bands = ROW_LOCAL
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from .bands import Tiler, invoke_on_band
 from .base import is_batch1_nhwc
+from .contract import Kernel, Traits
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16")
 MAX_DIMS = 5
@@ -45,7 +46,12 @@ class TransposeTiler(Tiler):
         invoke_on_band(kernel, op, data, band)
 
 
-class Transpose:
+class Transpose(Kernel):
+    ops = ("TRANSPOSE",)
+    traits = Traits(subgraphs=False, resources=False, stateful=False, mixes_batch=True, pointwise=True)
+    geometry = "transpose"
+    cost_family = "transpose"
+    opdata = 0
     #: out of core: row bands (:class:`TransposeTiler`)
     bands = TransposeTiler
 

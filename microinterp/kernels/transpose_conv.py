@@ -60,6 +60,7 @@ from ._qutil import copyto
 from .bands import RowBands
 from .base import is_batch1_nhwc
 from .binary_common import FLT_LOWEST, FLT_MAX
+from .contract import PURE, Kernel
 from .conv import eval_strides
 from .padding import compute_padding_height_width
 
@@ -80,7 +81,14 @@ class TransposeConvData:
     in_h: int
 
 
-class TransposeConv:
+class TransposeConv(Kernel):
+    ops = ("TRANSPOSE_CONV",)
+    traits = PURE
+    op_class = "conv"
+    def macs(self, op, tensors, elements: int) -> int:
+        """Output elements x filter height x width x input depth."""
+        return elements * math.prod(tensors[op.inputs[1]].shape[1:])
+
     def prepare(self, ctx, op) -> TransposeConvData:
         ctx.check_io_count(op, (3, 4), 1)
         w, x, y = ctx.require_input(op, 1), ctx.require_input(op, 2), ctx.output(op, 0)

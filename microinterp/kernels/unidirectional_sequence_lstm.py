@@ -47,6 +47,7 @@ import numpy as np
 
 from ..quant import quantize_multiplier
 from . import lstm_common as lc
+from .contract import PURE, Kernel
 from .lstm_eval import FloatStep, IntegerStep
 
 INPUT, HIDDEN, CELL = 0, 18, 19
@@ -83,7 +84,10 @@ class LstmData:
     step: FloatStep | IntegerStep | None = None      # prepared from constant weights; None: built at invoke
 
 
-class UnidirectionalSequenceLstm:
+class UnidirectionalSequenceLstm(Kernel):
+    ops = ("UNIDIRECTIONAL_SEQUENCE_LSTM",)
+    traits = PURE
+    opdata = 688
     def prepare(self, ctx, op) -> LstmData:
         ctx.check_io_count(op, 24, 1)
         x, out = ctx.input(op, INPUT), ctx.output(op, 0)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._qutil import bind_copies
+from .contract import MIXING, Kernel
 
 SUPPORTED = ("FLOAT32", "INT8", "INT16", "INT32")
 
@@ -23,7 +24,9 @@ class UnpackData:
     num: int
 
 
-class Unpack:
+class Unpack(Kernel):
+    ops = ("UNPACK",)
+    traits = MIXING
     def prepare(self, ctx, op) -> UnpackData:
         num = int(op.options.get("num", 0))
         if num < 1 or len(op.outputs) != num:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ._qutil import copyto
 from ._subgraph_io import graph_of
+from .contract import RESOURCE, Kernel
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,9 @@ class VarHandleData:
     resource_id: int
 
 
-class VarHandle:
+class VarHandle(Kernel):
+    ops = ("VAR_HANDLE",)
+    traits = RESOURCE
     def prepare(self, ctx, op) -> VarHandleData:
         resources = graph_of(ctx, op).resources
         if len(op.outputs) != 1:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..graph import copier
 from ._subgraph_io import check_copy, copy_tensors, graph_of, subgraph_tensors
+from .contract import CONTROL_FLOW, Kernel
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,9 @@ class WhileData:
     graph: Any
 
 
-class While:
+class While(Kernel):
+    ops = ("WHILE",)
+    traits = CONTROL_FLOW
     def prepare(self, ctx, op) -> WhileData:
         graph = graph_of(ctx, op)
         cond_i, body_i = op.options["cond_subgraph_index"], op.options["body_subgraph_index"]

@@ -7,10 +7,14 @@ Refused here although TFLM would write it: an output whose type differs from the
 
 from __future__ import annotations
 
+from .contract import PURE, Kernel
+
 SUPPORTED_TYPES = ("INT64", "INT32", "INT8", "FLOAT32")
 
 
-class ZerosLike:
+class ZerosLike(Kernel):
+    ops = ("ZEROS_LIKE",)
+    traits = PURE
     def prepare(self, ctx, op) -> None:
         ctx.check_io_count(op, 1, 1)
         x, y = ctx.require_input(op, 0), ctx.output(op, 0)

@@ -48,8 +48,6 @@ from .plan import ALIGN, NoFit, Planner, PoolBuffers, Pools, fold_data, fuse_pad
 from .profile import OpRecord, TileRecord
 
 DEFAULT_POOLS = (1.0, 2.0, 1.0)
-#: Ops that reach beyond their own tensors (other subgraphs, resource variables): not paged yet.
-GRAPH_OPS = frozenset({"IF", "WHILE", "CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"})
 
 
 def _fingerprint(model: Any, flash: int, homes: list[Home | None]) -> str:
@@ -88,10 +86,13 @@ class Pager:
         self.model = model
         self.subgraph = model.main
         self.tensors = self.subgraph.tensors
-        graph_ops = sorted({op.key for sg in self.model.subgraphs for op in sg.operators if op.key in GRAPH_OPS})
+        graph_ops = sorted({op.key for sg in self.model.subgraphs for op in sg.operators
+                            if resolver.declaration(op.key, optimized).traits.graph})
         if graph_ops:
             raise ConfigError(f"out of core runs one subgraph without resource variables; this model uses "
-                              f"{', '.join(graph_ops)}: run it in memory (a larger arena=, or none)")
+                              f"{', '.join(graph_ops)}, whose kernels run other subgraphs or use resource variables "
+                              "(a kernel that does not say otherwise is taken to: declare its traits, docs/ops.md): "
+                              "run it in memory (a larger arena=, or none)")
         _check_dataflow(self.subgraph)
         self.config = config
         self.mcu = mcu if isinstance(mcu, McuProfile) else get_profile(mcu)
@@ -305,9 +306,7 @@ class Pager:
         for t in self.tensors:
             reset_variable(t, self.views[t.index])
         for p in self.plans:
-            reset = getattr(p.kernel, "reset", None)
-            if reset is not None:
-                reset(self.ctx, p.op, p.data)
+            p.kernel.reset(self.ctx, p.op, p.data)
 
     def simulate(self) -> list[OpRecord]:
         """The records an invoke would produce (same tiles, same IO counts, same cycles), without moving or

@@ -21,13 +21,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import Model
+from ..resolver import declaration_of
 from ..rewrite import copy_op, rebuild
 from .emit import Writer, split, without_main_ops
+from .regions import geometry
 
-#: ops whose output channel c reads only input channel c (input 0; their other inputs do not vary by channel)
-CHANNELWISE = frozenset({"RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH", "HARD_SWISH",
-                         "LEAKY_RELU", "ABS", "NEG", "QUANTIZE", "DEQUANTIZE", "PAD", "PADV2",
-                         "DEPTHWISE_CONV_2D"})
+
+def _channelwise(op: Any) -> bool:
+    """Output channel c reads only channel c of input 0 (its kernel's trait: activations, PAD, depthwise with one
+    filter per channel)."""
+    return declaration_of(op.key).traits.channelwise
+
 
 #: TFLM's CONCATENATION takes at most this many inputs (``concatenation.cc``: kMaxInputNum)
 MAX_GROUPS = 10
@@ -60,7 +64,7 @@ def find_chains(model: Model) -> list[Chain]:
     outputs = set(sg.outputs)
     chains = []
     for i, op in enumerate(ops):
-        if op.name != "CONV_2D" or not _conv_ok(op, tensors):
+        if geometry(op) != "filter" or _channelwise(op) or not _conv_ok(op, tensors):
             continue
         channels = tensors[op.outputs[0]].shape[3]
         stop = i + 1
@@ -92,17 +96,18 @@ def _conv_ok(op: Any, tensors: Any) -> bool:
 
 
 def _follower_ok(op: Any, x: int, channels: int, tensors: Any) -> bool:
-    if op.name not in CHANNELWISE or not op.inputs or op.inputs[0] != x or len(op.outputs) != 1 or op.intermediates:
+    if not _channelwise(op) or not op.inputs or op.inputs[0] != x or len(op.outputs) != 1 or op.intermediates:
         return False
     y = tensors[op.outputs[0]]
     if len(y.shape) != 4 or y.shape[3] != channels or y.data is not None or not _per_tensor(y):
         return False
     if any(ti == x or (ti >= 0 and tensors[ti].data is None) for ti in op.inputs[1:]):
         return False          # a second feature map (not channelwise)
-    if op.name in ("PAD", "PADV2"):
+    kind = geometry(op)
+    if kind == "pad":
         pads = tensors[op.inputs[1]].data
         return pads is not None and pads.shape == (4, 2) and not pads[3].any() and not pads[0].any()
-    if op.name == "DEPTHWISE_CONV_2D":
+    if kind == "filter":                # a depthwise convolution
         f = tensors[op.inputs[1]]
         bias = tensors[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
         return (f.data is not None and f.shape[:1] == (1,) and f.shape[3] == channels and
@@ -158,8 +163,8 @@ def _emit_groups(w: Writer, chain: Chain, groups: int) -> None:
             for pos, ti in enumerate(op.inputs):
                 if pos == 0 and prev is not None:
                     inputs.append(prev)
-                elif ti >= 0 and op.name in ("CONV_2D", "DEPTHWISE_CONV_2D") and pos in (1, 2):
-                    axis = 0 if (op.name == "CONV_2D" or pos == 2) else 3
+                elif ti >= 0 and geometry(op) == "filter" and pos in (1, 2):     # filter, bias by channel
+                    axis = 3 if (_channelwise(op) and pos == 1) else 0
                     inputs.append(w.sliced(ti, (axis, c0, c1), f"{tensors[ti].name}/c{c0}_{c1}"))
                 else:
                     inputs.append(w.old(ti))

@@ -30,7 +30,7 @@ from ..kernels.padding import compute_padding_height_width
 from ..model import Model
 from ..model_writer import ModelBuilder
 from ..rewrite import KEEP, copy_op, copy_tensor, rebuild
-from .regions import WINDOWED, Region, Window, clip, padding_outside, union, window_of
+from .regions import Region, Window, clip, geometry, padding_outside, union, window_of, windowed
 from .stage import Stage, feature_inputs
 
 
@@ -137,7 +137,7 @@ def _emit_patch(w: Writer, stage: Stage, patch: Region, tag: str) -> int:
         out = op.outputs[0]
         if out not in need:
             continue
-        win = windows[i] = window_of(op, tensors) if op.name in WINDOWED else None
+        win = windows[i] = window_of(op, tensors) if windowed(op) else None
         for pos in feature_inputs(op, tensors) or ():
             ti = op.inputs[pos]
             reg = win.input_region(need[out]) if win is not None else need[out]
@@ -163,12 +163,12 @@ def _emit_patch(w: Writer, stage: Stage, patch: Region, tag: str) -> int:
         name = f"{tensors[out].name}/{tag}"
         out_shape = stage.layouts[out].shape(tensors[out].shape, need[out])
         options = dict(op.options)
-        if op.name in ("PAD", "PADV2"):
+        if geometry(op) == "pad":
             if not any(pads):
                 have[out] = (inputs[0], need[out])
                 continue
             inputs[1] = w.paddings(pads, name)
-        elif op.name in WINDOWED:       # the convolutions and pools (the PADs are above)
+        elif windowed(op):       # the convolutions and pools (the PADs are above)
             options["padding"] = _implicit_padding(op, windows[i], pads, w.b.tensors[inputs[0]].shape)
             if options["padding"] is None:
                 options["padding"] = "VALID"
@@ -195,7 +195,7 @@ def _implicit_padding(op: Any, win: Window, pads: tuple[int, int, int, int], x: 
     padding on both axes. Pools never reach here with padding (their stages exclude it)."""
     if not any(pads):
         return "VALID"
-    if op.name.endswith("POOL_2D"):
+    if geometry(op) == "pool":
         return None
     for padding in ("VALID", "SAME"):
         p = compute_padding_height_width(win.sh, win.sw, win.dh, win.dw, x[1], x[2], win.kh, win.kw, padding)

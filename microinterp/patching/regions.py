@@ -21,15 +21,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..kernels.padding import compute_padding_height_width
+from ..resolver import declaration_of
 
 Region = tuple[int, int, int, int]
 
-WINDOWED = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "MAX_POOL_2D", "AVERAGE_POOL_2D", "PAD", "PADV2"})
-#: ops whose every output element reads the same position of each feature-map input
-POINTWISE = frozenset({
-    "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "QUANTIZE",
-    "DEQUANTIZE", "ABS", "NEG", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "CONCATENATION",
-    "TRANSPOSE", "PRELU"})
+#: the geometries (``Kernel.geometry``) of the ops whose output positions read a window of input positions
+WINDOWED = ("filter", "pool", "pad")
+
+
+def geometry(op: Any) -> str | None:
+    """``op``'s geometry as its kernel declares it (:data:`microinterp.kernels.contract.GEOMETRIES`)."""
+    return declaration_of(op.key).geometry
+
+
+def windowed(op: Any) -> bool:
+    """A convolution, pool or PAD: each output position reads a window of input positions."""
+    return geometry(op) in WINDOWED
+
+
+def pointwise(op: Any) -> bool:
+    """Every output element reads the same position of each feature-map input (with its layout)."""
+    return declaration_of(op.key).traits.pointwise
 
 
 @dataclass(frozen=True)
@@ -74,12 +86,13 @@ def window_of(op: Any, tensors: Any) -> Window | None:
     """The window of a windowed op on an NHWC feature map, or None when its padding cannot be made explicit."""
     x = tensors[op.inputs[0]]
     o = op.options
-    if op.name in ("PAD", "PADV2"):
+    kind = geometry(op)
+    if kind == "pad":
         pads = tensors[op.inputs[1]].data
         if pads is None or pads.shape != (4, 2) or pads[0].any() or pads[3].any():
             return None
         return Window(1, 1, 1, 1, 1, 1, int(pads[1][0]), int(pads[2][0]))
-    if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+    if kind == "filter":
         f = tensors[op.inputs[1]].shape
         kh, kw = f[1], f[2]
         dh, dw = o.get("dilation_h_factor", 1), o.get("dilation_w_factor", 1)
@@ -87,7 +100,7 @@ def window_of(op: Any, tensors: Any) -> Window | None:
         kh, kw, dh, dw = o.get("filter_height", 1), o.get("filter_width", 1), 1, 1
     sh, sw = o.get("stride_h", 1), o.get("stride_w", 1)
     p = compute_padding_height_width(sh, sw, dh, dw, x.shape[1], x.shape[2], kh, kw, o.get("padding", "VALID"))
-    if op.name.endswith("POOL_2D") and (p.height or p.width or p.height_offset or p.width_offset):
+    if kind == "pool" and (p.height or p.width or p.height_offset or p.width_offset):
         return None
     return Window(kh, kw, sh, sw, dh, dw, p.height, p.width)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .regions import NHWC, POINTWISE, WINDOWED, Layout, window_of
+from .regions import NHWC, Layout, geometry, pointwise, window_of, windowed
 
 
 @dataclass(frozen=True)
@@ -37,16 +37,17 @@ class Stage:
 
 def feature_inputs(op: Any, tensors: Any) -> list[int] | None:
     """Positions of ``op``'s inputs that are feature maps (None: the op cannot be patched)."""
-    if op.name in WINDOWED:
+    if windowed(op):
         if window_of(op, tensors) is None:
             return None
         return [0]
-    if op.name not in POINTWISE:
+    if not pointwise(op):
         return None
     out = tensors[op.outputs[0]]
-    if op.name == "TRANSPOSE":
+    kind = geometry(op)
+    if kind == "transpose":
         return [0] if _transpose_layout(op, tensors) is not None else None
-    if op.name == "CONCATENATION" and op.options.get("axis", 0) not in (3, -1):
+    if kind == "concat" and op.options.get("axis", 0) not in (3, -1):
         return None
     found = []
     for pos, ti in enumerate(op.inputs):
@@ -54,7 +55,7 @@ def feature_inputs(op: Any, tensors: Any) -> list[int] | None:
             continue
         t = tensors[ti]
         if t.data is None:
-            if tuple(t.shape[:3]) != tuple(out.shape[:3]) or (op.name != "CONCATENATION" and t.shape != out.shape):
+            if tuple(t.shape[:3]) != tuple(out.shape[:3]) or (kind != "concat" and t.shape != out.shape):
                 return None
             found.append(pos)
         elif len(t.shape) >= 3 and (t.shape[-2] != 1 or t.shape[-3] != 1):
@@ -114,7 +115,7 @@ def _stage(sg: Any, start: int, stop: int, last_use: dict[int, int], graph_outpu
         layouts[op.outputs[0]] = NHWC
         for pos in feature_inputs(op, tensors) or ():
             ti = op.inputs[pos]
-            lay = _transpose_layout(op, tensors) if op.name == "TRANSPOSE" else NHWC
+            lay = _transpose_layout(op, tensors) if geometry(op) == "transpose" else NHWC
             if layouts.get(ti, lay) != lay:
                 return None
             layouts[ti] = lay

@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from ..resolver import declaration_of
 from .rigid import union_bytes
 
 #: Members start at multiples of this many bytes inside their group: TFLM's buffer alignment (kBufferAlignment).
@@ -78,13 +79,14 @@ def candidates(model: Any) -> list[Alias]:
         y = tensors[op.outputs[0]]
         if y.data is not None or y.is_variable:
             continue
-        if op.name == "CONCATENATION":
+        kind = declaration_of(op.key).geometry
+        if kind == "concat":
             found += _concat(op, k, tensors, graph_inputs)
-        elif op.name == "STRIDED_SLICE":
+        elif kind == "slice":
             found += _slice(op, k, tensors)
-        elif op.name in ("PAD", "PADV2"):
+        elif kind == "pad":
             found += _pad(op, k, tensors)
-        elif op.name in WINDOWED:
+        elif kind in ("filter", "pool"):
             found += _window(op, k, tensors)
     return found
 
@@ -100,7 +102,7 @@ def reads(model: Any) -> dict[int, list[tuple[int, int, int]]]:
         for pos, ti in enumerate(op.inputs):
             if ti < 0 or tensors[ti].data is not None:
                 continue
-            span = _slice_span(op, tensors) if op.name == "STRIDED_SLICE" and pos == 0 else None
+            span = _slice_span(op, tensors) if pos == 0 and declaration_of(op.key).geometry == "slice" else None
             out.setdefault(ti, []).append((k, *(span or (0, tensors[ti].nbytes))))
         for ti in op.intermediates:
             if ti >= 0:
@@ -203,10 +205,6 @@ def _pad(op: Any, k: int, tensors: Any) -> list[Alias]:
     return [Alias(op.outputs[0], op.inputs[0], delta, "pad", k)]
 
 
-#: ops whose kernels write their output row by row, each output row after reading the input rows of its window
-WINDOWED = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D"})
-
-
 def _window(op: Any, k: int, tensors: Any) -> list[Alias]:
     """The input placed ``delta`` bytes after the output's start, so that output row ``r`` (written once the rows of
     its window are read) lands only on input rows that neither it nor a later row reads: rows below
@@ -220,7 +218,7 @@ def _window(op: Any, k: int, tensors: Any) -> list[Alias]:
             or x.nbytes == 0 or y.nbytes == 0:
         return []
     o = op.options
-    if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+    if declaration_of(op.key).geometry == "filter":
         if len(op.inputs) < 2 or op.inputs[1] < 0 or len(tensors[op.inputs[1]].shape) != 4:
             return []
         kh, kw = tensors[op.inputs[1]].shape[1:3]

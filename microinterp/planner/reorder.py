@@ -22,14 +22,12 @@ import dataclasses
 from functools import cache
 from typing import Any
 
+from ..resolver import declaration_of
 from .lifetimes import allocation_infos, buffer_requests
 from .optimal import lower_bound
 
 #: Above this many memoised states the exact search gives way to the greedy one.
 MAX_STATES = 200_000
-STATEFUL = frozenset({"IF", "WHILE", "CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE",
-                      "UNIDIRECTIONAL_SEQUENCE_LSTM", "SVDF", "SignalDelay", "SignalStacker", "SignalFramer",
-                      "SignalOverlapAdd", "SignalFilterBankSpectralSubtraction", "SignalPCAN"})
 
 
 class _TooBig(Exception):
@@ -49,8 +47,14 @@ def reorderable(model: Any) -> bool:
     """Whether another op order can compute the same: one subgraph, no state, and a file order that is already a
     topological order of a graph -- each tensor written by one op, read only after it is written. (A hostile file
     that reads a tensor before the op writing it, or writes it twice, has no other order TFLM's run equals.)"""
-    return len(model.subgraphs) == 1 and not any(op.key in STATEFUL for op in model.main.operators) and \
+    return len(model.subgraphs) == 1 and not any(_stateful(op) for op in model.main.operators) and \
         not any(t.is_variable for t in model.main.tensors) and _topological(model.main.operators)
+
+
+def _stateful(op: Any) -> bool:
+    """An op whose result depends on when it runs (state, resources, other subgraphs), by its kernel's traits."""
+    traits = declaration_of(op.key).traits
+    return traits.graph or traits.stateful
 
 
 def _topological(ops: Any) -> bool:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..arena import Arena, SizingArena
-from ..cost.instructions import DATA_DEPENDENT
+from ..cost.instructions import data_dependent
 from ..cost.mcu import McuProfile, op_class
 from ..errors import ArenaOverflowError, CheckFailed, HostMemoryError, InputError
 from ..graph import MicroGraph
@@ -346,9 +346,7 @@ class InMemoryRuntime:
         self.graph.resources.reset()
         for ctx, steps in self.all_steps:
             for kernel, op, data in steps:
-                reset = getattr(kernel, "reset", None)
-                if reset is not None:
-                    reset(ctx, op, data)
+                kernel.reset(ctx, op, data)
 
     def write_input(self, ti: int, value: np.ndarray) -> None:
         self.views[ti][...] = value
@@ -372,7 +370,7 @@ class InMemoryRuntime:
         for i, op in enumerate(sg.operators):
             macs, elements = op_work(op, sg.tensors)
             flash = sum(sg.tensors[ti].nbytes for ti in op.inputs if ti >= 0 and sg.tensors[ti].data is not None)
-            values = self.read_tensor(op.inputs[0]) if self.prep.preserve_all_tensors and op.key in DATA_DEPENDENT \
+            values = self.read_tensor(op.inputs[0]) if self.prep.preserve_all_tensors and data_dependent(op) \
                 and self.stamps[-1] else None
             tile = TileRecord(0, None, None, macs, elements, flash_read_bytes=flash,
                               compute_cycles=self.mcu.op_cycles(op, sg.tensors, self.cost_kernels, values=values)
@@ -444,6 +442,5 @@ def bind(ctx: InvokeContext, kernel: Any, op: Operator, data: Any) -> Callable[[
     """One op as a call without arguments: the kernel's own ``bind(ctx, op, data)`` when it has one (it may capture
     the tensor views, which never change after the build, and preallocated buffers; None declines), else
     ``kernel.invoke`` with its arguments bound."""
-    method = getattr(kernel, "bind", None)
-    call = method(ctx, op, data) if method is not None else None
+    call = kernel.bind(ctx, op, data)
     return call if call is not None else partial(kernel.invoke, ctx, op, data)

@@ -8,8 +8,13 @@ import numpy as np
 import pytest
 
 import microinterp as mi
-from microinterp.bands.tiling import ELEMENTWISE_OPS, ROW_LOCAL_OPS
+from microinterp.kernels import REFERENCE_KERNELS
+from microinterp.kernels.bands import RowLocal
 from microinterp.testing.models import QuantNet
+
+#: the shipped ops whose kernels declare row-local bands, and of those the elementwise ones
+ROW_LOCAL_OPS = frozenset(k for k, kern in REFERENCE_KERNELS.items() if isinstance(kern.bands, RowLocal))
+ELEMENTWISE_OPS = frozenset(k for k in ROW_LOCAL_OPS if REFERENCE_KERNELS[k].bands.elementwise)
 
 from .conftest import random_input, smallest_out_of_core_arena
 

@@ -10,6 +10,7 @@ import microinterp as mi
 from microinterp.errors import ArenaOverflowError, InputError
 from microinterp.kernels import REFERENCE_KERNELS
 from microinterp.kernels.bands import ROW_LOCAL
+from microinterp.kernels.contract import Kernel
 from microinterp.resolver import OpResolver
 from microinterp.testing.builder import ModelBuilder
 
@@ -175,7 +176,7 @@ def test_l2_pool_runs_in_bands(tmp_path):
     _runs_in_bands(tmp_path, b.build(), _input(11), "L2_POOL_2D", below=0.6)
 
 
-class _Doubler:
+class _Doubler(Kernel):
     """A plugin TANH that doubles its input: elementwise, and it says so."""
 
     bands = ROW_LOCAL

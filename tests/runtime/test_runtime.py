@@ -9,6 +9,7 @@ import pytest
 
 import microinterp as mi
 from microinterp.cost.mcu import get_profile
+from microinterp.kernels.contract import Kernel
 from microinterp.pager import Pager
 from microinterp.resolver import default_resolver
 from microinterp.runtime import InMemoryRuntime, OutOfCore, Preparation, Runtime
@@ -143,7 +144,7 @@ def _chain(n: int, dtype: str = "FLOAT32", fail_at: int | None = None):
     b.inputs, b.outputs = [ts[0]], [ts[-1]]
     log: list[tuple[int, dict]] = []
 
-    class Step:
+    class Step(Kernel):
         def prepare(self, ctx, op):
             return op.inputs[0]     # the op's index (op k reads tensor t k)
 

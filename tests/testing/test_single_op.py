@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from microinterp.kernels import REFERENCE_KERNELS
+from microinterp.kernels.contract import Kernel
 from microinterp.resolver import default_resolver
 from microinterp.testing.single_op import assert_matches_tflm, random_tensor
 from microinterp.testing.tflm import uses_optimized
@@ -13,7 +14,7 @@ from microinterp.testing.tflm import uses_optimized
 from ..kernels.single_op_models import T, single_op
 
 
-class _OffByOneRelu:
+class _OffByOneRelu(Kernel):
     """A deliberately wrong "optimized" RELU: the reference result plus one wherever it is below 127."""
 
     def prepare(self, ctx, op):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from microinterp import Kernel
 from microinterp.kernels import REFERENCE_KERNELS
 
 
-class CountingKernel:
+class CountingKernel(Kernel):
     """Wraps ``inner`` (by default the reference kernel of ``op_name``); ``prepares``/``invokes`` count the calls."""
 
     def __init__(self, op_name: str, inner: Any = None):

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from microinterp import Kernel
 from microinterp.kernels import REFERENCE_KERNELS
 from microinterp.quant import mbqm
 
 REFERENCE = REFERENCE_KERNELS["RELU"]
 
 
-class DirectRelu:
+class DirectRelu(Kernel):
     def prepare(self, ctx, op):
         return REFERENCE.prepare(ctx, op)  # validation and quantization maths: the reference's (a ReluData)
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from ...model import Operator, Tensor
 from ...structs32 import ILP32, opdata_bytes
 from ..padding import compute_padding_height_width
+from ..registry import declaration_of
 
 
 def tensor(op: Operator, tensors: Sequence[Tensor], i: int) -> Tensor | None:
@@ -20,7 +21,7 @@ def output(op: Operator, tensors: Sequence[Tensor]) -> Tensor:
 
 def reference_opdata(op_name: str) -> int:
     """``sizeof`` the reference kernel's OpData on ILP32 (no ``USE_TFLM_COMPRESSION``)."""
-    n = opdata_bytes(op_name, ILP32)
+    n = opdata_bytes(declaration_of(op_name).opdata, ILP32)
     assert n is not None, op_name
     return n
 

@@ -19,9 +19,6 @@ from __future__ import annotations
 from . import DevicePrepare, buffer_sizes
 from ._util import output, reference_opdata, tensor
 
-#: sizeof(OpData) on ILP32: OpDataFullyConnected (45 bytes, 4-aligned: 48) + 2 int + a pointer + 3 int32.
-OPDATA = (reference_opdata("FULLY_CONNECTED") + 3) // 4 * 4 + 24
-
 
 def prepare(op, tensors, features: str) -> DevicePrepare:
     x, w, y = tensor(op, tensors, 0), tensor(op, tensors, 1), output(op, tensors)
@@ -40,7 +37,8 @@ def prepare(op, tensors, features: str) -> DevicePrepare:
                 persistent.append(size)
             elif size > 0:
                 scratch.append(size)
-    return DevicePrepare(opdata=OPDATA, scratch=tuple(scratch), persistent=tuple(persistent))
+    opdata = (reference_opdata("FULLY_CONNECTED") + 3) // 4 * 4 + 24      # the reference OpData + 6 ints
+    return DevicePrepare(opdata=opdata, scratch=tuple(scratch), persistent=tuple(persistent))
 
 
 RULES = {"FULLY_CONNECTED": prepare}

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from ..contract import Kernel
+
 
 @dataclass(frozen=True)
 class TableData:
@@ -36,11 +38,12 @@ class TableData:
     out_shape: tuple[int, ...] | None = None    # the output reshaped to this shape, or None when it is already so
 
 
-class TableBinary:
+class TableBinary(Kernel):
     """Wraps a reference ADD/SUB/MUL kernel whose int8 OpData carries ``table`` (65536 int8 entries)."""
 
     def __init__(self, reference: Any):
         self.reference = reference
+        self.ops = reference.ops
 
     def prepare(self, ctx, op) -> TableData:
         ref = self.reference.prepare(ctx, op)

@@ -33,6 +33,7 @@ import numpy as np
 
 from .._qutil import copyto
 from ..average_pool import KERNEL as REFERENCE
+from ..contract import Kernel
 from ..pooling_common import PoolData, band_geometry
 
 _F32_EXACT = 1 << 24
@@ -61,7 +62,8 @@ def _per_position(values: np.ndarray, dtype) -> Any:
     return values[:, :, None].astype(dtype)
 
 
-class FastAveragePool2D:
+class FastAveragePool2D(Kernel):
+    ops = ("AVERAGE_POOL_2D",)
     def prepare(self, ctx, op) -> FastPoolData:
         d = REFERENCE.prepare(ctx, op)
         x, y = ctx.input(op, 0), ctx.output(op, 0)

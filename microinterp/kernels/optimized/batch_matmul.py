@@ -16,11 +16,13 @@ import numpy as np
 
 from ..batch_matmul import KERNEL as REFERENCE
 from ..batch_matmul import BatchMatMulData, MatMulRows, requantize
+from ..contract import Kernel
 
 EXACT_BITS = 53
 
 
-class FastBatchMatMul:
+class FastBatchMatMul(Kernel):
+    ops = ("BATCH_MATMUL",)
     #: out of core: the reference's bands, each computed with :meth:`product`
     bands = MatMulRows
 

@@ -48,6 +48,7 @@ import numpy as np
 from .._qutil import copyto, unpack_int4
 from .._weight_stats import ChannelStats, accumulator_range
 from ..base import HostBudget
+from ..contract import Kernel
 from ..conv import KERNEL as REFERENCE
 from ..conv import ConvData, ConvTiler, regular_steps
 from ..padding import flat_positions
@@ -486,7 +487,8 @@ class OptimizedConvTiler(ConvTiler):
                   band.memo)
 
 
-class Conv2D:
+class Conv2D(Kernel):
+    ops = ("CONV_2D",)
     #: out of core: the reference bands, computed by this kernel's band functions
     bands = OptimizedConvTiler
 

@@ -57,6 +57,7 @@ from .._blas import matmul
 from .._float_dot import c_einsum
 from .._qutil import copyto, unpack_int4
 from .._weight_stats import accumulator_range
+from ..contract import Kernel
 from ..conv import regular_steps
 from ..depthwise_conv import KERNEL as REFERENCE
 from ..depthwise_conv import DepthwiseData, DepthwiseTiler
@@ -122,7 +123,8 @@ class OptimizedDepthwiseTiler(DepthwiseTiler):
         depthwise_band(data, band.inputs[0], band.inputs[1], band.inputs.get(2), band.out, band.y0, band.row0[0])
 
 
-class OptimizedDepthwiseConv2D:
+class OptimizedDepthwiseConv2D(Kernel):
+    ops = ("DEPTHWISE_CONV_2D",)
     #: out of core: the reference bands, computed by this kernel's band functions
     bands = OptimizedDepthwiseTiler
 

@@ -32,6 +32,7 @@ import numpy as np
 from .._qutil import copyto
 from .._weight_stats import ChannelStats, fill_transposed
 from ..base import HostBudget
+from ..contract import Kernel
 from ..fully_connected import KERNEL as REFERENCE
 from ..fully_connected import FullyConnectedData, FullyConnectedTiler
 from ..fully_connected_bound import coded_thresholds
@@ -237,7 +238,8 @@ class OptimizedFullyConnectedTiler(FullyConnectedTiler):
         fc_band(data, band.inputs[0], band.inputs[1], band.out, band.c0, band.memo)
 
 
-class FullyConnected:
+class FullyConnected(Kernel):
+    ops = ("FULLY_CONNECTED",)
     #: out of core: the reference bands, computed by this kernel's band functions
     bands = OptimizedFullyConnectedTiler
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...quant import INT32_MAX, QMAX, QMIN, Requantizer, wrap_int32
+from ..contract import Kernel
 from ..mean import KERNEL as REFERENCE
 from ..mean import MeanData
 from ..reduce_common import reduced_count
@@ -40,7 +41,8 @@ class FastMeanData:
     wrap_out: bool = False              # MBQM(...) + zp_out may leave int32
 
 
-class FastMean:
+class FastMean(Kernel):
+    ops = ("MEAN",)
     def prepare(self, ctx, op) -> FastMeanData:
         ref = REFERENCE.prepare(ctx, op)
         io = ref.io

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._qutil import bind_copies
+from ..contract import Kernel
 from ..pad import KERNEL as REFERENCE
 from ..pad import PadData, unclobbered
 
@@ -44,9 +45,10 @@ def border_slabs(out_shape: tuple[int, ...], box: tuple[slice, ...]) -> tuple[tu
     return tuple(slabs)
 
 
-class FastPad:
+class FastPad(Kernel):
     def __init__(self, reference=REFERENCE):
         self.reference = reference
+        self.ops = reference.ops
 
     def prepare(self, ctx, op) -> FastPadData:
         ref = self.reference.prepare(ctx, op)

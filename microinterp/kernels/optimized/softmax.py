@@ -38,6 +38,7 @@ import numpy as np
 
 from ...errors import CheckFailed
 from ...quant import INT32_MAX, QMAX, QMIN, get_reciprocal
+from ..contract import Kernel
 from ..softmax import _ACCUMULATION_INTEGER_BITS, EXPONENT_ERROR, SoftmaxData
 from ..softmax import KERNEL as REFERENCE
 
@@ -77,7 +78,8 @@ def reciprocal(total: int) -> tuple[int, int]:
     return min(r << 1, INT32_MAX), _ACCUMULATION_INTEGER_BITS - h
 
 
-class FastSoftmax:
+class FastSoftmax(Kernel):
+    ops = ("SOFTMAX",)
     def prepare(self, ctx, op) -> SoftmaxData:
         return REFERENCE.prepare(ctx, op)
 

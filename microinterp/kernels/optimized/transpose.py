@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._qutil import bind_copies
+from ..contract import Kernel
 from ..transpose import KERNEL as REFERENCE
 from ..transpose import TransposeData
 
@@ -27,7 +28,8 @@ class FastTransposeData:
     slices: int             # > 0: copy the output's last axis one index at a time
 
 
-class FastTranspose:
+class FastTranspose(Kernel):
+    ops = ("TRANSPOSE",)
     def bind(self, ctx, op, data: FastTransposeData):
         """On fixed views: the transposed view taken once; one copy, or one per index of a short last axis."""
         view, out = ctx.input(op, 0).transpose(data.ref.perm), ctx.output(op, 0)

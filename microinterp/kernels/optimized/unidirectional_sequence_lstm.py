@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..contract import Kernel
 from ..lstm_eval import _PRODUCTS, IntegerStep, _accumulator_range, fold_product_requantization
 from ..unidirectional_sequence_lstm import CELL, HIDDEN, INPUT, LstmData
 from ..unidirectional_sequence_lstm import KERNEL as REFERENCE
@@ -63,7 +64,8 @@ class FastLstmData:
     loop: FastLoop | None = None        # None: the reference invoke
 
 
-class FastUnidirectionalSequenceLstm:
+class FastUnidirectionalSequenceLstm(Kernel):
+    ops = ("UNIDIRECTIONAL_SEQUENCE_LSTM",)
     def prepare(self, ctx, op) -> FastLstmData:
         ref = REFERENCE.prepare(ctx, op)
         step = ref.step

@@ -11,36 +11,7 @@ positionally (``np.add(a, b, out)``; a keyword costs a call 40 ns more, 4-5 us a
 
 from __future__ import annotations
 
-from . import (
-    delay,
-    energy,
-    fft_auto_scale,
-    filter_bank,
-    filter_bank_log,
-    filter_bank_spectral_subtraction,
-    filter_bank_square_root,
-    framer,
-    irfft,
-    overlap_add,
-    pcan,
-    rfft,
-    stacker,
-    window,
-)
+from ..registry import collect
 
-SIGNAL_KERNELS: dict[str, object] = {
-    "SignalWindow": window.KERNEL,
-    "SignalFftAutoScale": fft_auto_scale.KERNEL,
-    "SignalRfft": rfft.KERNEL,
-    "SignalEnergy": energy.KERNEL,
-    "SignalFilterBank": filter_bank.KERNEL,
-    "SignalFilterBankSquareRoot": filter_bank_square_root.KERNEL,
-    "SignalFilterBankSpectralSubtraction": filter_bank_spectral_subtraction.KERNEL,
-    "SignalPCAN": pcan.KERNEL,
-    "SignalFilterBankLog": filter_bank_log.KERNEL,
-    "SignalIrfft": irfft.KERNEL,
-    "SignalDelay": delay.KERNEL,
-    "SignalStacker": stacker.KERNEL,
-    "SignalFramer": framer.KERNEL,
-    "SignalOverlapAdd": overlap_add.KERNEL,
-}
+#: The signal library's kernels (also in :data:`microinterp.kernels.REFERENCE_KERNELS`), derived from its modules.
+SIGNAL_KERNELS = collect(__name__)

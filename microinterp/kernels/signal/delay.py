@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..contract import STATEFUL, Kernel
 from ._circular_buffer import CircularBuffer
 from ._common import options
 
@@ -21,7 +22,9 @@ class DelayData:
     buffers: list = field(repr=False)
 
 
-class Delay:
+class Delay(Kernel):
+    ops = ("SignalDelay",)
+    traits = STATEFUL
     def prepare(self, ctx, op) -> DelayData:
         delay = int(options(ctx, op, ("delay_length",))["delay_length"])
         ctx.check_io_count(op, 1, 1)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._qutil import copyto
+from ..contract import PURE, Kernel
 from ..streams import BIND
 from ._common import options
 
@@ -22,7 +23,9 @@ class EnergyData:
     end: int
 
 
-class Energy:
+class Energy(Kernel):
+    ops = ("SignalEnergy",)
+    traits = PURE
     #: streams: its bound call works along the last axis, on kept buffers (:mod:`..streams`)
     streams = BIND
 

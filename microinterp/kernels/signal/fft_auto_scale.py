@@ -14,10 +14,13 @@ import numpy as np
 from numpy._core import umath as np_umath
 
 from .._qutil import copyto
+from ..contract import PURE, Kernel
 from ._common import bit_length, options
 
 
-class FftAutoScale:
+class FftAutoScale(Kernel):
+    ops = ("SignalFftAutoScale",)
+    traits = PURE
     def prepare(self, ctx, op) -> None:
         if op.custom_options is not None:
             options(ctx, op, ())

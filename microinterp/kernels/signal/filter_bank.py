@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._qutil import copyto
+from ..contract import PURE, Kernel
 from ..streams import BIND
 from ._common import U32, U64, options
 
@@ -71,7 +72,9 @@ class Taps:
         work[...] = total.view(np.uint64)
 
 
-class FilterBank:
+class FilterBank(Kernel):
+    ops = ("SignalFilterBank",)
+    traits = PURE
     #: streams: its bound call (constant tables) runs every stream's spectrum at once, else invoke_streams
     streams = BIND
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._qutil import count_nonzero
+from ..contract import PURE, Kernel
 from ._common import U32, BoundLog32, log32, options
 
 #: Inputs below this have their results tabulated (an int16 table of 128 KB per shift and scale).
@@ -36,7 +37,9 @@ class FilterBankLogData:
     output_scale: int
 
 
-class FilterBankLog:
+class FilterBankLog(Kernel):
+    ops = ("SignalFilterBankLog",)
+    traits = PURE
     def prepare(self, ctx, op) -> FilterBankLogData:
         o = options(ctx, op, ("input_correction_bits", "output_scale"))
         ctx.check_io_count(op, 1, 1)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._qutil import copyto
+from ..contract import STATEFUL, Kernel
 from ._common import U32, options
 
 KEYS = ("alternate_one_minus_smoothing", "alternate_smoothing", "clamping", "min_signal_remaining", "num_channels",
@@ -31,7 +32,9 @@ class SpectralSubtractionData:
     smoothing: tuple[np.ndarray, np.ndarray] = field(repr=False, default=())     # :func:`_alternating`, once
 
 
-class FilterBankSpectralSubtraction:
+class FilterBankSpectralSubtraction(Kernel):
+    ops = ("SignalFilterBankSpectralSubtraction",)
+    traits = STATEFUL
     def prepare(self, ctx, op) -> SpectralSubtractionData:
         o = options(ctx, op, KEYS)
         ctx.check_io_count(op, 1, 2)

@@ -10,11 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from .._qutil import copyto, count_nonzero
+from ..contract import PURE, Kernel
 from ..streams import INVOKE
 from ._common import U32, options, sqrt64
 
 
-class FilterBankSquareRoot:
+class FilterBankSquareRoot(Kernel):
+    ops = ("SignalFilterBankSquareRoot",)
+    traits = PURE
     #: streams: its invoke works along the last axis, a shift per stream (:mod:`..streams`)
     streams = INVOKE
 

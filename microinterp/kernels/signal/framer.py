@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..contract import STATEFUL, Kernel
 from ._circular_buffer import CircularBuffer
 from ._common import options
 
@@ -25,7 +26,9 @@ class FramerData:
     buffers: list = field(repr=False)
 
 
-class Framer:
+class Framer(Kernel):
+    ops = ("SignalFramer",)
+    traits = STATEFUL
     def prepare(self, ctx, op) -> FramerData:
         o = options(ctx, op, ("frame_size", "frame_step", "prefill"))
         size, step, prefill = int(o["frame_size"]), int(o["frame_step"]), bool(o["prefill"])

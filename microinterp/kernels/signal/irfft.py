@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..contract import PURE, Kernel
 from ._common import options
 from ._kiss_fft import factor, real_fft_plan
 from ._kiss_fft_vec import irfft_frames
@@ -27,7 +28,9 @@ class IrfftData:
     fft_length: int
 
 
-class Irfft:
+class Irfft(Kernel):
+    ops = ("SignalIrfft",)
+    traits = PURE
     def prepare(self, ctx, op) -> IrfftData:
         o = options(ctx, op, ("T", "fft_length"))
         type_name = TENSOR_TYPES.get(int(o["T"]))

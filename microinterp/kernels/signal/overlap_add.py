@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..contract import STATEFUL, Kernel
 from ._common import options
 
 TYPES = {7: "INT16", 0: "FLOAT32"}
@@ -27,7 +28,9 @@ class OverlapAddData:
     buffers: list = field(repr=False)
 
 
-class OverlapAdd:
+class OverlapAdd(Kernel):
+    ops = ("SignalOverlapAdd",)
+    traits = STATEFUL
     def prepare(self, ctx, op) -> OverlapAddData:
         o = options(ctx, op, ("T", "frame_step"))
         type_name, step = TYPES.get(int(o["T"])), int(o["frame_step"])

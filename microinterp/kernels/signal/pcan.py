@@ -16,6 +16,7 @@ import numpy as np
 
 from ...errors import InvokeError
 from .._qutil import copyto, count_nonzero
+from ..contract import STATEFUL, Kernel
 from ..streams import BIND
 from ._common import U32, msb32, options
 
@@ -144,7 +145,9 @@ _U32, _TWENTY, _SIX_U, _SIXTY_FOUR, _LOW_BELOW = (np.array(v, np.uint64) for v i
     0xFFFFFFFF, 2 + 2 * SNR_BITS - OUTPUT_BITS, SNR_BITS - OUTPUT_BITS, 1 << OUTPUT_BITS, 2 << SNR_BITS))
 
 
-class Pcan:
+class Pcan(Kernel):
+    ops = ("SignalPCAN",)
+    traits = STATEFUL
     #: streams: its bound form (:class:`BoundPcan`, of any leading shape) runs every stream at once (:mod:`..streams`)
     streams = BIND
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._qutil import copyto
+from ..contract import PURE, Kernel
 from ..streams import BIND
 from . import _kiss_fft_vec
 from ._common import options
@@ -36,7 +37,9 @@ class RfftData:
     scratch: int
 
 
-class Rfft:
+class Rfft(Kernel):
+    ops = ("SignalRfft",)
+    traits = PURE
     #: streams: its bound call (or invoke) transforms every frame of the last axis (:mod:`..streams`)
     streams = BIND
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..contract import STATEFUL, Kernel
 from ._circular_buffer import CircularBuffer
 from ._common import options
 
@@ -28,7 +29,9 @@ class StackerData:
     first: list = field(default_factory=lambda: [False])
 
 
-class Stacker:
+class Stacker(Kernel):
+    ops = ("SignalStacker",)
+    traits = STATEFUL
     def prepare(self, ctx, op) -> StackerData:
         o = {k: int(v) for k, v in options(ctx, op, KEYS).items()}
         ctx.check_io_count(op, 1, 2)

@@ -15,6 +15,7 @@ import numpy as np
 from numpy._core import umath as np_umath
 
 from .._qutil import copyto
+from ..contract import PURE, Kernel
 from ..streams import BIND
 from ._common import options
 
@@ -24,7 +25,9 @@ class WindowData:
     shift: int
 
 
-class Window:
+class Window(Kernel):
+    ops = ("SignalWindow",)
+    traits = PURE
     #: streams: its bound call windows every row of the last axis, on kept buffers (:mod:`..streams`)
     streams = BIND
 
