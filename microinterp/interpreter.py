@@ -43,7 +43,6 @@ from .litert import LiteRTMixin, litert_arguments
 from .model import Model, Operator, load_model
 from .pager import OpRecord, Pager, profile_json
 from .planner import PLANNERS
-from .planner.table import plan_rows
 from .resolver import OpResolver, default_resolver
 from .runtime import InMemoryRuntime, OutOfCore, Preparation, Runtime
 from .shared_arena import SharedArena
@@ -116,7 +115,7 @@ class Interpreter(LiteRTMixin):
         ooc = None if backing is None else OutOfCore(backing, pools, flash, tile, checksum, recover, fuse, key)
         self.runtime: Runtime = self._runtime(arena, ooc, max_arena, device_resets)
         self.arena = self.runtime.arena
-        views = getattr(self.runtime, "views", None) if not self.out_of_core else None
+        views = self.runtime.tensor_views()
         tensors, sg = self._subgraph.tensors, self._subgraph
         # set_input / get_output fast paths in memory: (view, dtype, shape) per input, the output views
         self._input_slots = [(None if views is None or tensors[i].is_constant else views[i], tensors[i].dtype,
@@ -165,8 +164,8 @@ class Interpreter(LiteRTMixin):
         """``target=``: the arena figures become those of that firmware build (:mod:`microinterp.targets`), an
         ``arena`` smaller than it needs fails as its AllocateTensors does, and kernels that keep no state on the
         device start every invoke from their initial state. The host itself runs in an arena of its own plan."""
-        from .memory32 import estimate_arena
         from .targets import check_ops, get_target, stateless_state_tensors
+        from .tflm.memory32 import estimate_arena
 
         if target is None:
             raise ConfigError("kernels= selects the kernel set of a target; pass target='cortex-m4' (or another core)")
@@ -329,12 +328,12 @@ class Interpreter(LiteRTMixin):
     @property
     def sd_image(self):
         """The :class:`~microinterp.storage.sd.SdImage` when out of core, else None."""
-        return self.runtime.sd if self.out_of_core else None
+        return self.runtime.storage
 
     @property
     def recoveries(self) -> list[dict[str, Any]]:
         """Corrupted records recovered with ``recover=True`` (what, where, how), all invokes so far."""
-        return list(self.runtime.engine.recoveries) if self.out_of_core else []
+        return self.runtime.recoveries()
 
     @property
     def profile(self) -> list[OpRecord]:
@@ -354,18 +353,14 @@ class Interpreter(LiteRTMixin):
         """Out of core: the per-op records of an invoke (tiles, SD traffic, cycles) without running it — the
         pager's own bookkeeping with its counting execution (no IO, no kernel), so the numbers are exactly what :meth:`invoke` records. In memory:
         :attr:`profile`."""
-        return self.runtime.simulate() if self.out_of_core else self.profile
+        return self.runtime.simulate()
 
     def profile_json(self, tiles: bool = True, records: list[OpRecord] | None = None) -> dict[str, Any]:
         """The profile (or ``records``, e.g. from :meth:`simulate`) as the documented JSON document
         (docs/profile-schema.md)."""
         meta = {"model": self.model.source, "mcu": self.mcu.name, "clock_hz": self.mcu.clock_hz,
                 "kernels": self.cost_kernels, "out_of_core": self.out_of_core, "arena": self.arena.size}
-        if self.out_of_core:
-            p = self.runtime
-            meta.update(pools={"input": p.pools.input, "weights": p.pools.weights, "output": p.pools.output},
-                        scratch=p.scratch_bytes, tail=self.arena.tail_bytes, flash_budget=p.flash, tile=p.tile,
-                        checksum=p.sd.checksum.name, backing=p.sd.path, image_action=p.sd.action)
+        meta.update(self.runtime.layout())
         return profile_json(self.profile if records is None else records, meta, tiles)
 
     def close(self) -> None:
@@ -383,8 +378,7 @@ class Interpreter(LiteRTMixin):
         ``target=``, the firmware's plan, its scratch buffers included)."""
         if self.device is not None:
             return [dict(row) for row in self.device.buffers]
-        p = self.runtime.plan
-        return plan_rows(self.model, p["infos"], p["owners"], p["requests"], p["offsets"])
+        return self.runtime.plan_table()
 
     def describe(self) -> dict[str, str]:
         """Which implementation each op of this model resolves to."""

@@ -134,7 +134,7 @@ class LiteRTMixin:
         self._check_tensor_index(tensor_index)
         if self.out_of_core:
             return lambda: self._read_tensor(tensor_index)
-        view = self.runtime.views[tensor_index]
+        view = self.runtime.tensor_views()[tensor_index]
         if view is None:
             raise InputError(f"tensor {tensor_index} has no data "
                              f"(type {self._subgraph.tensors[tensor_index].type_name})")

@@ -29,8 +29,8 @@ import numpy as np
 import tflite
 
 from .errors import ModelError
-from .model_options import ACTIVATIONS, OP_OPTIONS, OPTION_FIELDS, PADDINGS, SUBGRAPH_OPTION_FIELDS
 from .model_types import Model, Operator, Quantization, SignatureDef, Subgraph, Tensor
+from .tflm.options import ACTIVATIONS, OP_OPTIONS, OPTION_FIELDS, PADDINGS, SUBGRAPH_OPTION_FIELDS
 
 #: TensorType enum value -> (name, numpy dtype or None). INT4 is stored packed (2 per byte).
 TENSOR_TYPES: dict[int, tuple[str, np.dtype | None]] = {

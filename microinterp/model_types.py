@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .model_options import SUBGRAPH_OPTION_FIELDS
+from .tflm.options import SUBGRAPH_OPTION_FIELDS
 
 
 @dataclass(frozen=True)

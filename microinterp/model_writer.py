@@ -30,24 +30,13 @@ import numpy as np
 import tflite
 
 from .model import TENSOR_TYPES
-from .model_options import ACTIVATIONS, OP_OPTIONS, OPTION_FIELDS, PADDINGS
+from .tflm.options import ACTIVATIONS, EMPTY_OPTIONS, OP_OPTIONS, OPTION_DEFAULTS, OPTION_FIELDS, PADDINGS
 
 _TYPE_CODES = {name: code for code, (name, _) in TENSOR_TYPES.items()}
 _OP_CODES = {k: v for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_") and isinstance(v, int)}
 _OPTION_CODES = {k: v for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_") and isinstance(v, int)}
 _ACT_CODES = {v: k for k, v in ACTIVATIONS.items()}
 _PAD_CODES = {v: k for k, v in PADDINGS.items()}
-
-#: Defaults that differ from the flatbuffer zero default (what the TF converter writes).
-_DEFAULTS = {"stride_w": 1, "stride_h": 1, "dilation_w_factor": 1, "dilation_h_factor": 1,
-             "depth_multiplier": 1, "beta": 1.0, "filter_width": 1, "filter_height": 1}
-#: Ops for which the converter writes an (empty) options table.
-_EMPTY_OPTIONS = {"PAD": "PadOptions", "PADV2": "PadV2Options", "TRANSPOSE": "TransposeOptions",
-                  "EXPAND_DIMS": "ExpandDimsOptions", "SLICE": "SliceOptions", "HARD_SWISH": "HardSwishOptions",
-                  "MAXIMUM": "MaximumMinimumOptions", "MINIMUM": "MaximumMinimumOptions",
-                  "QUANTIZE": "QuantizeOptions", "DEQUANTIZE": "DequantizeOptions", "PRELU": None,
-                  "RELU": None, "RELU6": None, "LOGISTIC": None, "TANH": None}
-
 
 @dataclass
 class _TensorSpec:
@@ -321,7 +310,7 @@ def _enum_code(value: Any, codes: dict[str, int]) -> int:
 def _options(b: flatbuffers.Builder, op: _OpSpec) -> tuple[int, int | None]:
     table = OP_OPTIONS.get(op.name)
     if table is None:
-        empty = _EMPTY_OPTIONS.get(op.name)
+        empty = EMPTY_OPTIONS.get(op.name)
         if empty is None:
             if op.options:
                 raise ValueError(f"{op.name}: the builder knows no options for this op, got {sorted(op.options)}")
@@ -346,9 +335,9 @@ def _options(b: flatbuffers.Builder, op: _OpSpec) -> tuple[int, int | None]:
             continue
         if kind in ("vector", "string"):        # absent (a string option the model left unset reads as None)
             continue
-        if key not in op.options and key not in _DEFAULTS:
+        if key not in op.options and key not in OPTION_DEFAULTS:
             continue
-        value = op.options.get(key, _DEFAULTS.get(key))
+        value = op.options.get(key, OPTION_DEFAULTS.get(key))
         if kind in ("activation", "padding", "type"):
             value = _enum_code(value, {"activation": _ACT_CODES, "padding": _PAD_CODES, "type": _TYPE_CODES}[kind])
         getattr(tflite, f"{table}Add{getter}")(b, value)

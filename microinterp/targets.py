@@ -8,7 +8,7 @@ Its arena differs from the x86-64 wheel's in two ways, and a :class:`Target` nam
   request depends on the core's feature set, as CMSIS-NN's ``*_get_buffer_size*`` functions do (no DSP extension,
   DSP, or Helium/MVE). The rules live in :mod:`microinterp.kernels.cmsis_nn`, next to the kernels they describe.
 * **a 32-bit ABI**: TFLM's own structs (eval tensors, nodes, allocator objects) are those of an ILP32 build
-  (:mod:`microinterp.memory32`), built without ``USE_TFLM_COMPRESSION``.
+  (:mod:`microinterp.tflm.memory32`), built without ``USE_TFLM_COMPRESSION``.
 
 The figures are checked against TFLM's own Cortex-M build run in ``qemu-system-arm`` (the goldens under
 ``tests/goldens/device/``; the build is :data:`BUILD`).
@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .errors import ConfigError
+from .kernels.cmsis_nn import STATELESS_INPUTS
 
 #: The software build the targets model (the device oracle's build; say it wherever a figure is printed).
 BUILD: Mapping[str, str] = MappingProxyType({
@@ -111,19 +112,12 @@ def check_ops(model: Any, target: Target) -> None:
     """Refuse a model with ops the firmware build has no kernel for (TFLM registers no such op or custom code),
     listing every one of them (:class:`~microinterp.errors.UnsupportedOpError`)."""
     from .errors import UnsupportedOpError
-    from .tflm_ops import RESOLVER_METHODS
+    from .tflm.ops import RESOLVER_METHODS
 
     missing = [(op.index if sg.index == 0 else f"{sg.index}:{op.index}", op.key)
                for sg in model.subgraphs for op in sg.operators if op.key not in RESOLVER_METHODS]
     if missing:
         raise UnsupportedOpError(missing, where=f" in TFLM's {target.name} build")
-
-
-#: CMSIS-NN kernels that keep no state between invokes where TFLM's reference kernel does: TFLM's CMSIS-NN LSTM
-#: (int8 or int16 activations, int16 cell) calls ``arm_lstm_unidirectional_s8/s16`` with no hidden-state buffer,
-#: so CMSIS-NN zeroes the cell state and starts from a zero hidden state on every invoke, and the variable state
-#: tensors are never written (cmsis_nn/unidirectional_sequence_lstm.cc, CMSIS-NN arm_lstm_unidirectional_s8.c).
-STATELESS_OPS = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19)}
 
 
 def stateless_state_tensors(model: Any, target: Target) -> tuple[int, ...]:
@@ -133,7 +127,7 @@ def stateless_state_tensors(model: Any, target: Target) -> tuple[int, ...]:
     sg = model.main
     found: list[int] = []
     for op in sg.operators:
-        slots = STATELESS_OPS.get(op.key, ())
+        slots = STATELESS_INPUTS.get(op.key, ())
         x = sg.tensors[op.inputs[0]] if op.inputs and op.inputs[0] >= 0 else None
         if not slots or x is None or x.type_name not in ("INT8", "INT16"):
             continue

@@ -210,6 +210,17 @@ def test_a_backing_that_is_not_a_file_is_a_storage_error(tmp_path, backing):
     assert os.path.exists(path)
 
 
+@pytest.mark.parametrize("backing", [42, b"sd.img", object()])
+def test_a_backing_that_is_neither_a_path_nor_a_backend_is_a_config_error(backing):
+    b = ModelBuilder()
+    x = _q(b, "x", (1, 64, 64, 4))
+    y = _q(b, "y", (1, 64, 64, 4))
+    b.add_op("RELU", [x], [y])
+    b.inputs, b.outputs = [x], [y]
+    with pytest.raises(ConfigError, match="backing="):
+        Interpreter(b.build(), arena=4096, backing=backing)
+
+
 def test_an_encrypted_image_with_a_damaged_header_stays_refused_without_its_key(tmp_path):
     pytest.importorskip("cryptography")
     from microinterp.storage.sd import SdImage

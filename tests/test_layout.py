@@ -79,3 +79,34 @@ def import_cycles() -> list[list[str]]:
 
 def test_no_import_cycle():
     assert import_cycles() == []
+
+
+#: The longest a module may be: a file one reader can hold in mind (split by job beyond it).
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_longer_than_the_limit():
+    long = {name: n for name, path in _modules().items() if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert long == {}
+
+
+def test_no_capability_table_of_op_names_outside_the_kernels():
+    """What an op can do is its kernel's declaration (microinterp/kernels/contract.py): no module outside
+    ``kernels/``, ``tflm/`` and ``testing/`` holds a set or mapping of op names, or probes a kernel's members."""
+    from microinterp.kernels import REFERENCE_KERNELS
+
+    ops = set(REFERENCE_KERNELS)
+    found = []
+    for name, path in _modules().items():
+        if name.split(".")[1:2] in (["kernels"], ["tflm"], ["testing"]):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Set, ast.Tuple, ast.List, ast.Dict)):
+                items = node.keys if isinstance(node, ast.Dict) else node.elts
+                names = {k.value for k in items if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+                if len(names & ops) >= 2:
+                    found.append(f"{name}:{node.lineno}")
+            elif isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr") and \
+                    node.args and getattr(node.args[0], "id", "") in ("kernel", "kern"):
+                found.append(f"{name}:{node.lineno} probes a kernel")
+    assert found == []

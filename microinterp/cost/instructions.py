@@ -192,7 +192,7 @@ def _types(op: Any, tensors: Sequence[Any]) -> str:
     """``""`` for an int8 op, else ``-<input type>`` (``-<input>-<output>`` for conversions): a kernel's other
     type is another loop (and, in a soft-float build, calls into the float emulation)."""
     x, y = tensors[op.inputs[0]].type_name.lower(), tensors[op.outputs[0]].type_name.lower()
-    if op.key in ("QUANTIZE", "DEQUANTIZE", "CAST") or x != y:
+    if x != y or declaration_of(op.key).converts_type:
         return f"-{x}-{y}"
     return "" if x == "int8" else f"-{x}"
 

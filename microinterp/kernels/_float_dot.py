@@ -44,7 +44,9 @@ from typing import Any
 import numpy as np
 from numpy._core import umath as np_umath
 
+from ._float_order import EINSUM_IN_ORDER, REDUCE_ROWS_IN_ORDER, c_einsum
 from ._qutil import copyto
+from ._x86_nan import add_bias_x86, nans_as_x86, repair_nans
 
 #: Products formed at once (float32 elements) per block.
 BLOCK_ELEMENTS = 1 << 18
@@ -53,78 +55,6 @@ _ZERO = np.float32(0.0)
 #: Above this many outputs a block would hold only a few taps: tap by tap instead.
 WIDE = 1 << 15
 
-
-def _rows_reduce_in_order() -> bool:
-    """Whether ``np.add.reduce(a, axis=0)`` adds the rows of a C-contiguous float32 array one after the other:
-    ``0 + 1 + 1e8 + 1 + ... + 1`` in float32 loses every later 1 (the spacing at 1e8 is 8); summed pairwise, in
-    blocks or in higher precision they would count."""
-    rows = np.array([0.0, 1.0, 1e8] + [1.0] * 13, np.float32)
-    block = np.repeat(rows[:, None], 2, axis=1)
-    expected = np.float32(0.0)
-    for v in rows:
-        expected = np.float32(expected + v)
-    got = np.add.reduce(block, axis=0)
-    middle = np.add.reduce(np.repeat(block[None], 3, axis=0), axis=1)      # [C, K, N] reduced over K
-    initial = np.add.reduce(block[1:], axis=0, initial=np.float32(0.0))    # the one-block form
-    return bool(np.all(got == expected) and np.all(middle == expected) and np.all(initial == expected)) and \
-        expected == np.float32(1e8)
-
-
-#: NumPy reduces rows in order (checked at import); else :func:`sequential_dot` loops over the taps.
-REDUCE_ROWS_IN_ORDER = _rows_reduce_in_order()
-
-try:
-    from numpy._core.multiarray import c_einsum
-except ImportError:                 # another layout: the public function, without its path optimisation
-    def c_einsum(subscripts: str, *operands: np.ndarray, out: np.ndarray) -> np.ndarray:
-        return np.einsum(subscripts, *operands, out=out, optimize=False)
-
-
-def _tap_by_tap(cols_t: np.ndarray, w_t: np.ndarray) -> np.ndarray:
-    """The reference: ``total = 0.f; total = total + x[k] * w[k]`` tap after tap, one NumPy operation each."""
-    total = np.zeros((cols_t.shape[1], w_t.shape[1]), np.float32)
-    for k in range(cols_t.shape[0]):
-        total = total + cols_t[k][:, None] * w_t[k][None, :]
-    return total
-
-
-def _einsum_in_order() -> bool:
-    """Whether every einsum the kernels use (:func:`_einsum_sums`, the depthwise and gathered-filter forms) gives the
-    tap-by-tap sums bit for bit: on ``0 + 1 + 1 + 1e8 + 1 + ...`` (``1e8`` in order; a reassociation counts the
-    later ones), on ``-(1 + 2^-11) + (1 + 2^-12)^2`` (``0`` unfused, ``2^-24`` fused) and on random taps, with
-    operands aligned and not."""
-    rng = np.random.default_rng(0)
-    k, n, c = 37, 19, 7
-    cols_t = rng.normal(size=(k, n)).astype(np.float32)
-    w_t = rng.normal(size=(k, c)).astype(np.float32)
-    cols_t[:, :2] = 0.0
-    cols_t[:16, 0] = [1.0, 1.0, 1e8] + [1.0] * 13
-    w_t[:16, 0] = 1.0
-    cols_t[:2, 1] = [-1.0, 1.0 + 2.0 ** -12]
-    w_t[:2, 1] = [1.0 + 2.0 ** -11, 1.0 + 2.0 ** -12]
-    want = _tap_by_tap(cols_t, w_t)
-    if want[1, 1] != 0.0 or want[0, 0] != np.float32(1e8):
-        return False            # NumPy's own elementwise arithmetic is not IEEE float32: nothing here is exact
-    raw = np.empty(cols_t.nbytes + 4, np.uint8)
-    unaligned = raw[1:1 + cols_t.nbytes].view(np.float32).reshape(cols_t.shape)
-    unaligned[...] = cols_t
-    with np.errstate(all="ignore"):
-        for x in (cols_t, unaligned):
-            cn = c_einsum("kn,ck->cn", x, np.ascontiguousarray(w_t.T), out=np.empty((c, n), np.float32))
-            nc = c_einsum("kn,kc->nc", x, w_t, out=np.empty((n, c), np.float32))
-            xs = np.broadcast_to(x[:, :, None], (k, n, c))       # the depthwise forms: one filter tap per channel
-            taps_cn = c_einsum("kcn,kc->cn", np.ascontiguousarray(xs.transpose(0, 2, 1)), w_t,
-                                out=np.empty((c, n), np.float32))
-            taps_nc = c_einsum("knc,kc->nc", np.ascontiguousarray(xs), w_t, out=np.empty((n, c), np.float32))
-            gathered = c_einsum("ckp,kp->cp", np.ascontiguousarray(np.broadcast_to(w_t.T[:, :, None], (c, k, n))),
-                                 x, out=np.empty((c, n), np.float32))      # a filter per pixel (TRANSPOSE_CONV)
-            if not all(np.array_equal(v, want) for v in (cn.T, nc, taps_cn.T, taps_nc, gathered.T)):
-                return False
-    return True
-
-
-#: NumPy's einsum adds each rounded product to the running totals tap after tap (checked at import).
-EINSUM_IN_ORDER = _einsum_in_order()
 
 
 def einsum_layout(n: int, c: int, w: np.ndarray, w_t: np.ndarray | None) -> str | None:
@@ -233,18 +163,18 @@ def sequential_dot_core(cols_t: np.ndarray, w: np.ndarray, skip_t: np.ndarray | 
         return np.zeros((n, c), np.float32)
     einsum = _einsum_sums(cols_t, w, w_t, skip_t)
     if einsum is not None:
-        return _nans_as_x86(einsum[0](), inputs_of, None, nan_from)
+        return nans_as_x86(einsum[0](), inputs_of, None, nan_from)
     if 2 <= m <= WIDE and REDUCE_ROWS_IN_ORDER and n >= 4 * c:
         # many pixels, few channels: pixels innermost (NumPy's inner loops are then long)
         step = max(1, min(k, BLOCK_ELEMENTS // m - 1))
-        return _nans_as_x86(_pixels_inner(cols_t, w, step, skip_t), inputs_of, skip_t, nan_from)
+        return nans_as_x86(_pixels_inner(cols_t, w, step, skip_t), inputs_of, skip_t, nan_from)
     if w_t is None:
         w_t = np.ascontiguousarray(w.T)
 
     def products(k0: int, k1: int, out: np.ndarray) -> None:
         np.multiply(cols_t[k0:k1, :, None], w_t[k0:k1, None, :], out=out)
 
-    return _nans_as_x86(_fold(k, n, c, products, skip_t), inputs_of, skip_t, nan_from)
+    return nans_as_x86(_fold(k, n, c, products, skip_t), inputs_of, skip_t, nan_from)
 
 
 class BoundDot:
@@ -342,7 +272,7 @@ class BoundDot:
         if self.sums is not None:
             total = self.sums()
             if math.isnan(self.flat_dot(self.ones)):
-                _repair_nans(total, self.inputs_of, None, self.nan_from)     # a NaN somewhere (or inf - inf)
+                repair_nans(total, self.inputs_of, None, self.nan_from)     # a NaN somewhere (or inf - inf)
             return total
         if self.block is None:
             return self.fallback()
@@ -350,7 +280,7 @@ class BoundDot:
         if self.skip is not None:
             copyto(self.block, _MINUS_ZERO, where=self.skip)
         np.add.reduce(self.block, axis=self.axis, out=self.totals, initial=_ZERO)
-        return _nans_as_x86(self.result, self.inputs_of, self.skip_t, self.nan_from)
+        return nans_as_x86(self.result, self.inputs_of, self.skip_t, self.nan_from)
 
 
 def _one_block(k: int, n: int, c: int) -> bool:
@@ -411,73 +341,6 @@ def _pixels_inner(cols_t: np.ndarray, w: np.ndarray, step: int, skip_t: np.ndarr
     return np.ascontiguousarray(total.T)
 
 
-def _nans_as_x86(total: np.ndarray, inputs_of, skip_t: np.ndarray | None, nan_from: str = "total") -> np.ndarray:
-    """Every NaN output ``[i, j]`` again with :func:`x86_nan_dot` on ``inputs_of(i, j)`` (its inputs and filter taps,
-    see the module docstring)."""
-    whole = np.add.reduce(total, axis=None)
-    if math.isnan(whole):       # a NaN somewhere (or inf - inf in this sum): find them
-        _repair_nans(total, inputs_of, skip_t, nan_from)
-    return total
-
-
-def _repair_nans(total: np.ndarray, inputs_of, skip_t: np.ndarray | None, nan_from: str) -> None:
-    """:func:`_nans_as_x86` once a NaN is known to be there (a sum over the totals is NaN; a dot product with ones,
-    BLAS's, is as good a test: a NaN term makes any sum NaN)."""
-    for i, j in zip(*np.nonzero(np.isnan(total))):
-        total[i, j] = x86_nan_dot(*inputs_of(i, j), None if skip_t is None else skip_t[:, i], nan_from)
-
-
-#: The quiet bit of a float32 NaN: x86 sets it in the NaN an operation passes on (``nan | QUIET``).
-QUIET = np.uint32(0x00400000)
-#: x86's default NaN, what an invalid operation returns
-DEFAULT_NAN = np.array([0xFFC00000], np.uint32).view(np.float32)[0]
-
-
-def _quiet(v: np.float32) -> np.float32:
-    return np.array([v], np.float32).view(np.uint32).__or__(QUIET).view(np.float32)[0]
-
-
-def x86_op(a: np.float32, b: np.float32, op: str) -> np.float32:
-    """``a * b`` or ``a + b`` in float32 as SSE computes it: the first NaN operand's NaN (quieted), else the rounded
-    result, else (an invalid operation) the default NaN."""
-    if np.isnan(a):
-        return _quiet(a)
-    if np.isnan(b):
-        return _quiet(b)
-    with np.errstate(all="ignore"):
-        r = np.float32(a * b) if op == "*" else np.float32(a + b)
-    return DEFAULT_NAN if np.isnan(r) else r
-
-
-def x86_nan_dot(x: np.ndarray, w: np.ndarray, skip: np.ndarray | None, nan_from: str = "total") -> np.float32:
-    """One output of :func:`sequential_dot`, one tap at a time with the hardware's NaN rules (the running total the
-    first operand of each add, or the product with ``nan_from="product"``)."""
-    total = np.float32(0.0)
-    for k in range(x.shape[0]):
-        if skip is not None and skip[k]:
-            continue
-        product = x86_op(x[k], w[k], "*")
-        total = x86_op(total, product, "+") if nan_from == "total" else x86_op(product, total, "+")
-    return total
-
-
-def add_bias_x86(acc: np.ndarray, bias: np.ndarray, nan_from: str = "total") -> None:
-    """``acc += bias`` (channels last) in float32 as TFLM's compiled ``total + bias_value``: where both are NaN the
-    result is one operand's NaN, quieted -- which one is the compiler's choice of operand order, measured against the
-    wheel per kernel (``nan_from``: ``total`` for CONV_2D, ``bias`` for DEPTHWISE_CONV_2D and FULLY_CONNECTED).
-    NumPy's add quiets a signalling NaN as the hardware does, but its remainder elements would pick the bias's NaN
-    everywhere (see the module docstring)."""
-    if not np.isnan(bias).any():
-        np.add(acc, bias, out=acc)
-        return
-    before = acc.copy()
-    with np.errstate(invalid="ignore"):
-        np.add(acc, bias, out=acc)
-    both = np.isnan(before) & np.isnan(bias)
-    chosen = before if nan_from == "total" else np.broadcast_to(bias, acc.shape)
-    copyto(acc.view(np.uint32), chosen.view(np.uint32) | QUIET, where=both)
-
-
 def bias_as_tap(w: np.ndarray, bias: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
     """TFLM's ``total + bias`` after the taps as one more tap, ``1.f * bias`` (exact), for a bound kernel whose
     inputs hold a row of ones after the taps: ``w`` ``[C, K]`` becomes ``[C, K + 1]`` and its ``[K + 1, C]``
@@ -527,7 +390,7 @@ def bind_finish(dot: BoundDot, bias: np.ndarray | None, nan_from: str, lo: Any, 
             return lambda: finish(dot())
         return lambda: finish(dot().reshape(shape))
     sums, test, ones, totals = dot.sums, dot.flat_dot, dot.ones, dot.totals
-    repair = functools.partial(_repair_nans, dot.result, dot.inputs_of, None, dot.nan_from)
+    repair = functools.partial(repair_nans, dot.result, dot.inputs_of, None, dot.nan_from)
     lo0, hi0 = np.array(lo, np.float32), np.array(hi, np.float32)
     clip, isfinite, isnan = np_umath.clip, math.isfinite, math.isnan
     direct = np.shares_memory(totals, out)       # the einsum wrote the output itself
@@ -576,4 +439,4 @@ def sequential_taps_core(xs_t: np.ndarray, taps: np.ndarray, skip_t: np.ndarray 
         return np.zeros((n, c), np.float32)
     einsum = _taps_einsum_sums(xs_t, taps, skip_t)
     total = einsum[0]() if einsum is not None else _fold(k, n, c, products, skip_t)
-    return _nans_as_x86(total, lambda i, j: (xs_t[:, i, j], taps[:, j]), skip_t)
+    return nans_as_x86(total, lambda i, j: (xs_t[:, i, j], taps[:, j]), skip_t)

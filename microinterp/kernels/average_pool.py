@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numpy._core import umath as np_umath
 
-from ._float_dot import REDUCE_ROWS_IN_ORDER
+from ._float_order import REDUCE_ROWS_IN_ORDER
 from ._qutil import copyto
 from .binary_common import bind_clamp_into, clamp_float_
 from .contract import PURE, Kernel

@@ -22,9 +22,10 @@ from numpy._core import umath as np_umath
 
 from ..quant import INT32_MAX, INT32_MIN, activation_range_float
 from ._broadcast import laid_out, refreshed
-from ._float_dot import FLT_MAX, QUIET
+from ._float_dot import FLT_MAX
 from ._qutil import broadcast_shape
 from ._qutil import copyto as _copyto
+from ._x86_nan import QUIET
 
 FLT_LOWEST = np.float32(-FLT_MAX)
 

@@ -45,6 +45,7 @@ def cast_values(x: np.ndarray, source: str, target: np.dtype) -> np.ndarray:
 class Cast(Kernel):
     ops = ("CAST",)
     traits = PURE
+    converts_type = True
     cost_family = "elementwise"
     opdata = 0
     #: out of core: row bands (a row of the output from the same row of its inputs)

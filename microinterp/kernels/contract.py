@@ -107,6 +107,8 @@ class Kernel:
     opdata: str | int | None = None
     #: the OpData fields TFLM adds when built with compression
     opdata_compression: str = ""
+    #: its output type differs from its input's by design (QUANTIZE, DEQUANTIZE, CAST): a loop per type pair
+    converts_type: bool = False
     #: how its output's bytes and positions relate to its input's (:data:`GEOMETRIES`), for the planners and
     #: ``optimize``; None: no such declaration (the op is left as it is)
     geometry: str | None = None
@@ -149,7 +151,7 @@ class Kernel:
 
 #: The members a kernel declares (everything but ``prepare``/``invoke``), in :class:`Declaration`'s order.
 DECLARED = ("ops", "traits", "bands", "streams", "op_class", "cost_family", "opdata", "opdata_compression",
-            "geometry", "shape_input", "shape_option", "bind",
+            "converts_type", "geometry", "shape_input", "shape_option", "bind",
             "reset", "macs", "batch_safe", "stream_state", "invoke_streams", "reset_streams")
 
 
@@ -166,6 +168,7 @@ class Declaration:
     cost_family: str
     opdata: str | int | None
     opdata_compression: str
+    converts_type: bool
     geometry: str | None
     shape_input: int | None
     shape_option: str | None
@@ -185,8 +188,8 @@ class Declaration:
 _BASE = Kernel()
 #: What an override inherits from the kernel it replaces: facts about the op, not about one kernel's OpData. Its
 #: ``bind``, ``reset`` and stream members are its own (they read its OpData), or the conservative defaults.
-INHERITED = ("traits", "bands", "op_class", "cost_family", "opdata", "opdata_compression", "geometry", "shape_input",
-             "shape_option", "macs", "batch_safe")
+INHERITED = ("traits", "bands", "op_class", "cost_family", "opdata", "opdata_compression", "converts_type",
+             "geometry", "shape_input", "shape_option", "macs", "batch_safe")
 
 
 def _not_mixing(traits: Traits, op: Any, tensors: Any) -> bool:

@@ -28,11 +28,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..quant import Requantizer, activation_range_float
-from ._float_dot import BoundDot, add_bias_x86, bias_as_tap, bind_finish, sequential_taps
+from ._float_conv import bound_windows_call
+from ._float_dot import BoundDot, bias_as_tap, bind_finish, sequential_taps
+from ._x86_nan import add_bias_x86
 from .contract import Kernel, Traits
 from .conv import (
     ConvRows,
-    bound_windows_call,
     check_strides,
     eval_strides,
     filter_and_bias,

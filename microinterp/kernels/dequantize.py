@@ -28,6 +28,7 @@ class DequantizeData:
 class Dequantize(Kernel):
     ops = ("DEQUANTIZE",)
     traits = ELEMENTWISE
+    converts_type = True
     cost_family = "elementwise"
     opdata = 32
     #: out of core: row bands (a row of the output from the same row of its inputs)

@@ -17,9 +17,10 @@ from .. import libm
 from ..libm import tanhf
 from ..quant import INT32_MAX, INT32_MIN, Requantizer, mbqm_int64, wrap_int32
 from . import lstm_common as lc
-from ._float_dot import BoundDot, add_bias_x86, sequential_dot_core
+from ._float_dot import BoundDot, sequential_dot_core
 from ._qutil import copyto
 from ._step_requant import requantization_steps
+from ._x86_nan import add_bias_x86
 from .binary_common import both_nan_as_x86
 from .logistic import bind_logistic_float, logistic_float
 

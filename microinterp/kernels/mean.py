@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import reduce_common as rc
-from ._float_dot import REDUCE_ROWS_IN_ORDER
+from ._float_order import REDUCE_ROWS_IN_ORDER
 from ._qutil import copyto
 from .contract import PURE, Kernel
 from .reduce_common import fold_mean_multiplier

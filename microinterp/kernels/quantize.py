@@ -109,6 +109,7 @@ def _bind_float(x: np.ndarray, out: np.ndarray, data: QuantizeData):
 class Quantize(Kernel):
     ops = ("QUANTIZE",)
     traits = ELEMENTWISE
+    converts_type = True
     cost_family = "elementwise"
     opdata = 32
     #: out of core: row bands (a row of the output from the same row of its inputs)

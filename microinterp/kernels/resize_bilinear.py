@@ -32,9 +32,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._float_dot import QUIET, REDUCE_ROWS_IN_ORDER
+from ._float_order import REDUCE_ROWS_IN_ORDER
 from ._qutil import copyto
 from ._resize import prepare_resize
+from ._x86_nan import QUIET
 from .bands import RowBands
 from .base import is_batch1_nhwc
 from .contract import PURE, Kernel

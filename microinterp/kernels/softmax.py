@@ -54,8 +54,9 @@ from ..quant import (
     srdhm,
     wrap_int32,
 )
-from ._float_dot import QUIET, REDUCE_ROWS_IN_ORDER
+from ._float_order import REDUCE_ROWS_IN_ORDER
 from ._qutil import copyto, qparams
+from ._x86_nan import QUIET
 from .bands import ROW_NORMALISED
 from .binary_common import FLT_LOWEST
 from .contract import PURE, Kernel

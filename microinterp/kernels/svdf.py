@@ -31,7 +31,8 @@ from numpy._core import umath as np_umath
 
 from ..libm import tanhf
 from ..quant import INT32_MAX, INT32_MIN, QMAX, QMIN, Requantizer, quantize_multiplier, wrap_int32
-from ._float_dot import BoundDot, c_einsum, sequential_dot_core, sequential_taps_core
+from ._float_dot import BoundDot, sequential_dot_core, sequential_taps_core
+from ._float_order import c_einsum
 from ._qutil import copyto
 from ._step_requant import requantization_steps
 from ._weight_stats import accumulator_range

@@ -47,16 +47,10 @@ from ..quant import (
     quantize_multipliers,
     wrap_int32,
 )
-from ._float_dot import (
-    EINSUM_IN_ORDER,
-    REDUCE_ROWS_IN_ORDER,
-    BiasClamp,
-    _repair_nans,
-    add_bias_x86,
-    c_einsum,
-    sequential_dot_core,
-)
+from ._float_dot import BiasClamp, sequential_dot_core
+from ._float_order import EINSUM_IN_ORDER, REDUCE_ROWS_IN_ORDER, c_einsum
 from ._qutil import copyto
+from ._x86_nan import add_bias_x86, repair_nans
 from .bands import RowBands
 from .base import is_batch1_nhwc
 from .binary_common import FLT_LOWEST, FLT_MAX
@@ -414,7 +408,7 @@ class Merged:
             np.add.reduce(self.products, axis=1, out=self.totals, initial=np.float32(0.0))
         s = self.totals.reshape(-1).dot(self.ones)
         if math.isnan(s):       # a NaN total (or inf - inf in this sum)
-            _repair_nans(self.totals.T, lambda i, j: (self.cols_t[:, i], self.w[j, :, i]), self.skip_t,
+            repair_nans(self.totals.T, lambda i, j: (self.cols_t[:, i], self.w[j, :, i]), self.skip_t,
                          SUM_NAN_FROM)
         return s
 

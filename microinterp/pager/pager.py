@@ -26,7 +26,6 @@ reused exactly when its weights area is what this configuration would write.
 from __future__ import annotations
 
 import hashlib
-import os
 from functools import partial
 from typing import Any
 
@@ -38,8 +37,9 @@ from ..bands.tiling import band_kernel, tiler_for
 from ..cost.mcu import McuProfile, get_profile
 from ..errors import ArenaOverflowError, CheckFailed, ConfigError, HostMemoryError, InputError
 from ..kernels.base import InvokeContext, PrepareContext, prepare_ops
-from ..runtime.base import OutOfCore, check_failed, reset_variable
+from ..runtime.base import OutOfCore, check_failed, reset_state
 from ..runtime.memory import quiet_floats
+from ..storage.base import Backing, is_path
 from ..storage.sd import SdImage
 from .engine import Engine
 from .fusion import ChainPlanner, find_chains
@@ -158,8 +158,10 @@ class Pager:
 
         # a path opens an SD image; a storage object (NullStorage: nothing stored, dry runs) opens its own
         backing = config.backing
-        opener = backing.open if hasattr(backing, "open") and not isinstance(backing, (str, os.PathLike)) \
-            else partial(SdImage.open, backing)
+        if not (is_path(backing) or isinstance(backing, Backing)):
+            raise ConfigError(f"backing= is a path to an SD image or a storage backend with an open() method "
+                              f"(microinterp.storage.base.Backing), not {type(backing).__name__}")
+        opener = partial(SdImage.open, backing) if is_path(backing) else backing.open
         self.sd = opener(fingerprint=_fingerprint(self.model, self.flash, self.homes), weights_bytes=weights_bytes,
                          activation_bytes=act_bytes, table_entries=max(records, 1), checksum=config.checksum,
                          key=config.key)
@@ -303,10 +305,7 @@ class Pager:
 
     def reset(self) -> None:
         """Variable tensors (in the tail) back to their initial value and every kernel's ``reset``."""
-        for t in self.tensors:
-            reset_variable(t, self.views[t.index])
-        for p in self.plans:
-            p.kernel.reset(self.ctx, p.op, p.data)
+        reset_state(self.tensors, self.views, self.ctx, [(p.kernel, p.op, p.data) for p in self.plans])
 
     def simulate(self) -> list[OpRecord]:
         """The records an invoke would produce (same tiles, same IO counts, same cycles), without moving or
@@ -336,6 +335,36 @@ class Pager:
         if home.records:
             self.engine.read_records(home, 0, home.records, out, TileRecord(-1))
         return out.view(t.dtype).reshape(t.shape)
+
+    #: out of core nothing is planned: the head holds the pools (:meth:`plan_table`)
+    plan = None
+
+    @property
+    def storage(self) -> Any:
+        return self.sd
+
+    def recoveries(self) -> list[dict[str, Any]]:
+        return list(self.engine.recoveries)
+
+    def tensor_views(self) -> None:
+        return None
+
+    def plan_table(self) -> list[dict[str, Any]]:
+        """The head out of core: the scratch region, then the input, weights and output pools (every op's tiles
+        go through them), one row each; the tail's variables follow TFLM's tail, not a plan."""
+        rows, offset = [], 0
+        for kind, size in (("scratch", self.scratch_bytes), ("input pool", self.pools.input),
+                           ("weights pool", self.pools.weights), ("output pool", self.pools.output)):
+            rows.append({"kind": kind, "subgraph": 0, "index": -1, "name": kind, "offset": offset, "size": size,
+                         "nbytes": size, "first": 0, "last": len(self.plans) - 1, "offline": False})
+            offset += size
+        return rows
+
+    def layout(self) -> dict[str, Any]:
+        return {"pools": {"input": self.pools.input, "weights": self.pools.weights, "output": self.pools.output},
+                "scratch": self.scratch_bytes, "tail": self.arena.tail_bytes, "flash_budget": self.flash,
+                "tile": self.tile, "checksum": self.sd.checksum.name, "backing": self.sd.path,
+                "image_action": self.sd.action}
 
     def close(self) -> None:
         self.sd.close()

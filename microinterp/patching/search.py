@@ -2,7 +2,7 @@
 
 The whole arena is what a user sizes ``arena_size`` by: the head (TFLM's greedy plan over the rewritten graph) plus
 the persistent tail, which every added op grows (its node, registration, builtin options, OpData and, for each
-convolution copy, its per-channel multipliers and shifts) -- :func:`microinterp.memory32.estimate_arena` replays both
+convolution copy, its per-channel multipliers and shifts) -- :func:`microinterp.tflm.memory32.estimate_arena` replays both
 for the wheel's 64-bit build, or for a Cortex-M firmware build with ``target``. So a cut pays off only where the
 memory it frees exceeds the tail it adds; small models gain from few, large patches.
 

@@ -26,6 +26,15 @@ class Runtime(Protocol):
 
     #: the arena it runs in (``size``, ``head_bytes``, ``tail_bytes``, ``used_bytes``)
     arena: Any
+    #: the storage backend holding tensors and weights (out of core: an SD image or null storage), or None
+    storage: Any
+    #: the planner's facts of the arena's head (``infos``, ``owners``, ``requests``, ``offsets``, ``scratch``,
+    #: ``unplanned``: :meth:`~microinterp.runtime.memory.Allocation.plan`); None where tensors are not planned
+    plan: Any
+
+    def tensor_views(self) -> list[np.ndarray | None] | None:
+        """Views of the main subgraph's tensors that stay valid between invokes, or None (out of core, where
+        tensors move between the card and the pools)."""
 
     def invoke(self, progress: Any = None) -> None:
         """Run every op of the main subgraph once."""
@@ -41,6 +50,18 @@ class Runtime(Protocol):
 
     def records(self) -> list[Any]:
         """Per-op records of the last invoke (:class:`~microinterp.pager.profile.OpRecord`)."""
+
+    def simulate(self) -> list[Any]:
+        """The records an invoke would produce, without computing it (in memory: the last invoke's)."""
+
+    def recoveries(self) -> list[dict[str, Any]]:
+        """Corrupted records recovered so far (out of core with ``recover=True``)."""
+
+    def plan_table(self) -> list[dict[str, Any]]:
+        """Every buffer of the arena's head: kind, tensor or scratch, offset, size, lifetime."""
+
+    def layout(self) -> dict[str, Any]:
+        """How the arena is used beyond the plan (out of core: the pools, the scratch region, the card)."""
 
     def failed_op(self) -> int | None:
         """The main subgraph's op an invoke that raised was running (None when not known)."""
@@ -65,6 +86,15 @@ class OutOfCore:
     recover: bool = False
     fuse: bool = True
     key: Any = None
+
+
+def reset_state(tensors: Any, views: Any, ctx: Any, steps: Any) -> None:
+    """TFLM's ``MicroInterpreter::Reset`` over one subgraph: its variable tensors back to their initial value,
+    then every kernel's ``reset`` (``steps``: ``(kernel, op, data)``). Both runtimes reset through it."""
+    for t in tensors:
+        reset_variable(t, views[t.index])
+    for kernel, op, data in steps:
+        kernel.reset(ctx, op, data)
 
 
 def reset_variable(t: Any, view: np.ndarray | None) -> None:

@@ -44,8 +44,9 @@ from ..pager.work import op_work
 from ..planner import allocation_infos, buffer_requests, plan_greedy, plan_linear
 from ..planner.greedy import plan_size
 from ..planner.optimal import plan_optimal
+from ..planner.table import plan_rows
 from ..shared_arena import TenantArena
-from .base import check_failed, reset_variable
+from .base import check_failed, reset_state, reset_variable
 
 #: ops up to which :meth:`InMemoryRuntime._invoker` writes one line per op (a loop over the calls beyond)
 UNROLLED_OPS = 256
@@ -181,6 +182,9 @@ def _imaged(calls: list, image: Any, sg: Any, views: list) -> list:
 class InMemoryRuntime:
     """Runs a prepared model in ``arena`` (see the module docstring). ``device_resets`` are the variable tensors a
     firmware resets before every invoke (``target=``); ``mcu`` and ``cost_kernels`` price the records."""
+
+    #: in memory nothing is stored outside the arena
+    storage = None
 
     def __init__(self, prep: Preparation, arena: Arena | TenantArena, *, mcu: McuProfile, cost_kernels: str,
                  device_resets: tuple[int, ...] = ()):
@@ -340,13 +344,9 @@ class InMemoryRuntime:
     def reset(self) -> None:
         """Variable tensors back to their zero point (int8) or 0, resource variables back to their default values
         and every kernel's ``reset``, as TFLM's MicroInterpreter::Reset (all subgraphs)."""
-        for sg, (ctx, steps) in zip(self.model.subgraphs, self.all_steps):
-            for t in sg.tensors:
-                reset_variable(t, ctx.views[t.index])
         self.graph.resources.reset()
-        for ctx, steps in self.all_steps:
-            for kernel, op, data in steps:
-                kernel.reset(ctx, op, data)
+        for sg, (ctx, steps) in zip(self.model.subgraphs, self.all_steps):
+            reset_state(sg.tensors, ctx.views, ctx, steps)
 
     def write_input(self, ti: int, value: np.ndarray) -> None:
         self.views[ti][...] = value
@@ -378,6 +378,23 @@ class InMemoryRuntime:
             records.append(OpRecord(i, op.key, op_class(op.key), "in-memory", [tile],
                                     self.stamps[i + 1] - self.stamps[i]))
         return records
+
+    def simulate(self) -> list[OpRecord]:
+        """In memory an invoke is what it computes: the last invoke's records."""
+        return self.records()
+
+    def recoveries(self) -> list[dict[str, Any]]:
+        return []
+
+    def tensor_views(self) -> list[np.ndarray | None]:
+        return self.views
+
+    def plan_table(self) -> list[dict[str, Any]]:
+        p = self.plan
+        return plan_rows(self.model, p["infos"], p["owners"], p["requests"], p["offsets"])
+
+    def layout(self) -> dict[str, Any]:
+        return {}
 
     def close(self) -> None:
         """Nothing held open."""

@@ -1,5 +1,7 @@
 """Storage under the out-of-core pager: the file-backed SD image and tile checksums.
 
+- :mod:`microinterp.storage.base`: the seam, :class:`~.base.Backing` (what ``backing=`` may be besides a path) and
+  :class:`~.base.Image` (what the pager reads and writes), which every backend implements;
 - :mod:`microinterp.storage.format`: the SD image's on-disk format, a block device of 512-byte sectors on a file
   (header, checksum table, weights area, activations area), its geometry, records and digests;
 - :mod:`microinterp.storage.sd`: :class:`SdImage`, the file IO: crash-safe creation and reuse, verified tile IO, IO

@@ -13,7 +13,7 @@ import os
 import stat
 import struct
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -56,9 +56,10 @@ from .format import (
     _sectors,
     io_error,
 )
+from .tiles import TileIO
 
 
-class SdImage:
+class SdImage(TileIO):
     """A file-backed SD image; create or reopen it with :meth:`SdImage.open` (see the module docstring)."""
 
     def __init__(self, fd: int, path: str, fingerprint: str, weights_bytes: int, activation_bytes: int,
@@ -294,17 +295,6 @@ class SdImage:
         """Size in bytes of an area (the requested size rounded up to whole sectors)."""
         return self._area(area)[1]
 
-    def write(self, area: str, offset: int, data: Any, *, key: Hashable) -> None:
-        """Write one tile (bytes-like or numpy array) at ``offset`` in ``area`` and record its checksum."""
-        self.write_tiles(area, offset, [(key, data)])
-
-    def write_tiles(self, area: str, offset: int, tiles: Sequence[tuple[Hashable, Any]]) -> None:
-        """Write consecutive tiles in ONE command: tile ``i`` starts on the sector after tile ``i - 1`` ends (the
-        unused tail of each tile's last sector is written as zeros); each tile gets its own checksum entry."""
-        self._check_open()
-        views = [_byte_view(data) for _, data in tiles]
-        self._write(area, offset, RecordRun([k for k, _ in tiles], [v.nbytes for v in views]), views)
-
     def write_run(self, area: str, offset: int, run: RecordRun, data: Any) -> None:
         """:meth:`write_tiles` for a prepared run: ``data`` (C-contiguous, exactly ``run.payload`` bytes) holds the
         records back to back; each record is checksummed and written straight from it (no copy)."""
@@ -344,24 +334,6 @@ class SdImage:
             raise
         self._dev.count(area, True, run.span, run.payload)
         entries.update(zip(run.digests, zip(run.positions(offset), run.lengths, digests)))
-
-    def read(self, area: str, offset: int, nbytes: int, *, key: Hashable,
-             out: np.ndarray | None = None) -> np.ndarray:
-        """Read the tile ``key`` (``nbytes`` at ``offset``) into ``out`` (or a new uint8 array) and verify it.
-
-        Raises IntegrityError, naming tensor, tile and absolute SD byte offset, when the tile was never written
-        (at this offset and length) or its checksum does not match.
-        """
-        if out is None:
-            out = np.empty(nbytes, dtype=np.uint8)
-        self.read_tiles(area, offset, [(key, nbytes)], out)
-        return out
-
-    def read_tiles(self, area: str, offset: int, tiles: Sequence[tuple[Hashable, int]], out: Any) -> None:
-        """Read consecutive tiles (laid out as :meth:`write_tiles` writes them) in ONE command into ``out``, packed
-        back to back without the sector padding, and verify every tile's checksum (first failure raises)."""
-        self._check_open()
-        self.read_run(area, offset, RecordRun([k for k, _ in tiles], [n for _, n in tiles]), out)
 
     def read_run(self, area: str, offset: int, run: RecordRun, out: Any) -> None:
         """:meth:`read_tiles` for a prepared run: the records land straight in ``out`` (one ``preadv``, no copy),

@@ -13,10 +13,10 @@ import microinterp as mi
 from microinterp.apps.cli import main
 from microinterp.apps.deploy import deploy, resolver_snippet
 from microinterp.kernels import REFERENCE_KERNELS
-from microinterp.memory32 import estimate_arena
 from microinterp.testing.builder import ModelBuilder
 from microinterp.testing.models import demo_cnn
-from microinterp.tflm_ops import RESOLVER_METHODS
+from microinterp.tflm.memory32 import estimate_arena
+from microinterp.tflm.ops import RESOLVER_METHODS
 
 from ..conftest import MODELS_DIR
 
@@ -206,7 +206,6 @@ def test_the_population_model_tflm_refuses_exits_2(capsys):
 
 
 def test_a_model_that_does_not_fit_shows_the_arena_after_optimize(capsys):
-    from microinterp.apps.cli import main
     from microinterp.apps.deploy import deploy
     from microinterp.testing.models import mobilenet_v2
 

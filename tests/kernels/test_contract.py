@@ -13,11 +13,11 @@ from microinterp.cost.mcu import op_class
 from microinterp.kernels import REFERENCE_KERNELS
 from microinterp.kernels.bands import RowLocal
 from microinterp.kernels.contract import PURE, UNDECLARED, Kernel, declaration
-from microinterp.memory32 import estimate_arena
 from microinterp.model import load_model
 from microinterp.pager.work import op_work
 from microinterp.planner.reorder import reorderable
 from microinterp.streams import Streams
+from microinterp.tflm.memory32 import estimate_arena
 
 from .toy_op import StatefulToyScale, ToyScale, toy_model
 

@@ -103,7 +103,7 @@ def test_both_einsum_layouts_are_the_c_loop(n, c, k, layout, specials, seed):
     sums, *_ = _float_dot._einsum_sums(cols_t, w, None, None) if layout == "cn" else \
         _float_dot._einsum_sums(cols_t, w_t.T, w_t, None)
     with np.errstate(all="ignore"):
-        total = _float_dot._nans_as_x86(np.ascontiguousarray(sums()), lambda i, j: (cols_t[:, i], w[j]), None)
+        total = _float_dot.nans_as_x86(np.ascontiguousarray(sums()), lambda i, j: (cols_t[:, i], w[j]), None)
     assert _same(total, _scalar(cols, w))
 
 

@@ -58,6 +58,11 @@ def _rules() -> Mapping[str, Rule]:
 
 
 RULES: Mapping[str, Rule] = _rules()
+#: CMSIS-NN kernels that keep no state between invokes where TFLM's reference kernel does (op -> its state inputs): TFLM's CMSIS-NN LSTM
+#: (int8 or int16 activations, int16 cell) calls ``arm_lstm_unidirectional_s8/s16`` with no hidden-state buffer,
+#: so CMSIS-NN zeroes the cell state and starts from a zero hidden state on every invoke, and the variable state
+#: tensors are never written (cmsis_nn/unidirectional_sequence_lstm.cc, CMSIS-NN arm_lstm_unidirectional_s8.c).
+STATELESS_INPUTS: Mapping[str, tuple[int, ...]] = MappingProxyType({"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19)})
 #: Ops with a CMSIS-NN kernel file whose Prepare has no rule here yet.
 UNMODELLED = frozenset({"TRANSPOSE_CONV", "BATCH_MATMUL"})
 

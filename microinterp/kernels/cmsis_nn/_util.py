@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...model import Operator, Tensor
-from ...structs32 import ILP32, opdata_bytes
+from ...tflm.structs32 import ILP32, opdata_bytes
 from ..padding import compute_padding_height_width
 from ..registry import declaration_of
 

@@ -66,8 +66,7 @@ class TableBinary(Kernel):
         """The reference kernel's bound call where the table does not apply (float32)."""
         if data.index is not None or data.lut is not None:
             return None
-        bind = getattr(self.reference, "bind", None)
-        return bind(ctx, op, data.ref) if bind is not None else None
+        return self.reference.bind(ctx, op, data.ref)
 
     def invoke(self, ctx, op, data: TableData) -> None:
         out = ctx.output(op, 0)

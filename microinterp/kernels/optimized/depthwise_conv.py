@@ -54,7 +54,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from .._blas import matmul
-from .._float_dot import c_einsum
+from .._float_order import c_einsum
 from .._qutil import copyto, unpack_int4
 from .._weight_stats import accumulator_range
 from ..contract import Kernel

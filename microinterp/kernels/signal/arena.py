@@ -3,7 +3,7 @@
 Unlike the builtin kernels, these parse their FlexBuffers options in ``Init`` and keep everything there: a params
 struct and the state it points to, each a 16-aligned persistent buffer. The sizes depend on the ABI (pointers and
 ``size_t`` in the structs, short enums on Cortex-M), so they are given as field codes for
-:meth:`microinterp.structs32.Abi.sizeof`. :func:`init_allocations` returns them for one op, or None for an op it does
+:meth:`microinterp.tflm.structs32.Abi.sizeof`. :func:`init_allocations` returns them for one op, or None for an op it does
 not model (the replay then keeps what microinterp's own ``prepare`` allocates).
 """
 

@@ -11,8 +11,10 @@ import pytest
 from microinterp import Interpreter, load_model
 from microinterp.errors import ConfigError, MicroInterpError
 from microinterp.kernels.registry import declaration_of
-from microinterp.memory32 import CATEGORIES, estimate_arena
-from microinterp.structs32 import (
+from microinterp.testing.builder import ModelBuilder
+from microinterp.testing.models import demo_cnn
+from microinterp.tflm.memory32 import CATEGORIES, estimate_arena
+from microinterp.tflm.structs32 import (
     AFFINE_QUANTIZATION,
     ILP32,
     LP64,
@@ -21,8 +23,6 @@ from microinterp.structs32 import (
     TFLITE_TENSOR,
     opdata_bytes,
 )
-from microinterp.testing.builder import ModelBuilder
-from microinterp.testing.models import demo_cnn
 
 ZOO = ["person_detect", "vww_96_int8", "kws_ref_model", "pretrainedResnet_quant", "ad01_int8",
        "micro_speech_quantized", "hello_world_int8", "trained_lstm_int8", "mobilenet_v2_quantized_1x3x224x224"]

@@ -11,6 +11,16 @@ from __future__ import annotations
 ACTIVATIONS = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 PADDINGS = {0: "SAME", 1: "VALID"}
 
+#: Defaults that differ from the flatbuffer zero default (what the TF converter writes).
+OPTION_DEFAULTS = {"stride_w": 1, "stride_h": 1, "dilation_w_factor": 1, "dilation_h_factor": 1,
+                   "depth_multiplier": 1, "beta": 1.0, "filter_width": 1, "filter_height": 1}
+#: Ops for which the converter writes an (empty) options table.
+EMPTY_OPTIONS = {"PAD": "PadOptions", "PADV2": "PadV2Options", "TRANSPOSE": "TransposeOptions",
+                 "EXPAND_DIMS": "ExpandDimsOptions", "SLICE": "SliceOptions", "HARD_SWISH": "HardSwishOptions",
+                 "MAXIMUM": "MaximumMinimumOptions", "MINIMUM": "MaximumMinimumOptions",
+                 "QUANTIZE": "QuantizeOptions", "DEQUANTIZE": "DequantizeOptions", "PRELU": None,
+                 "RELU": None, "RELU6": None, "LOGISTIC": None, "TANH": None}
+
 _ACT = ("fused_activation_function", "FusedActivationFunction", "activation")
 _PAD = ("padding", "Padding", "padding")
 _STRIDES = (("stride_w", "StrideW", "int"), ("stride_h", "StrideH", "int"))
