@@ -33,6 +33,8 @@ from .kernels.registry import reference as reference_kernels
 
 PLUGIN_GROUP = "microinterp.kernels"
 LAYERS = ("reference", "optimized", "plugin", "explicit")
+# both shipped layers load with the package (an Interpreter's first build does not pay for importing them)
+optimized_kernels()
 
 
 class RegistrationError(MicroInterpError, ValueError):

@@ -13,7 +13,7 @@ by name (a model's op that no shipped kernel serves gets the conservative :data:
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import os
 from collections.abc import Mapping
 from functools import cache
 from types import MappingProxyType
@@ -25,11 +25,8 @@ def collect(*packages: str) -> Mapping[str, Kernel]:
     """``{op: kernel}`` of the kernels the public modules of ``packages`` export (see the module docstring)."""
     table: dict[str, Kernel] = {}
     for package in packages:
-        path = importlib.import_module(package).__path__
-        for info in sorted(pkgutil.iter_modules(path), key=lambda i: i.name):
-            if info.name.startswith("_") or info.ispkg:
-                continue
-            module = importlib.import_module(f"{package}.{info.name}")
+        for name in _public_modules(importlib.import_module(package).__path__):
+            module = importlib.import_module(f"{package}.{name}")
             exported = vars(module)
             kernels = exported.get("KERNELS", ()) + ((exported["KERNEL"],) if "KERNEL" in exported else ())
             for kernel in kernels:
@@ -40,6 +37,12 @@ def collect(*packages: str) -> Mapping[str, Kernel]:
                         raise TypeError(f"{op} is served by two kernels: {table[op]!r} and {kernel!r}")
                     table[op] = kernel
     return MappingProxyType(table)
+
+
+def _public_modules(path: list[str]) -> list[str]:
+    """The public modules (``*.py`` not starting with ``_``) of a package's directories, sorted."""
+    return sorted({entry.name[:-3] for folder in path for entry in os.scandir(folder)
+                   if entry.name.endswith(".py") and not entry.name.startswith("_") and entry.is_file()})
 
 
 @cache
