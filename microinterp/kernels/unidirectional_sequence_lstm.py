@@ -211,16 +211,14 @@ class UnidirectionalSequenceLstm(Kernel):
         cell = ctx.views[op.inputs[CELL]].reshape(data.batch, data.state)
         xs = x if data.time_major else np.swapaxes(x, 0, 1)                             # [T, B, I]
         n_in, gates_shape = xs.shape[-1], (data.steps, data.batch, -1)
-        if data.time_major:           # all batch rows run each step together
-            runs = [(slice(None), hidden, cell, out)]
-        else:                         # batch-major: each batch row runs all its steps in turn
-            runs = [(slice(b, b + 1), hidden[b:b + 1], cell[b:b + 1], out[b][:, None]) for b in range(data.batch)]
+        # all batch rows run each step together, batch major too: TFLM runs a batch-major batch row by row, each
+        # through all its steps, but no row reads another's, so each row's arithmetic is the same in lockstep
+        ys = out if data.time_major else np.swapaxes(out, 0, 1)                         # [T, B, S]
         input_fc, sequence = step.input_fc, step.sequence
 
         def call() -> None:
             gates_in = input_fc(xs.reshape(-1, n_in)).reshape(gates_shape)    # the input FCs of all steps at once
-            for rows, h, c, o in runs:
-                o[...], h[...], c[...] = sequence(gates_in[:, rows], h, c)
+            ys[...], hidden[...], cell[...] = sequence(gates_in, hidden, cell)
         return call
 
 
@@ -235,9 +233,8 @@ def _gate_weights(get, data: LstmData) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def _make_step(data: LstmData, weights) -> FloatStep | IntegerStep:
-    """The step object for ``sequence`` calls of all batch rows (time major) or of one row (batch major)."""
-    return (FloatStep if data.kind == "FLOAT32" else IntegerStep)(data, *weights,
-                                                                    data.batch if data.time_major else 1)
+    """The step object for ``sequence`` calls of all batch rows together."""
+    return (FloatStep if data.kind == "FLOAT32" else IntegerStep)(data, *weights, data.batch)
 
 
 KERNEL = UnidirectionalSequenceLstm()

@@ -91,21 +91,16 @@ class FastUnidirectionalSequenceLstm(Kernel):
         hidden = ctx.views[op.inputs[HIDDEN]].reshape(d.batch, d.state)
         cell = ctx.views[op.inputs[CELL]].reshape(d.batch, d.state)
         xs = x if d.time_major else np.swapaxes(x, 0, 1)                             # [T, B, I]
-        if d.time_major:
-            runs = [(slice(None), hidden, cell, out)]
-        else:                              # batch-major: each batch row runs all its steps in turn
-            runs = [(slice(b, b + 1), hidden[b:b + 1], cell[b:b + 1], out[b][:, None]) for b in range(d.batch)]
+        ys = out if d.time_major else np.swapaxes(out, 0, 1)          # [T, B, S]: every batch row in lockstep
         input_fc, sequence = loop.input_fc, loop.sequence
 
         def call() -> None:
-            gates_in = input_fc(xs)                                                 # [T, B, 4S]
-            for rows, h, c, o in runs:
-                sequence(gates_in[:, rows], h, c, o)
+            sequence(input_fc(xs), hidden, cell, ys)                                # input FCs: [T, B, 4S]
         return call
 
 
 class FastLoop:
-    """The prepared time loop for ``rows`` batch rows at once (all of them when time major, else one)."""
+    """The prepared time loop for ``rows`` batch rows at once (every batch row of the op, in lockstep)."""
 
     def __init__(self, d: LstmData, step: IntegerStep):
         s = d.state
