@@ -166,3 +166,41 @@ def _check(f, t: np.ndarray, acc_min: int, acc_max: int, channels: int) -> None:
     if not (np.all(t[1:] >= t[:-1]) and np.all(ends[0] <= ends[1]) and np.all(values >= ends[0])
             and np.all(values <= ends[1])):
         raise AssertionError("requantization is not a step function on the given accumulator range")
+
+
+class GridIndex:
+    """``thresholds.searchsorted(keys, "right")`` for thresholds on a near-uniform grid, in a few elementwise NumPy
+    calls instead of a binary search per key (which, on thousands of keys, costs more than all the arithmetic
+    around it): a linear guess from the grid's spacing, then corrections against the thresholds themselves until
+    every key is bracketed, ``t[k - 1] <= key < t[k]``. Exact for any sorted thresholds; the grid only decides how
+    many correction rounds run (one to check, for an MBQM's step function); after :data:`ROUNDS` the binary search
+    finishes the job."""
+
+    #: correction rounds before falling back to ``searchsorted``
+    ROUNDS = 4
+
+    __slots__ = ("base", "bounds", "count", "inverse")
+
+    def __init__(self, thresholds: np.ndarray):
+        t = np.asarray(thresholds, dtype=np.int64)
+        info = np.iinfo(np.int64)
+        self.count = len(t)
+        self.bounds = np.concatenate([[info.min], t, [info.max]])       # bounds[k] = t[k - 1]: k brackets a key
+        inner = t[1:-1] if len(t) > 3 else t                          # the grid without its two end markers
+        span = float(inner[-1] - inner[0]) if len(inner) > 1 else 0.0
+        self.inverse = (len(inner) - 1) / span if span > 0 else 0.0
+        self.base = float(inner[0]) if len(inner) else 0.0
+        self.base -= (1 + (len(t) > 3)) / self.inverse if self.inverse else 0.0     # the guess counts t[0] (and t[1])
+
+    def __call__(self, keys: np.ndarray) -> np.ndarray:
+        k = ((keys - self.base) * self.inverse).astype(np.intp)
+        np.clip(k, 0, self.count, out=k)
+        bounds = self.bounds
+        for _ in range(self.ROUNDS):
+            below = keys < bounds[k]                   # t[k - 1] > key: one lower
+            above = keys >= bounds[k + 1]              # t[k] <= key: one higher
+            if not (below.any() or above.any()):
+                return k
+            k -= below
+            k += above
+        return bounds[1:-1].searchsorted(keys, "right")

@@ -12,6 +12,7 @@ calls per time step. This loop makes 13 (time-major batches run together, as in 
     p   >>= 31 + E                                        ... and one shift (below)
     total = p[:S] + p[S:]                                 sat16 and the cell clip are in the tables indexed by it
     k     = searchsorted(T', TANH[total] * o)             the int8 hidden state's step function: code lo + k - 1
+                                                          (a grid guess and one check, :class:`.._step_requant.GridIndex`)
     [h - zp_h | 1] = HVAL[k]                              one more threshold above every product gives the 1
 
 Why each line equals the reference (which the differential tests compare it with, op by op):
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._step_requant import GridIndex
 from ..contract import Kernel
 from ..lstm_eval import _PRODUCTS, IntegerStep, _accumulator_range, fold_product_requantization
 from ..unidirectional_sequence_lstm import CELL, HIDDEN, INPUT, LstmData
@@ -131,6 +133,7 @@ class FastLoop:
         # the step function's thresholds behind a sentinel for the constant column: k = len(thresholds) -> 1.0
         self.one_key = _PRODUCTS[1] + 1
         self.thresholds = np.concatenate([step.hidden_steps.thresholds, [self.one_key]]).astype(np.int64)
+        self.index = GridIndex(self.thresholds)           # searchsorted(thresholds, keys, "right"), elementwise
         codes = lo - 1 + np.arange(len(self.thresholds) + 1, dtype=np.int64)               # k -> code lo + k - 1
         self.centred = (codes - d.hidden_zp).astype(np.float64)
         self.centred[-1] = 1.0
@@ -197,7 +200,7 @@ class FastLoop:
         np.subtract(hidden, np.float64(self.d.hidden_zp), out=h[..., :s])
         dot, add, multiply, right_shift, intp = np.dot, np.add, np.multiply, np.right_shift, np.intp
         weights, rec_table, tanh_of_sum, shift = self.weights, self.rec_table, self.tanh_of_sum, self.shift
-        centred, search, take = self.centred, self.thresholds.searchsorted, self.table.take
+        centred, search, take = self.centred, self.index, self.table.take
         saturates = self.cell_saturates
         ks = []
         for gin in gates_in:
@@ -211,7 +214,7 @@ class FastLoop:
                 np.minimum(p, _INT16_MAX, out=p)
             add(p_ig, p_fc, total)
             multiply(tanh_of_sum[total], o, product)
-            k = search(keys, "right")
+            k = search(keys)
             h = centred[k]
             ks.append(k)
         codes = np.array(ks)[..., :s]
