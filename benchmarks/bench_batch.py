@@ -22,7 +22,8 @@ import numpy as np
 import microinterp as mi
 
 ZOO = Path(__file__).resolve().parents[2] / "shared" / "models"
-MODELS = ("vww_96_int8.tflite", "person_detect.tflite", "kws_ref_model.tflite", "micro_speech_quantized.tflite")
+MODELS = ("vww_96_int8.tflite", "person_detect.tflite", "kws_ref_model.tflite", "micro_speech_quantized.tflite",
+          "trained_lstm_int8.tflite")
 
 
 def main() -> None:
@@ -30,6 +31,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--threads", type=int, default=1, help="also time invoke_batch(threads=N) on N chunks")
+    p.add_argument("--models", default=",".join(MODELS), help="comma-separated zoo files (default: all)")
     args = p.parse_args()
     from tflite_micro import runtime
 
@@ -38,7 +40,7 @@ def main() -> None:
     threads = f" {f'{args.threads} thr ms':>9s} {'vs wheel':>9s}" if args.threads > 1 else ""
     print(f"{'model':32s} {'wheel ms':>9s} {'single ms':>10s} {'batch ms':>9s} {'vs wheel':>9s} {'vs single':>9s}"
           + threads)
-    for name in MODELS:
+    for name in args.models.split(","):
         path = ZOO / name
         if not path.exists():
             continue
