@@ -17,6 +17,7 @@ sizing pass); an explicit arena that is too small raises ``ArenaOverflowError`` 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 import numpy as np
 
 from .arena import Arena
-from .cost.mcu import McuProfile, get_profile, kernel_set
+from .cost.mcu import McuProfile, kernel_set
 from .errors import (
     ArenaOverflowError,
     ConfigError,
@@ -42,17 +43,11 @@ from .errors import (
 from .litert import LiteRTMixin, litert_arguments
 from .model import Model, Operator, load_model
 from .pager import OpRecord, Pager, profile_json
-from .planner import PLANNERS
 from .resolver import OpResolver, default_resolver
 from .runtime import InMemoryRuntime, OutOfCore, Preparation, Runtime
+from .settings import Cost, Planning, split
 from .shared_arena import SharedArena
 from .sizes import parse_size
-
-#: Default ``max_arena``: the largest planned arena run in host memory (real MCU models need a few MB; the optimized
-#: kernels keep host buffers several times the activations' size, so a mutated model asking for gigabytes would take
-#: the machine's memory). Out of core (``backing=``) has no such limit.
-MAX_ARENA = 256 << 20
-
 
 #: Tensor types TFLM's allocator has no size for (TfLiteTypeSizeOf fails, so AllocateTensors does).
 _UNALLOCATABLE = ("STRING", "VARIANT")
@@ -68,52 +63,54 @@ def _check_tensor_types(model: Model) -> None:
                          + (" ..." if len(bad) > 8 else ""))
 
 
-#: ``planner=``: TFLM's greedy plan (what the device does), the smallest plan microinterp finds (what the device
-#: does with the model ``microinterp optimize`` writes), or phased execution (row-local ops in row-band phases with
-#: line buffers, :mod:`microinterp.planner.phased`; a runtime that runs phases is needed, so it stays here).
-
-
 class Interpreter(LiteRTMixin):
     """Run a ``.tflite`` model exactly as TFLM would, in an arena of ``arena`` bytes.
 
     ``model`` is a path, bytes, a memoryview or a loaded :class:`~microinterp.model.Model`. ``arena=None`` means
-    "exactly what the plan needs". ``optimized=False`` uses the reference kernels only. ``preserve_all_tensors=True``
-    plans with TFLM's linear planner so every intermediate tensor stays readable after ``invoke`` (as the wheel's
-    ``kPreserveAllTensors``).
+    "exactly what the plan needs" (an int, or ``"512K"``, or a :class:`~microinterp.shared_arena.SharedArena`).
+    ``optimized=False`` uses the reference kernels only; ``resolver=`` binds kernels of your own.
+
+    The other settings come in groups (:mod:`microinterp.settings`), each also settable field by field by name:
+
+    - ``backing=``: out of core, an SD image path, a storage backend or an
+      :class:`~microinterp.runtime.base.OutOfCore` (``pools=``, ``flash=``, ``tile=``, ``checksum=``, ``recover=``,
+      ``fuse=``, ``key=``);
+    - ``planner=``: ``"tflm"``, ``"optimal"``, ``"phased"`` or a :class:`~microinterp.settings.Planning`
+      (``max_arena=``, ``preserve_all_tensors=True``: TFLM's linear plan, every intermediate readable after
+      ``invoke``, as the wheel's ``kPreserveAllTensors``);
+    - ``target=``: a Cortex-M core or :class:`~microinterp.targets.Target` (``kernels=``);
+    - ``cost=``: the cost model's board or a :class:`~microinterp.settings.Cost` (``mcu=``, ``cost_kernels=``).
+
+    LiteRT's constructor arguments (``model_path=``, ``model_content=``, ``experimental_preserve_all_tensors=``, ...)
+    are accepted too.
     """
 
     def __init__(self, model: str | os.PathLike | bytes | memoryview | Model | None = None, arena: int | None = None,
-                 backing: str | os.PathLike | Any = None, *, resolver: OpResolver | None = None,
-                 optimized: bool = True, preserve_all_tensors: bool = False, pools: Any = None,
-                 flash: int | None = None, mcu: str | McuProfile = "stm32f746", tile: int | None = None,
-                 checksum: str = "crc32", recover: bool = False, cost_kernels: str = "optimized",
-                 fuse: bool = True, key: Any = None, planner: str = "tflm", max_arena: int = MAX_ARENA,
-                 target: str | Target | None = None, kernels: str | None = None, **kwargs: Any):
-        model, preserve_all_tensors = litert_arguments(model, preserve_all_tensors, kwargs)
+                 backing: str | os.PathLike | OutOfCore | Any = None, *, resolver: OpResolver | None = None,
+                 optimized: bool = True, planner: str | Planning = "tflm", target: str | Target | None = None,
+                 cost: str | McuProfile | Cost | None = None, **settings: Any):
+        given = split(backing, planner, target, cost, settings)
+        model, preserve_all_tensors = litert_arguments(model, given.planning.preserve_all_tensors, settings)
+        planning = dataclasses.replace(given.planning, preserve_all_tensors=preserve_all_tensors)
         self.model = load_model(model)
         self.resolver = resolver if resolver is not None else default_resolver()
         self.optimized = optimized
-        self.preserve_all_tensors = preserve_all_tensors
-        if planner not in PLANNERS:
-            raise ConfigError(f"unknown planner {planner!r}; use one of {', '.join(PLANNERS)}")
-        if planner == "phased" and preserve_all_tensors:
-            raise ConfigError("planner='phased' keeps only bands of intermediate tensors; it cannot preserve them all")
-        self.planner = planner
-        self.mcu = mcu if isinstance(mcu, McuProfile) else get_profile(mcu)
-        self.cost_kernels = kernel_set(cost_kernels)
+        self.preserve_all_tensors = planning.preserve_all_tensors
+        self.planner = planning.planner
+        self.mcu = given.cost.profile
+        self.cost_kernels = kernel_set(given.cost.kernels)
         self._subgraph = self.model.main
         _check_tensor_types(self.model)
         sg_kernels = self._resolve()
         self.target, self.device, device_resets = None, None, ()
         if arena is not None and not isinstance(arena, SharedArena):
             arena = parse_size(arena, "arena")        # 512000, "512K", "2M"
-        if target is not None or kernels is not None:
-            device_resets = self._target(target, kernels, arena, backing)
+        if target is not None or given.kernels is not None:
+            device_resets = self._target(target, given.kernels, arena, backing)
             arena = None            # the host runs in an arena of its own plan; the firmware's figures are above
-        self.preparation = Preparation(self.model, self.resolver, sg_kernels, optimized, preserve_all_tensors,
-                                       planner, arm_float=self.target is not None, device_image=self._image())
-        ooc = None if backing is None else OutOfCore(backing, pools, flash, tile, checksum, recover, fuse, key)
-        self.runtime: Runtime = self._runtime(arena, ooc, max_arena, device_resets)
+        self.preparation = Preparation(self.model, self.resolver, sg_kernels, optimized, planning.preserve_all_tensors,
+                                       planning.planner, arm_float=self.target is not None, device_image=self._image())
+        self.runtime: Runtime = self._runtime(arena, given.out_of_core, planning.max_arena, device_resets)
         self.arena = self.runtime.arena
         views = self.runtime.tensor_views()
         tensors, sg = self._subgraph.tensors, self._subgraph
