@@ -56,12 +56,13 @@ class Streams:
         if len(self.model.subgraphs) > 1:
             raise ConfigError("streams run single-subgraph models (this one has control flow)")
         self.tensors = sg.tensors
-        self.single = runtime.graph.views[0]
+        main, steps = runtime.all_steps[0]             # the in-memory runtime's main subgraph: context and steps
+        self.single = main.views
         self.views: list[np.ndarray | None] = [
             None if v is None else v if t.data is not None else np.zeros((self.count, *t.shape), t.dtype)
             for t, v in zip(sg.tensors, self.single)]
-        self.ctx = InvokeContext(self.views, runtime.ctx.scratch_views)     # scratch buffers: shared, stateless
-        kernels, op_data = runtime.prep.kernels[0], runtime.op_data
+        self.ctx = InvokeContext(self.views, main.scratch_views)     # scratch buffers: shared, stateless
+        kernels, op_data = [k for k, _, _ in steps], [d for _, _, d in steps]
         resolver = self.interpreter.resolver
         decls = [resolver.declare(k, op.key) for op, k in zip(sg.operators, kernels)]
         refused = [f"op {op.index} {op.key}" for op, d in zip(sg.operators, decls) if not self._supported(op, d)]

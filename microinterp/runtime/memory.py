@@ -261,7 +261,9 @@ class InMemoryRuntime:
 
     def _bind_all(self, all_views: list, scratch_views: list, op_data: list[list[Any]]) -> None:
         graph = self.graph
-        self.all_steps = []
+        #: per subgraph, its invoke context and its steps ``(kernel, op, OpData)``: what runs the model in memory
+        #: (the streams runner runs the main subgraph's steps on views of its own)
+        self.all_steps: list[tuple[InvokeContext, list[tuple[Any, Any, Any]]]] = []
         for sg, views in zip(self.model.subgraphs, all_views):      # every view first: control flow binds to others'
             graph.views[sg.index] = views
         # a phased segment runs at its last op's turn (its band kernels on its line buffers); its ops are not bound
