@@ -6,8 +6,8 @@ Two tables, both deterministic (no timing):
 
 1. Layer 1, per firmware build: the instruction model (``microinterp.cost.instructions``, fitted on the shape
    sweeps only) against the oracle's count of every node of every zoo and int8 population model it ran
-   (``microinterp.cost.fit.compare``): nodes, nodes within 10 %, the worst node, models within 5 %, the worst model.
-2. Layer 2, per published figure (``microinterp.cost.published.compare``): the published time, today's build on the board
+   (``microinterp.testing.fit.compare``): nodes, nodes within 10 %, the worst node, models within 5 %, the worst model.
+2. Layer 2, per published figure (``microinterp.testing.published.compare``): the published time, today's build on the board
    (instructions x CPI x memory factor), and the board's calibrated figure (x its published build's factor).
 
 docs/cost-model.md holds the latest tables.
@@ -23,8 +23,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from microinterp.cost import fit, instructions
-from microinterp.cost.published import compare
+from microinterp.cost import instructions
+from microinterp.testing import fit
+from microinterp.testing.published import compare
 
 
 def layer1() -> list[dict]:

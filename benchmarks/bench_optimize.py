@@ -20,10 +20,10 @@ import numpy as np
 import microinterp as mi
 from microinterp.apps.optimize import rewrite
 from microinterp.errors import MicroInterpError
+from microinterp.memory32 import estimate_arena
 from microinterp.targets import CORES
 from microinterp.testing.device import seeded_inputs
 from microinterp.testing.tflm import TflmRunner, tflm_smallest_arena
-from microinterp.tflm.memory32 import estimate_arena
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 

@@ -161,8 +161,8 @@ class Interpreter(LiteRTMixin):
         """``target=``: the arena figures become those of that firmware build (:mod:`microinterp.targets`), an
         ``arena`` smaller than it needs fails as its AllocateTensors does, and kernels that keep no state on the
         device start every invoke from their initial state. The host itself runs in an arena of its own plan."""
+        from .memory32 import estimate_arena
         from .targets import check_ops, get_target, stateless_state_tensors
-        from .tflm.memory32 import estimate_arena
 
         if target is None:
             raise ConfigError("kernels= selects the kernel set of a target; pass target='cortex-m4' (or another core)")

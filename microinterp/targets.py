@@ -8,7 +8,7 @@ Its arena differs from the x86-64 wheel's in two ways, and a :class:`Target` nam
   request depends on the core's feature set, as CMSIS-NN's ``*_get_buffer_size*`` functions do (no DSP extension,
   DSP, or Helium/MVE). The rules live in :mod:`microinterp.kernels.cmsis_nn`, next to the kernels they describe.
 * **a 32-bit ABI**: TFLM's own structs (eval tensors, nodes, allocator objects) are those of an ILP32 build
-  (:mod:`microinterp.tflm.memory32`), built without ``USE_TFLM_COMPRESSION``.
+  (:mod:`microinterp.memory32`), built without ``USE_TFLM_COMPRESSION``.
 
 The figures are checked against TFLM's own Cortex-M build run in ``qemu-system-arm`` (the goldens under
 ``tests/goldens/device/``; the build is :data:`BUILD`).

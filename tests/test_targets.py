@@ -12,6 +12,7 @@ import pytest
 from microinterp import Interpreter
 from microinterp.errors import ArenaOverflowError, ConfigError, PrepareError, UnsupportedOpError
 from microinterp.kernels.contract import Kernel
+from microinterp.memory32 import estimate_arena
 from microinterp.resolver import OpResolver
 from microinterp.targets import CORES, KERNEL_SETS, Target, get_target
 from microinterp.testing.builder import ModelBuilder
@@ -23,7 +24,6 @@ from microinterp.testing.device import (
     seeded_input,
     seeded_inputs,
 )
-from microinterp.tflm.memory32 import estimate_arena
 
 CASES = [(core, kernels, name) for core, kernels in golden_files()
          for name, entry in load_goldens(core, kernels)["models"].items() if "error" not in entry]

@@ -291,7 +291,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 # -- analyze -----------------------------------------------------------------------------------------------------------
 def cmd_analyze(args: argparse.Namespace) -> int:
     from ..cost.analysis import analyze
-    from ..tflm.memory32 import estimate_arena
+    from ..memory32 import estimate_arena
 
     a = analyze(args.model, mcu=args.mcu, kernels=args.kernels)
     mem = estimate_arena(args.model) if args.memory else None

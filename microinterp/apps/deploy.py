@@ -4,7 +4,7 @@
   ``tflite::MicroMutableOpResolver<N>``; :data:`RESOLVER_METHODS` maps every builtin and custom op TFLM registers to
   its ``Add...()`` method (read off ``micro_mutable_op_resolver.h`` of the pinned TFLM), and the snippet lists one
   call per distinct op of the model, ``N`` their count.
-* **The arena of the firmware**: :func:`~microinterp.tflm.memory32.estimate_arena` for a target build
+* **The arena of the firmware**: :func:`~microinterp.memory32.estimate_arena` for a target build
   (:mod:`microinterp.targets`: the core, by default the MCU profile's, and the kernel set; head as TFLM's greedy
   planner lays out the tensors and that build's scratch buffers, tail as TFLM's 32-bit structs and that build's
   kernel data take it), which is ``MicroInterpreter::arena_used_bytes()`` of that firmware to the byte (checked
@@ -26,8 +26,8 @@ from typing import Any
 from ..cost.analysis import predict_cycles
 from ..cost.mcu import McuProfile, kernel_set
 from ..errors import ArenaOverflowError, MicroInterpError, UnsupportedOpError
+from ..memory32 import estimate_arena
 from ..model import Model, load_model
-from ..tflm.memory32 import estimate_arena
 from ..tflm.ops import ACCELERATOR_OPS, RESOLVER_METHODS
 from .pricing import board_for
 

@@ -21,34 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-
-
-@dataclass(frozen=True)
-class LlmConfig:
-    """Shape of a decoder-only model. The defaults are the Deeploy row: hidden 64, 8 layers, FFN 256, vocabulary
-    512, with 64 cache rows and a 16-token prefill."""
-
-    vocab: int = 512
-    hidden: int = 64
-    layers: int = 8
-    heads: int = 4
-    ffn: int = 256
-    context: int = 64        # cache rows: prompt + generated tokens must fit
-    prompt: int = 16         # the prefill model's (padded) prompt length
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden // self.heads
-
-    @property
-    def caches(self) -> int:
-        """Cache tensors: a key and a value cache per layer."""
-        return 2 * self.layers
-
-    @property
-    def cache_bytes(self) -> int:
-        """Bytes of the whole int8 key/value cache."""
-        return self.caches * self.heads * self.context * self.head_dim
+from ..testing.llm import LlmConfig
 
 
 @dataclass
@@ -111,7 +84,7 @@ def report(prefill_model: Any, step_model: Any, config: LlmConfig, prompt_ids: S
     from itertools import pairwise
 
     from ..interpreter import Interpreter
-    from ..pager.profile import totals
+    from ..runtime.profile import totals
 
     pre, step = Interpreter(prefill_model), Interpreter(step_model)
     stamps: list[float] = []

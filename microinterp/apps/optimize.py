@@ -279,11 +279,11 @@ class Rewritten:
 
 def wheel_arena(model: Any, share_bytes: bool = False) -> int:
     """The whole arena (head + tail) the ``tflite-micro`` wheel's 64-bit build needs for ``model``
-    (:func:`microinterp.tflm.memory32.estimate_arena`, LP64 with TFLM's compression fields, plus the wheel's recording
+    (:func:`microinterp.memory32.estimate_arena`, LP64 with TFLM's compression fields, plus the wheel's recording
     allocator, :data:`RECORDING_ALLOCATOR_BYTES`); with ``share_bytes`` the
     head is TFLM's greedy plan of the byte-sharing groups (:mod:`microinterp.planner.aliases`), as the offline plan
     :func:`optimize` writes will have it."""
-    from ..tflm.memory32 import estimate_arena
+    from ..memory32 import estimate_arena
 
     return _whole(estimate_arena(model, "lp64", compression=True), model, share_bytes) + RECORDING_ALLOCATOR_BYTES
 
@@ -297,7 +297,7 @@ RECORDING_ALLOCATOR_BYTES = 248
 def target_arena(model: Any, target: Any, share_bytes: bool = False) -> int:
     """The whole arena of ``target``'s firmware build for ``model`` (a core name: its CMSIS-NN build; or a
     :class:`~microinterp.targets.Target`); ``share_bytes`` as for :func:`wheel_arena`."""
-    from ..tflm.memory32 import estimate_arena
+    from ..memory32 import estimate_arena
 
     return _whole(estimate_arena(model, target=target), model, share_bytes)
 

@@ -6,7 +6,7 @@ For every op of the main subgraph (SwapNN's classification, shared/docs/out-of-c
   other MAC ops of :func:`microinterp.mcu.op_class` ``conv``/``depthwise``/``fc``); compares or adds for pooling
   (output elements x filter area) and reductions (input elements); output elements for elementwise ops, activations,
   softmax and data movement (PAD, CONCATENATION, TRANSPOSE, ...); 0 for pure views (the kernels of the ``view`` cost family). The counts are
-  :func:`microinterp.pager.work.op_work`'s, so the pager charges the same work.
+  :func:`microinterp.cost.work.op_work`'s, so the pager charges the same work.
 - **Q** (MB, 1 MB = 10^6 bytes): bytes of the op's non-constant inputs + constant inputs (weights, biases, ...)
   + outputs, as stored (int8 activations: one byte per element).
 - **N** = (W / S_cpu) / (Q / S_io): for the profile (S_cpu = :meth:`McuProfile.ops_per_second` of conv MACs with the
@@ -32,9 +32,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..model import Model, load_model
-from ..pager.work import op_work
 from ..resolver import declaration_of
 from .mcu import McuProfile, get_profile, kernel_set, op_class
+from .work import op_work
 
 #: SwapNN's effective compute and IO speeds of MCUs (shared/docs/out-of-core.md).
 S_CPU_RANGE = (64e6, 480e6)

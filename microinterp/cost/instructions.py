@@ -8,7 +8,7 @@ to. The paths are CMSIS-NN's own dispatch (``arm_convolve_wrapper_s8``: 1x1 fast
 ``arm_depthwise_conv_wrapper_s8``: 3x3 / opt / generic / as a convolution on Helium), reproduced with
 :mod:`microinterp.kernels.cmsis_nn.buffer_sizes`; the reference build has one path per op.
 
-The coefficients (``instructions.json`` next to this module) are fitted by :mod:`microinterp.cost.fit` on the
+The coefficients (``instructions.json`` next to this module) are fitted by :mod:`microinterp.testing.fit` on the
 device oracle's counts of the shape sweeps (:mod:`microinterp.testing.sweep`: many instances of one op in one
 model, each with its own input); the zoo and the population are not used by the fit except for the op kinds no
 sweep covers (``fitted_on`` in the JSON says which data each path was fitted on). The tests compare the prediction
@@ -413,7 +413,7 @@ REFERENCE_LAYERS = {
 @cache
 def reference_instructions_per_mac(build: str, op_class: str = "conv") -> float:
     """Instructions per MAC of :data:`REFERENCE_LAYERS`' layer of ``op_class`` on ``build``."""
-    from ..pager.work import op_work
+    from .work import op_work
 
     key, shapes, out, options = REFERENCE_LAYERS[op_class]
     op, tensors = _layer(key, shapes, out, **options)

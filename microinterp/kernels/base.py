@@ -1,38 +1,33 @@
-"""The kernel contract and the two contexts the interpreter hands to kernels.
+"""The two contexts the interpreter hands to kernels, and what a kernel's prepare asks for.
 
-A kernel is an object with ``prepare(ctx, op) -> OpData`` and ``invoke(ctx, op, data) -> None``, like TFLM's
-TfLiteRegistration without ``init``/``free``. ``prepare`` runs once: it validates the op (raising
-``ctx.fail(op, rule)`` the way TFLM's Prepare returns an error), does all quantization maths, requests planned scratch
-buffers and persistent memory, and returns an immutable OpData record. ``invoke`` only reads the OpData and computes on
-the numpy views it gets from the context; it never allocates tensor memory.
-
-A kernel may also offer ``bind(ctx, op, data) -> Callable[[], None] | None``: the interpreter calls it once after the
-build (the arena views never move afterwards) and then runs the returned call instead of ``invoke`` — the way to keep
-per-op Python overhead off tiny graphs. ``None`` falls back to ``invoke``; the bound call must compute exactly what
-``invoke`` computes. The out-of-core pager always uses ``invoke`` (its views change from tile to tile).
-
-A kernel that can compute its output in pieces (bands of output rows, or output-channel groups of a streamed filter)
-declares it with a ``bands`` attribute (:mod:`.bands`): which inputs it reads by rows, which rows of them a band
-needs, and the band computation. The out-of-core pager (and the phased planner) then run it in pieces; nothing else
-needs to know the op. A kernel without ``bands`` runs whole out of core.
+A kernel (:class:`~.contract.Kernel`, the contract) gets a :class:`PrepareContext` in ``prepare(ctx, op) ->
+OpData``, which runs once: it validates the op (raising ``ctx.fail(op, rule)`` the way TFLM's Prepare returns an
+error), does all quantization maths, requests planned scratch buffers (:class:`ScratchRequest`) and persistent
+memory, and returns an immutable OpData record. ``invoke(ctx, op, data)`` gets an :class:`InvokeContext`: it only
+reads the OpData and computes on the numpy views the context gives; it never allocates tensor memory. A kernel's
+``bind`` gets the same context once, after the build (the arena views never move afterwards).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..errors import PrepareError
 from ..model import Model, Operator, Subgraph, Tensor
-from ..planner.lifetimes import ScratchRequest
 from ._qutil import to_int32_x86
 
 
-class Kernel(Protocol):
-    def prepare(self, ctx: PrepareContext, op: Operator) -> Any: ...
+@dataclass(frozen=True)
+class ScratchRequest:
+    """A kernel's request for a planned scratch buffer of ``nbytes`` while op ``node`` of ``subgraph`` runs
+    (:meth:`PrepareContext.request_scratch`; the planner gives it a lifetime, :mod:`microinterp.planner.lifetimes`)."""
 
-    def invoke(self, ctx: InvokeContext, op: Operator, data: Any) -> None: ...
+    subgraph: int
+    node: int
+    nbytes: int
 
 
 def is_batch1_nhwc(*tensors: Any) -> bool:

@@ -16,8 +16,8 @@ import numpy as np
 
 from ..bands.chains import LineBuffer, new_rows
 from ..bands.tiling import BandViews
+from ..runtime.profile import OpRecord, TileRecord
 from .plan import PoolBuffers
-from .profile import OpRecord, TileRecord
 
 
 def run_chain(engine: Any, chain: Any, bufs: PoolBuffers, records: dict[int, OpRecord], only: list[int] | None = None,

@@ -31,15 +31,15 @@ from ..bands.chains import band_rows
 from ..bands.op_plan import OpPlan
 from ..bands.tiling import BandViews, line_bytes
 from ..cost.mcu import McuProfile, op_class
+from ..cost.work import op_work
 from ..errors import IntegrityError
 from ..kernels.pad import pad_input_rows, pad_rows
+from ..runtime.profile import IoStep, OpRecord, TileRecord
 from ..storage.format import RecordRun
 from .chain_run import run_chain
 from .execution import COUNTING, CountingExecution, LiveExecution
 from .layout import Home
 from .plan import ALIGN, PoolBuffers, region_ranges
-from .profile import IoStep, OpRecord, TileRecord
-from .work import op_work
 
 #: What an integrity error says to do (the CLI writes ``recover=True`` as ``--recover``).
 REPAIR_HINT = ("to repair the image, run again with recover=True (on the command line: microinterp run MODEL "

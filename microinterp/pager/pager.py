@@ -39,13 +39,13 @@ from ..errors import ArenaOverflowError, CheckFailed, ConfigError, HostMemoryErr
 from ..kernels.base import InvokeContext, PrepareContext, prepare_ops
 from ..runtime.base import OutOfCore, check_failed, reset_state
 from ..runtime.memory import quiet_floats
+from ..runtime.profile import OpRecord, TileRecord
 from ..storage.base import Backing, is_path
 from ..storage.sd import SdImage
 from .engine import Engine
 from .fusion import ChainPlanner, find_chains
 from .layout import RECORD_TARGET, Home
 from .plan import ALIGN, NoFit, Planner, PoolBuffers, Pools, fold_data, fuse_pads, layout_homes
-from .profile import OpRecord, TileRecord
 
 DEFAULT_POOLS = (1.0, 2.0, 1.0)
 

@@ -2,7 +2,7 @@
 
 The whole arena is what a user sizes ``arena_size`` by: the head (TFLM's greedy plan over the rewritten graph) plus
 the persistent tail, which every added op grows (its node, registration, builtin options, OpData and, for each
-convolution copy, its per-channel multipliers and shifts) -- :func:`microinterp.tflm.memory32.estimate_arena` replays both
+convolution copy, its per-channel multipliers and shifts) -- :func:`microinterp.memory32.estimate_arena` replays both
 for the wheel's 64-bit build, or for a Cortex-M firmware build with ``target``. So a cut pays off only where the
 memory it frees exceeds the tail it adds; small models gain from few, large patches.
 
@@ -73,7 +73,7 @@ def _progress(arena: int, model: Model, parent: Patched, slack: float = 0.01) ->
 
 
 def model_macs(model: Model) -> int:
-    from ..pager.work import op_work
+    from ..cost.work import op_work
 
     sg = model.main
     return sum(op_work(op, sg.tensors)[0] for op in sg.operators)

@@ -25,18 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ModelError
+from ..kernels.base import ScratchRequest
 from ..model import Model
 
 ALIGNMENT = 16
-
-
-@dataclass(frozen=True)
-class ScratchRequest:
-    """A kernel's request for a planned scratch buffer of ``nbytes`` while op ``node`` of ``subgraph`` runs."""
-
-    subgraph: int
-    node: int
-    nbytes: int
 
 
 @dataclass

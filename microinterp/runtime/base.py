@@ -49,7 +49,7 @@ class Runtime(Protocol):
         """A copy of tensor ``ti`` (an :class:`~microinterp.errors.InputError` when it holds no readable data)."""
 
     def records(self) -> list[Any]:
-        """Per-op records of the last invoke (:class:`~microinterp.pager.profile.OpRecord`)."""
+        """Per-op records of the last invoke (:class:`~microinterp.runtime.profile.OpRecord`)."""
 
     def simulate(self) -> list[Any]:
         """The records an invoke would produce, without computing it (in memory: the last invoke's)."""

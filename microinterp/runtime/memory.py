@@ -34,19 +34,19 @@ import numpy as np
 from ..arena import Arena, SizingArena
 from ..cost.instructions import data_dependent
 from ..cost.mcu import McuProfile, op_class
+from ..cost.work import op_work
 from ..errors import ArenaOverflowError, CheckFailed, HostMemoryError, InputError
 from ..graph import MicroGraph
 from ..kernels._qutil import to_int32_arm
 from ..kernels.base import IN_MEMORY_CACHE_BYTES, HostBudget, InvokeContext, PrepareContext, prepare_ops
 from ..model import Model, Operator
-from ..pager.profile import OpRecord, TileRecord
-from ..pager.work import op_work
 from ..planner import allocation_infos, buffer_requests, plan_greedy, plan_linear
 from ..planner.greedy import plan_size
 from ..planner.optimal import plan_optimal
 from ..planner.table import plan_rows
 from ..shared_arena import TenantArena
 from .base import check_failed, reset_state, reset_variable
+from .profile import OpRecord, TileRecord
 
 #: ops up to which :meth:`InMemoryRuntime._invoker` writes one line per op (a loop over the calls beyond)
 UNROLLED_OPS = 256

@@ -1,6 +1,6 @@
 """The task graph of out-of-core invokes, built from the pager's own tile records.
 
-One source of truth: every task comes from a step of a :class:`~microinterp.pager.profile.TileRecord` ``io`` list
+One source of truth: every task comes from a step of a :class:`~microinterp.runtime.profile.TileRecord` ``io`` list
 (what :meth:`Interpreter.simulate` / ``invoke`` record), so the graph moves exactly the tiles, commands and bytes the
 pager moves. Per frame and per tile, in the tile's step order:
 
@@ -21,7 +21,7 @@ before the write is issued, so the tile's checksum cycles are added to its compu
 Edges (data dependencies, plus the SwapNN order): a tile's input reads precede its weight reads (so weight reads
 overlap compute); each compute needs every read before it in its tile; each write needs the tile's last compute;
 a read of an activation needs the writes that produced the records it covers (exact byte ranges: every read and write
-step is a typed :class:`~microinterp.pager.profile.IoStep` that names its role, the tensor's home and the bytes it
+step is a typed :class:`~microinterp.runtime.profile.IoStep` that names its role, the tensor's home and the bytes it
 moves, recorded by the engine as it issues the command; steps without them, as a profile's JSON has them, fall back
 to per-layer barriers and say so in :attr:`TaskGraph.precise`). Across frames, frame f+1 may overwrite a tensor's records only after frame f
 read them (a zero-time ``join`` task per tensor collects frame f's reads).
@@ -315,7 +315,7 @@ class _Builder:
 
 
 def _located(step: Any) -> bool:
-    """A typed step (:class:`~microinterp.pager.profile.IoStep`) that says which records it moves; a bare
+    """A typed step (:class:`~microinterp.runtime.profile.IoStep`) that says which records it moves; a bare
     ``[kind, pool, bytes, payload]`` entry (a profile's JSON) does not."""
     return len(step) > 5 and bool(step[5])
 

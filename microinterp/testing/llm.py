@@ -32,11 +32,38 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..apps.lm import LlmConfig
 from ..errors import ConfigError
 from .builder import ModelBuilder
 
 F = 4.0 / 127.0          # scale per unit of standard deviation: 4 sigma over the int8 range
+
+
+@dataclass(frozen=True)
+class LlmConfig:
+    """Shape of a decoder-only model. The defaults are the Deeploy row: hidden 64, 8 layers, FFN 256, vocabulary
+    512, with 64 cache rows and a 16-token prefill."""
+
+    vocab: int = 512
+    hidden: int = 64
+    layers: int = 8
+    heads: int = 4
+    ffn: int = 256
+    context: int = 64        # cache rows: prompt + generated tokens must fit
+    prompt: int = 16         # the prefill model's (padded) prompt length
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def caches(self) -> int:
+        """Cache tensors: a key and a value cache per layer."""
+        return 2 * self.layers
+
+    @property
+    def cache_bytes(self) -> int:
+        """Bytes of the whole int8 key/value cache."""
+        return self.caches * self.heads * self.context * self.head_dim
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ import microinterp as mi
 from microinterp.apps.cli import main
 from microinterp.apps.deploy import deploy, resolver_snippet
 from microinterp.kernels import REFERENCE_KERNELS
+from microinterp.memory32 import estimate_arena
 from microinterp.testing.builder import ModelBuilder
 from microinterp.testing.models import demo_cnn
-from microinterp.tflm.memory32 import estimate_arena
 from microinterp.tflm.ops import RESOLVER_METHODS
 
 from ..conftest import MODELS_DIR

@@ -58,8 +58,8 @@ def test_the_cortex_m85_runs_the_m55_build_at_its_own_cpi():
     its arena is the M55's."""
     from microinterp import Interpreter
     from microinterp.cost.analysis import predict_cycles
+    from microinterp.memory32 import estimate_arena
     from microinterp.testing.models import demo_cnn
-    from microinterp.tflm.memory32 import estimate_arena
 
     m85, m55 = get_profile("cortex-m85@480MHz"), get_profile("cortex-m55@480MHz")
     assert m85.instruction_build() == m55.instruction_build() == "cortex-m55.cmsis-nn"
@@ -77,7 +77,7 @@ def test_the_m85_prediction_against_a_published_board_priced_blind():
     predicted (its 270 KB of weights stream from flash once per inference, which memory_factor 1.0 does not price)."""
     from pathlib import Path
 
-    from microinterp.cost.published import blind_check
+    from microinterp.testing.published import blind_check
 
     rows = {r["model"]: r for r in blind_check(Path(__file__).resolve().parents[3] / "shared" / "models")}
     if len(rows) < 4:

@@ -1,6 +1,6 @@
 """Layer 1 of the cost model against the device oracle: instructions per op of TFLM's Cortex-M builds.
 
-The fit (microinterp.cost.fit) sees only the shape sweeps; the zoo and the int8 population models are held out.
+The fit (microinterp.testing.fit) sees only the shape sweeps; the zoo and the int8 population models are held out.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from collections import defaultdict
 import pytest
 
 from microinterp import Interpreter
-from microinterp.cost import fit
 from microinterp.cost import instructions as ins
 from microinterp.errors import ConfigError
-from microinterp.testing import sweep
+from microinterp.testing import fit, sweep
 from microinterp.testing.device import SWEEP_DIR, model_file, output_digest, seeded_inputs, sweep_digest
 
 BUILDS = sorted(ins.coefficients())

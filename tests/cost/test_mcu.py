@@ -18,9 +18,9 @@ from microinterp.cost.mcu import (
     kernel_set,
     op_class,
 )
-from microinterp.cost.published import TFLM_PAPER_PERSON_DETECT
 from microinterp.errors import ConfigError, MicroInterpError
 from microinterp.model import load_model
+from microinterp.testing.published import TFLM_PAPER_PERSON_DETECT
 
 
 def test_the_two_profiles():
@@ -215,7 +215,7 @@ def test_the_boards_people_benchmark_tflm_on_are_selectable():
 
 
 def _published_cases():
-    from microinterp.cost.published import TFLM_LATENCIES
+    from microinterp.testing.published import TFLM_LATENCIES
     return [pytest.param(f, id=f"{f.board}-{f.model}-{f.kernels}") for f in TFLM_LATENCIES]
 
 
@@ -224,7 +224,7 @@ def test_every_published_tflm_latency_is_predicted_within_20_percent(fig):
     """Every published TFLM figure the boards are calibrated on, predicted by today's instruction counts x the
     board's CPI x its published build's factor: within 20 %."""
     from microinterp.cost.analysis import predict_cycles
-    from microinterp.cost.published import load_model_named
+    from microinterp.testing.published import load_model_named
 
     from ..conftest import MODELS_DIR
 
@@ -240,7 +240,7 @@ def test_every_published_tflm_latency_is_predicted_within_20_percent(fig):
 def test_the_calibration_factors_are_the_fit_of_the_published_figures():
     """CALIBRATIONS holds published.fit_calibration's factors (rounded to 4 significant digits); the L4R5's TFLM 2.3.1
     build has its own factor for the FC kernel."""
-    from microinterp.cost.published import fit_calibration
+    from microinterp.testing.published import fit_calibration
 
     from ..conftest import MODELS_DIR
 

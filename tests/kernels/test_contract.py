@@ -10,14 +10,14 @@ import microinterp as mi
 from microinterp.bands.tiling import tiler_for
 from microinterp.cost.analysis import analyze
 from microinterp.cost.mcu import op_class
+from microinterp.cost.work import op_work
 from microinterp.kernels import REFERENCE_KERNELS
 from microinterp.kernels.bands import RowLocal
 from microinterp.kernels.contract import PURE, UNDECLARED, Kernel, declaration
+from microinterp.memory32 import estimate_arena
 from microinterp.model import load_model
-from microinterp.pager.work import op_work
 from microinterp.planner.reorder import reorderable
 from microinterp.streams import Streams
-from microinterp.tflm.memory32 import estimate_arena
 
 from .toy_op import StatefulToyScale, ToyScale, toy_model
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from microinterp.pager.profile import totals
+from microinterp.runtime.profile import totals
 from microinterp.schedule import build_graph, simulate
 from microinterp.schedule.run import Config, open_records, run
 from microinterp.testing import models

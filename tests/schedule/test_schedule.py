@@ -11,7 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import microinterp as mi
-from microinterp.pager.profile import totals
+from microinterp.runtime.profile import totals
 from microinterp.schedule import build_graph, simulate
 from microinterp.schedule.run import Config, open_records, run
 from microinterp.schedule.wear import wear

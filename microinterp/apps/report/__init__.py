@@ -49,8 +49,8 @@ table.cores td,table.cores th{font-size:12px}
 def _ops_table(model: Any, arena: int) -> tuple[str, str]:
     """The per-op table (MACs, cycles per MCU profile, out-of-core tiles and SD traffic) and a note on the run."""
     from ...cost.mcu import MCU_PROFILES
+    from ...cost.work import op_work
     from ...interpreter import Interpreter
-    from ...pager.work import op_work
     from ...storage.null import NullStorage
 
     sg = model.main

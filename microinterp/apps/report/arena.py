@@ -114,9 +114,9 @@ def arenas(model: Any) -> tuple[str, dict[str, tuple[int, int]]]:
 
 def core_arenas(model: Any) -> list[dict[str, Any]]:
     """The arena of TFLM's firmware for every supported core and both kernel sets (the byte-exact replay of
-    :func:`microinterp.tflm.memory32.estimate_arena`), or why it cannot be built."""
+    :func:`microinterp.memory32.estimate_arena`), or why it cannot be built."""
+    from ...memory32 import estimate_arena
     from ...targets import CORES, get_target
-    from ...tflm.memory32 import estimate_arena
 
     out = []
     for core in CORES:

@@ -11,7 +11,8 @@ into persistent buffers. A rule per op says what that build's ``Init`` and ``Pre
   and shifts, LUTs), which every CMSIS-NN kernel keeps as the reference kernel does.
 
 Ops without a rule use the reference kernel's ``Init``/``Prepare`` in that build too (MUL, PAD, TRANSPOSE, MAXIMUM,
-MINIMUM and every op TFLM has no CMSIS-NN file for). :data:`RULES` is the registry: one module per TFLM file.
+MINIMUM and every op TFLM has no CMSIS-NN file for). :data:`RULES` is the registry, derived from the modules: one
+per TFLM file, each exporting its ``RULES``.
 TRANSPOSE_CONV and BATCH_MATMUL have CMSIS-NN files whose Prepare is not modelled yet: :data:`UNMODELLED` lists
 them, and a device estimate of a model that has them says so.
 """
@@ -40,20 +41,15 @@ Rule = Callable[[Operator, Sequence[Tensor], str], DevicePrepare]
 
 
 def _rules() -> Mapping[str, Rule]:
-    from . import (
-        add,
-        conv,
-        depthwise_conv,
-        fully_connected,
-        pooling,
-        softmax,
-        svdf,
-        unidirectional_sequence_lstm,
-    )
+    """Every public module of this package that exports ``RULES`` (one module per TFLM file), merged."""
+    import importlib
+    import os
 
     table: dict[str, Rule] = {}
-    for module in (add, conv, depthwise_conv, fully_connected, pooling, softmax, svdf, unidirectional_sequence_lstm):
-        table.update(module.RULES)
+    for name in sorted(entry.name[:-3] for folder in __path__ for entry in os.scandir(folder)
+                       if entry.name.endswith(".py") and not entry.name.startswith("_")):
+        module = vars(importlib.import_module(f"{__name__}.{name}"))
+        table.update(module.get("RULES", {}))
     return MappingProxyType(table)
 
 

@@ -32,7 +32,7 @@ class DeviceImage:
 
     @classmethod
     def of(cls, estimate: Any) -> DeviceImage:
-        """From a firmware build's arena estimate (:func:`microinterp.tflm.memory32.estimate_arena` with ``target``)."""
+        """From a firmware build's arena estimate (:func:`microinterp.memory32.estimate_arena` with ``target``)."""
         tensors, scratch = {}, {}
         for b in estimate.buffers:
             if b["subgraph"] != 0:

@@ -99,8 +99,8 @@ BLIND_CHECKS: tuple[TflmLatency, ...] = tuple(
 def blind_check(models_dir: Path) -> list[dict]:
     """One row per :data:`BLIND_CHECKS` figure whose model is available: today's build's prediction on the generic
     board (no calibration), the published ms and the error."""
-    from .analysis import predict_cycles
-    from .mcu import get_profile
+    from ..cost.analysis import predict_cycles
+    from ..cost.mcu import get_profile
 
     out = []
     for fig in BLIND_CHECKS:
@@ -133,7 +133,7 @@ def load_model_named(name: str, models_dir: Path) -> Any:
     """A zoo model by file stem (None when absent), or a builder call such as
     ``mobilenet_v2(alpha=0.3, input_size=80)`` (built in-process: latency does not depend on the weights)."""
     from ..model import load_model
-    from ..testing import models as builders
+    from . import models as builders
 
     if "(" in name:
         func, args = name.split("(", 1)
@@ -148,8 +148,8 @@ def compare(models_dir: Path) -> list[dict]:
     """One row per published figure whose model is available: the in-memory prediction of
     :func:`microinterp.analysis.predict_cycles` at the figure's clock for today's build (``today_ms``) and for the
     board's published build (``predicted_ms``, calibrated), the published ms, and the calibrated error."""
-    from .analysis import predict_cycles
-    from .mcu import get_profile
+    from ..cost.analysis import predict_cycles
+    from ..cost.mcu import get_profile
 
     out = []
     models: dict[str, Any] = {}
@@ -180,7 +180,7 @@ def fit_calibration(models_dir: Path) -> dict[tuple[str, str], dict[str, float]]
     TFLM's per-op overhead) are today's kernel cycles per op class x the factors; a factor is the geometric mean
     over the figures where its classes do most of the work of (published - the other classes) / its classes'
     cycles, iterated to a fixed point (one factor: one pass)."""
-    from .mcu import get_profile, op_class
+    from ..cost.mcu import get_profile, op_class
 
     groups: dict[tuple[str, str], list[tuple[float, dict[str, float]]]] = {}
     for fig in TFLM_LATENCIES:

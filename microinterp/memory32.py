@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..model import Model, load_model
-from ..planner.lifetimes import ScratchRequest
-from .structs32 import (
+from .errors import ConfigError
+from .model import Model, load_model
+from .planner.lifetimes import ScratchRequest
+from .tflm.structs32 import (
     ABIS,
     AFFINE_QUANTIZATION,
     GREEDY_MEMORY_PLANNER,
@@ -60,7 +60,7 @@ from .structs32 import (
 )
 
 if TYPE_CHECKING:
-    from ..targets import Target
+    from .targets import Target
 
 #: TFLM's MicroArenaBufferAlignment(): kernels' persistent buffers and variables are 16-aligned.
 BUFFER_ALIGNMENT = 16
@@ -153,7 +153,7 @@ def _skips_prepare(op: Any, tensors: Any) -> bool:
 def _replay_prepare(model: Model, resolver: Any) -> list[tuple[list[int], list[ScratchRequest]]]:
     """One pass of microinterp's reference ``prepare`` over subgraph 0 (the layer that mirrors TFLM's Prepare):
     per op, the sizes of its persistent arrays and its scratch requests."""
-    from ..kernels.base import PrepareContext, prepare_ops
+    from .kernels.base import PrepareContext, prepare_ops
 
     sg = model.main
     arena = _RecordingArena()
@@ -172,7 +172,7 @@ def _device_prepare(model: Model, records: list, target: Any) -> tuple[list, dic
     """Per op of subgraph 0, what ``target``'s kernel set takes instead of the reference kernel: (arrays, scratch
     requests) per op, OpData bytes of the ops whose kernel differs, and the ops whose device Prepare is not
     modelled."""
-    from ..kernels.cmsis_nn import UNMODELLED, device_prepare
+    from .kernels.cmsis_nn import UNMODELLED, device_prepare
 
     sg = model.main
     out, opdata, unmodelled = [], {}, set()
@@ -204,7 +204,7 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
     then the greedy plan over the device's scratch requests and can differ from ``Interpreter.head_bytes``.
     """
     if target is not None:
-        from ..targets import get_target
+        from .targets import get_target
 
         target = get_target(target)
         abi, compression = ILP32, False
@@ -212,16 +212,16 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
         if abi.lower() not in ABIS:
             raise ConfigError(f"unknown ABI {abi!r}; known: {', '.join(ABIS)}")
         abi = ABIS[abi.lower()]
-    from ..resolver import default_resolver
+    from .resolver import default_resolver
 
     if isinstance(getattr(source, "model", None), Model) and hasattr(source, "resolver"):     # an Interpreter
         model, resolver = source.model, source.resolver
     else:
         model = load_model(os.fspath(source) if isinstance(source, os.PathLike) else source)
         resolver = resolver if resolver is not None else default_resolver()
-    from ..planner import allocation_infos, buffer_requests, plan_greedy
-    from ..planner.greedy import plan_size
-    from ..planner.table import plan_rows
+    from .planner import allocation_infos, buffer_requests, plan_greedy
+    from .planner.greedy import plan_size
+    from .planner.table import plan_rows
 
     records = _replay_prepare(model, resolver)
     device_opdata: dict[int, int] = {}
@@ -258,7 +258,7 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
             if sg.index == 0:
                 builtin_of[op.index] = size
     # 4. Init: each op's OpData (InitSubgraphs walks every subgraph).
-    from ..kernels.signal.arena import init_allocations
+    from .kernels.signal.arena import init_allocations
 
     opdata_of: dict[int, int] = {}
     for sg in model.subgraphs:

@@ -11,9 +11,9 @@ import pytest
 from microinterp import Interpreter, load_model
 from microinterp.errors import ConfigError, MicroInterpError
 from microinterp.kernels.registry import declaration_of
+from microinterp.memory32 import CATEGORIES, estimate_arena
 from microinterp.testing.builder import ModelBuilder
 from microinterp.testing.models import demo_cnn
-from microinterp.tflm.memory32 import CATEGORIES, estimate_arena
 from microinterp.tflm.structs32 import (
     AFFINE_QUANTIZATION,
     ILP32,

@@ -12,7 +12,7 @@ the generic terms (fixed, per output and per input element) and marked ``"fitted
 are not held out, and the docs say so. ``*`` is each build's fallback for an op kind the oracle never ran: the
 generic terms fitted on every sweep node of the elementwise and data-movement ops.
 
-Run ``python -m microinterp.cost.fit`` after new goldens to rewrite ``instructions.json`` (needs the ``fit``
+Run ``python -m microinterp.testing.fit`` after new goldens to rewrite ``instructions.json`` (needs the ``fit``
 extra: scipy).
 """
 
@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from ..cost import instructions as ins
 from ..model import load_model
-from ..testing import device
-from . import instructions as ins
+from . import device
 
 #: Generic terms (``instructions._generic``) for paths fitted on the models themselves and for the fallback.
 GENERIC_TERMS = ("1", "out", "in")
@@ -36,8 +36,8 @@ GENERIC_TERMS = ("1", "out", "in")
 
 def _nodes(golden_dir, build: str, sweep: bool) -> list[tuple[str, dict[str, int], int, str, dict[str, int]]]:
     """(path, features, instructions, model, generic features) of every node of every model in one golden file."""
-    from ..testing.sweep import SWEEPS
-    from ..testing.sweep import build as build_sweep
+    from .sweep import SWEEPS
+    from .sweep import build as build_sweep
 
     path = (golden_dir / f"{build}.json")
     if not path.exists():
@@ -202,7 +202,7 @@ def fit_build(build: str) -> dict[str, Any]:
 
 def fit_all() -> dict[str, Any]:
     builds = sorted(p.stem for p in device.SWEEP_DIR.glob("*.json"))
-    return {"about": "instructions per op of TFLM's Cortex-M build: microinterp.cost.fit over the device oracle's "
+    return {"about": "instructions per op of TFLM's Cortex-M build: microinterp.testing.fit over the device oracle's "
                      "goldens (tests/goldens/device/)",
             "builds": {b: fit_build(b) for b in builds}}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from microinterp.testing.fuzz import campaign, classify, field_slots, mutate, run_mutant
+from microinterp.apps.fuzz import campaign, classify, field_slots, mutate, run_mutant
 from microinterp.testing.models import demo_cnn
 
 from ..control_flow_models import while_model
@@ -74,7 +74,7 @@ def test_a_short_campaign_has_no_escape(tmp_path):
 
 def test_every_mode_runs_and_a_short_campaign_of_the_newer_paths_has_no_escape(tmp_path):
     """Every firmware build (target= core and kernel set) and optimize are fuzzed too."""
-    from microinterp.testing.fuzz import MODES
+    from microinterp.apps.fuzz import MODES
 
     assert {"memory", "out-of-core", "phased", "optimize"} <= set(MODES)
     assert sum(m.startswith("target:") for m in MODES) == 10
@@ -89,7 +89,7 @@ def test_every_mode_runs_and_a_short_campaign_of_the_newer_paths_has_no_escape(t
 
 @pytest.mark.slow
 def test_a_long_campaign_of_every_mode_has_no_escape(tmp_path):
-    from microinterp.testing.fuzz import MODES
+    from microinterp.apps.fuzz import MODES
 
     report = campaign(_seeds(), 300, tmp_path / "escapes", rng_seed=404, modes=MODES, time_limit=30)
     _check(report, tmp_path / "escapes")

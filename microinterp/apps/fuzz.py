@@ -18,7 +18,7 @@ a WHILE whose condition never turns false -- the model's own, not an escape) or 
 the limit: a huge tensor at reference speed). :func:`campaign` runs many, counts outcomes and saves every escape, crash and hang as
 a regression file (the mutant ``.tflite`` and a ``.json`` with the seed, the edits and the traceback).
 
-``python -m microinterp.testing.fuzz --mutants N --out DIR [SEED.tflite ...]`` runs a campaign from the command line.
+``python -m microinterp.apps.fuzz --mutants N --out DIR [SEED.tflite ...]`` runs a campaign from the command line.
 """
 
 from __future__ import annotations
@@ -428,7 +428,7 @@ def campaign(seeds: dict[str, bytes], mutants: int, out: str | os.PathLike | Non
 def _main(argv: Sequence[str]) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m microinterp.testing.fuzz", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m microinterp.apps.fuzz", description=__doc__.split("\n")[0])
     p.add_argument("seeds", nargs="+", help=".tflite seed models")
     p.add_argument("--mutants", type=int, default=1000)
     p.add_argument("--out", default="fuzz-escapes", help="folder for the regression files of escapes")
