@@ -67,15 +67,15 @@ FIELDS = {**{f.name: ("out_of_core", f.name) for f in dataclasses.fields(OutOfCo
           "mcu": ("cost", "mcu"), "cost_kernels": ("cost", "kernels"), "kernels": ("target", "kernels")}
 
 
-@dataclass(frozen=True)
 class Settings:
     """One interpreter's settings, grouped (see the module docstring)."""
 
-    out_of_core: OutOfCore | None
-    planning: Planning
-    cost: Cost
-    target: Any
-    kernels: str | None
+    __slots__ = ("cost", "kernels", "out_of_core", "planning", "target")
+
+    def __init__(self, out_of_core: OutOfCore | None, planning: Planning, cost: Cost, target: Any,
+                 kernels: str | None):
+        self.out_of_core, self.planning, self.cost, self.target, self.kernels = \
+            out_of_core, planning, cost, target, kernels
 
 
 def split(backing: Any, planner: str | Planning, target: Any, cost: str | McuProfile | Cost | None,

@@ -155,34 +155,24 @@ DECLARED = ("ops", "traits", "bands", "streams", "op_class", "cost_family", "opd
             "reset", "macs", "batch_safe", "stream_state", "invoke_streams", "reset_streams")
 
 
-@dataclass(frozen=True)
 class Declaration:
-    """What one kernel declares about its op, with what it inherits from the kernel it replaces filled in."""
+    """What one kernel declares about its op (the members of :data:`DECLARED`, and ``kernel``), with what it inherits
+    from the kernel it replaces filled in: see :func:`declaration`. (A plain slotted class: it is built per kernel
+    and op, and a dataclass of this many fields would cost the package's import a millisecond.)"""
 
-    kernel: Any
-    ops: tuple[str, ...]
-    traits: Traits
-    bands: Any
-    streams: str | None
-    op_class: str
-    cost_family: str
-    opdata: str | int | None
-    opdata_compression: str
-    converts_type: bool
-    geometry: str | None
-    shape_input: int | None
-    shape_option: str | None
-    bind: Callable[..., Any]
-    reset: Callable[..., Any] | None
-    macs: Callable[..., int]
-    batch_safe: Callable[..., bool]
-    stream_state: Callable[..., Any]
-    invoke_streams: Callable[..., Any] | None
-    reset_streams: Callable[..., Any]
+    __slots__ = ("kernel", *DECLARED)
+
+    def __init__(self, kernel: Any, **values: Any):
+        self.kernel = kernel
+        for name in DECLARED:
+            setattr(self, name, values[name])
 
     @property
     def stateful(self) -> bool:
         return self.traits.stateful
+
+    def __repr__(self) -> str:
+        return f"Declaration({type(self.kernel).__qualname__}, ops={self.ops}, traits={self.traits})"
 
 
 _BASE = Kernel()
