@@ -138,18 +138,6 @@ class _RecordingArena:
         self.head = int(nbytes)
 
 
-def _skips_prepare(op: Any, tensors: Any) -> bool:
-    """True for an op whose persistent arrays and scratch requests are known without running its prepare: a
-    FULLY_CONNECTED with an int8 input and a per-tensor int8 filter allocates neither (TFLM keeps per-channel arrays
-    for per-channel filters only and a scratch buffer for int4 filters only). Its reference prepare converts the
-    whole weight matrix, which on a VGG-sized FC costs seconds and gigabytes."""
-    if op.key != "FULLY_CONNECTED" or len(op.inputs) < 2 or min(op.inputs[:2]) < 0:
-        return False
-    x, w = tensors[op.inputs[0]], tensors[op.inputs[1]]
-    return (x.type_name == "INT8" and w.type_name == "INT8" and w.quantization is not None
-            and w.quantization.scales.size == 1)
-
-
 def _replay_prepare(model: Model, resolver: Any) -> list[tuple[list[int], list[ScratchRequest]]]:
     """One pass of microinterp's reference ``prepare`` over subgraph 0 (the layer that mirrors TFLM's Prepare):
     per op, the sizes of its persistent arrays and its scratch requests."""
@@ -162,7 +150,7 @@ def _replay_prepare(model: Model, resolver: Any) -> list[tuple[list[int], list[S
     for op in sg.operators:
         n_arrays, n_scratch = len(arena.allocations), len(ctx.scratch_requests)
         kernel = resolver.find(op.key, False)
-        if kernel is not None and not _skips_prepare(op, sg.tensors):
+        if kernel is not None and not kernel.allocates_nothing(op, sg.tensors):
             prepare_ops(ctx, [kernel], [op])
         records.append((arena.allocations[n_arrays:], ctx.scratch_requests[n_scratch:]))
     return records
@@ -263,7 +251,7 @@ def estimate_arena(source: Any, abi: Abi | str = ILP32, *, compression: bool = F
     opdata_of: dict[int, int] = {}
     for sg in model.subgraphs:
         for op in sg.operators:
-            inits = init_allocations(op, sg.tensors, abi) if op.name == "CUSTOM" else None
+            inits = init_allocations(op, sg.tensors, abi)
             if inits is not None:           # a signal-library kernel keeps everything from its Init
                 for nbytes in inits:
                     t.alloc("op_data", nbytes, BUFFER_ALIGNMENT)

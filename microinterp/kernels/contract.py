@@ -129,6 +129,12 @@ class Kernel:
     def reset(self, ctx: Any, op: Any, data: Any) -> None:
         """State back to what ``prepare`` left (TFLM's ``Reset``); stateless kernels have nothing to do."""
 
+    def allocates_nothing(self, op: Any, tensors: Any) -> bool:
+        """Whether this op's prepare is known, from the shapes and types alone, to request no persistent array and no
+        scratch buffer (the firmware arena's estimate then skips running it: a VGG-sized FULLY_CONNECTED's prepare
+        converts its whole filter). False unless a kernel knows."""
+        return False
+
     def macs(self, op: Any, tensors: Any, elements: int) -> int:
         """Multiply-accumulates (compares, adds) to compute ``elements`` output elements of ``op``."""
         return 0

@@ -154,6 +154,14 @@ class FullyConnected(Kernel):
     #: out of core: channel tiles of a streamed filter (:class:`FullyConnectedTiler`)
     bands = FullyConnectedTiler
 
+    def allocates_nothing(self, op, tensors) -> bool:
+        """int8 with a per-tensor int8 filter (TFLM's arrays: per-channel filters only; scratch: int4 ones only)."""
+        if len(op.inputs) < 2 or min(op.inputs[:2]) < 0:
+            return False
+        x, w = tensors[op.inputs[0]], tensors[op.inputs[1]]
+        return (x.type_name == "INT8" and w.type_name == "INT8" and w.quantization is not None
+                and w.quantization.scales.size == 1)
+
     def macs(self, op, tensors, elements: int) -> int:
         """Batches x output channels x accumulation depth."""
         return elements * tensors[op.inputs[1]].shape[-1]
