@@ -24,7 +24,13 @@ CMSIS-NN ones a Cortex-M firmware runs), and each lets two tensors an op reads a
   window before writing that row and never reads rows above ``row * stride - pad`` again. So output row ``r`` may
   overwrite input rows below ``max(0, r * stride - pad)``: ``delta = max_r (r + 1) * out_row - max(0, r * stride -
   pad) * in_row``. A 1x1 expansion then needs its output plus one input row instead of both tensors; a stride-1
-  3x3 depthwise convolution its output plus two rows.
+  3x3 depthwise convolution its output plus two rows;
+- **a transpose in place** (TRANSPOSE, the op being its input's last reader): the input placed ``delta`` bytes after
+  the output's start. ``reference_ops::Transpose`` (TRANSPOSE has no CMSIS-NN kernel in the firmware build) writes
+  the output front to back, element ``i`` copied from input element ``src(i)`` just before it is stored; so output
+  element ``i`` may land on input element ``i - delta`` once that one has been read: ``delta = max_j (read(j) -
+  j)`` elements, ``read(j)`` the step that reads input element ``j``. An NCHW -> NHWC transpose of three channels
+  needs its output plus a third of its input instead of both.
 
 A fourth overlap is safe because of what is no longer read rather than how a kernel copies: a write may land on
 bytes of a live tensor that were written before and that no op reads from that step on (**consumed bytes**; a
@@ -88,6 +94,8 @@ def candidates(model: Any) -> list[Alias]:
             found += _pad(op, k, tensors)
         elif kind in ("filter", "pool"):
             found += _window(op, k, tensors)
+        elif kind == "transpose":
+            found += _transpose(op, k, tensors)
     return found
 
 
@@ -235,6 +243,24 @@ def _window(op: Any, k: int, tensors: Any) -> list[Alias]:
     return [Alias(op.outputs[0], op.inputs[0], delta, "window", k)] if delta < y.nbytes else []
 
 
+def _transpose(op: Any, k: int, tensors: Any) -> list[Alias]:
+    """The input placed ``delta`` bytes after the output's start, so that output element ``i`` (written in order,
+    right after its input element ``src(i)`` is read) lands only on input elements already read."""
+    if len(op.inputs) < 2 or min(op.inputs[:2]) < 0:
+        return []
+    x, y, perm = tensors[op.inputs[0]], tensors[op.outputs[0]], tensors[op.inputs[1]].data
+    if x.data is not None or x.is_variable or perm is None or x.dtype != y.dtype or x.nbytes != y.nbytes \
+            or x.nbytes == 0 or len(x.shape) != perm.size or sorted(int(p) for p in perm.ravel()) != \
+            list(range(len(x.shape))):
+        return []
+    src = np.arange(x.num_elements, dtype=np.int64).reshape(x.shape).transpose([int(p) for p in perm.ravel()])
+    read = np.empty(x.num_elements, dtype=np.int64)
+    read[src.ravel()] = np.arange(x.num_elements, dtype=np.int64)        # the step that reads input element j
+    lead = int((read - np.arange(x.num_elements, dtype=np.int64)).max()) * x.dtype.itemsize
+    delta = -(-max(lead, 0) // ALIGN) * ALIGN
+    return [Alias(op.outputs[0], op.inputs[0], delta, "transpose", k)] if delta < y.nbytes else []
+
+
 @dataclass
 class Group:
     """Tensors placed at fixed byte positions relative to each other (``at``), planned as one buffer."""
@@ -260,7 +286,7 @@ def share(aliases: Sequence[Alias], lifetimes: Mapping[int, tuple[int, int]], wr
     for a in aliases:
         if a.base not in lifetimes or a.member not in lifetimes:
             continue
-        if a.kind in ("pad", "window") and lifetimes[a.member][1] != a.op:
+        if a.kind in ("pad", "window", "transpose") and lifetimes[a.member][1] != a.op:
             continue          # the op must be its input's last reader
         gb = group_of.get(a.base) or Group({a.base: 0})
         gm = group_of.get(a.member) or Group({a.member: 0})
@@ -302,6 +328,8 @@ def _safe(group: Group, aliases: Sequence[Alias], lifetimes: Mapping[int, tuple[
                 continue          # the pad writes over its input front to back
             if (t, u, "window") in pairs and pairs[(t, u, "window")].op == k:
                 continue          # each output row lands on input rows no longer read
+            if (t, u, "transpose") in pairs and pairs[(t, u, "transpose")].op == k:
+                continue          # each output element lands on input elements already read
             if slice_of.get(t) is not None and slice_of.get(t) == slice_of.get(u):
                 continue          # two cuts of one tensor: the same values where they overlap
             lo, hi = max(at[t], at[u]) - at[u], min(at[t] + nbytes[t], at[u] + nbytes[u]) - at[u]
