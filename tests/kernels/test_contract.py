@@ -94,7 +94,7 @@ def _bare(x: np.ndarray) -> np.ndarray:
     return np.clip(x.astype(np.int16) * 2, -128, 127).astype(np.int8)
 
 
-def test_an_undeclared_op_gets_the_conservative_answers():
+def test_an_undeclared_op_gets_the_conservative_answers(tmp_path):
     class Bare(Kernel):
         def prepare(self, ctx, op):
             return None
@@ -112,6 +112,8 @@ def test_an_undeclared_op_gets_the_conservative_answers():
         assert not it._batch_runner.cache               # sample by sample: it may mix the samples
         with pytest.raises(mi.ConfigError, match="cannot run as streams"):
             Streams(toy_model(), 2)
+        with pytest.raises(mi.ConfigError, match="declare its traits"):       # out of core: says what to do
+            mi.Interpreter(toy_model(), arena=12_000, backing=tmp_path / "sd.img")
 
 
 def test_an_override_inherits_what_it_does_not_redeclare():
