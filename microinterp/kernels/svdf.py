@@ -34,7 +34,7 @@ from ..quant import INT32_MAX, INT32_MIN, QMAX, QMIN, Requantizer, quantize_mult
 from ._float_dot import BoundDot, sequential_dot_core, sequential_taps_core
 from ._float_order import c_einsum
 from ._qutil import copyto
-from ._step_requant import requantization_steps
+from ._step_requant import bracket, requantization_steps
 from ._weight_stats import accumulator_range
 from .contract import PURE, Kernel
 
@@ -253,10 +253,10 @@ def _bind_quantized(x: np.ndarray, bias: np.ndarray, state_view: np.ndarray, out
 def _stored_by_steps(coded: np.ndarray, keys: np.ndarray, dst: np.ndarray):
     """``dst[...] = index`` of the kept ``keys`` among the ``coded`` thresholds: the narrowing store makes the index
     the value (:meth:`._step_requant.StepRequantizer.coded`)."""
-    find = coded.searchsorted
+    find = bracket(coded, keys.size)        # searchsorted "right" (a grid guess and a check for many keys)
 
     def store() -> None:
-        copyto(dst, find(keys, "right"), casting="unsafe")
+        copyto(dst, find(keys), casting="unsafe")
     return store
 
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._step_requant import GridIndex
+from .._step_requant import bracket
 from ..contract import Kernel
 from ..lstm_eval import _PRODUCTS, IntegerStep, _accumulator_range, fold_product_requantization
 from ..unidirectional_sequence_lstm import CELL, HIDDEN, INPUT, LstmData
@@ -133,7 +133,7 @@ class FastLoop:
         # the step function's thresholds behind a sentinel for the constant column: k = len(thresholds) -> 1.0
         self.one_key = _PRODUCTS[1] + 1
         self.thresholds = np.concatenate([step.hidden_steps.thresholds, [self.one_key]]).astype(np.int64)
-        self.index = GridIndex(self.thresholds)           # searchsorted(thresholds, keys, "right"), elementwise
+        self.index = bracket(self.thresholds, d.batch * (s + 1))     # searchsorted(thresholds, keys, "right")
         codes = lo - 1 + np.arange(len(self.thresholds) + 1, dtype=np.int64)               # k -> code lo + k - 1
         self.centred = (codes - d.hidden_zp).astype(np.float64)
         self.centred[-1] = 1.0
