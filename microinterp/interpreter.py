@@ -89,7 +89,7 @@ class Interpreter(LiteRTMixin):
                  backing: str | os.PathLike | OutOfCore | Any = None, *, resolver: OpResolver | None = None,
                  optimized: bool = True, planner: str | Planning = "tflm", target: str | Target | None = None,
                  cost: str | McuProfile | Cost | None = None, **settings: Any):
-        given = split(backing, planner, target, cost, settings)
+        given = split(backing, planner, cost, settings)
         model, preserve_all_tensors = litert_arguments(model, given.planning.preserve_all_tensors, settings)
         planning = dataclasses.replace(given.planning, preserve_all_tensors=preserve_all_tensors)
         self.model = load_model(model)

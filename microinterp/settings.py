@@ -56,6 +56,9 @@ class Cost:
     mcu: str | McuProfile = "stm32f746"
     kernels: str = "optimized"
 
+    def __post_init__(self) -> None:
+        kernel_set(self.kernels)                # an unknown kernel set is a ConfigError
+
     @property
     def profile(self) -> McuProfile:
         return self.mcu if isinstance(self.mcu, McuProfile) else get_profile(self.mcu)
@@ -70,19 +73,17 @@ FIELDS = {**{f.name: ("out_of_core", f.name) for f in dataclasses.fields(OutOfCo
 class Settings:
     """One interpreter's settings, grouped (see the module docstring)."""
 
-    __slots__ = ("cost", "kernels", "out_of_core", "planning", "target")
+    __slots__ = ("cost", "kernels", "out_of_core", "planning")
 
-    def __init__(self, out_of_core: OutOfCore | None, planning: Planning, cost: Cost, target: Any,
-                 kernels: str | None):
-        self.out_of_core, self.planning, self.cost, self.target, self.kernels = \
-            out_of_core, planning, cost, target, kernels
+    def __init__(self, out_of_core: OutOfCore | None, planning: Planning, cost: Cost, kernels: str | None):
+        self.out_of_core, self.planning, self.cost, self.kernels = out_of_core, planning, cost, kernels
 
 
-def split(backing: Any, planner: str | Planning, target: Any, cost: str | McuProfile | Cost | None,
+def split(backing: Any, planner: str | Planning, cost: str | McuProfile | Cost | None,
           kwargs: dict[str, Any]) -> Settings:
-    """The groups of ``Interpreter(backing=, planner=, target=, cost=, **kwargs)``: the group fields given by name
-    are taken out of ``kwargs`` (what remains is LiteRT's constructor arguments). A field given both ways is an
-    error."""
+    """The groups of ``Interpreter(backing=, planner=, cost=, **kwargs)``: the group fields given by name are taken
+    out of ``kwargs`` (what remains is LiteRT's constructor arguments; ``kernels=`` is the target's, returned
+    beside them). A field given both ways is an error."""
     named: dict[str, dict[str, Any]] = {"out_of_core": {}, "planning": {}, "cost": {}, "target": {}}
     for key in [k for k in kwargs if k in FIELDS]:
         group, field = FIELDS[key]
@@ -96,8 +97,7 @@ def split(backing: Any, planner: str | Planning, target: Any, cost: str | McuPro
         costs = _with(cost, named["cost"], "cost")
     else:
         costs = Cost(**({"mcu": cost} if cost is not None else {}), **named["cost"])
-    kernel_set(costs.kernels)                   # validated here: an unknown set is a ConfigError
-    return Settings(ooc, planning, costs, target, named["target"].get("kernels"))
+    return Settings(ooc, planning, costs, named["target"].get("kernels"))
 
 
 def _out_of_core(backing: Any, fields: dict[str, Any]) -> OutOfCore | None:

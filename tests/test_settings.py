@@ -22,7 +22,7 @@ def test_the_constructor_takes_eight_named_parameters():
 def test_fields_by_name_go_to_their_groups():
     kwargs = {"tile": 4096, "flash": 0, "mcu": "stm32h7a3", "cost_kernels": "reference", "max_arena": 1 << 20,
               "kernels": "reference", "model_path": "x"}
-    s = split("sd.img", "optimal", "cortex-m4", None, kwargs)
+    s = split("sd.img", "optimal", None, kwargs)
     assert s.out_of_core == OutOfCore("sd.img", tile=4096, flash=0)
     assert s.planning == Planning("optimal", max_arena=1 << 20) and s.cost == Cost("stm32h7a3", "reference")
     assert s.kernels == "reference" and kwargs == {"model_path": "x"}          # LiteRT's arguments stay
@@ -30,13 +30,13 @@ def test_fields_by_name_go_to_their_groups():
 
 def test_a_group_given_whole_and_by_field_is_an_error():
     with pytest.raises(TypeError, match="tile"):
-        split(OutOfCore("sd.img"), "tflm", None, None, {"tile": 4096})
+        split(OutOfCore("sd.img"), "tflm", None, {"tile": 4096})
     with pytest.raises(ConfigError, match="unknown planner"):
         Planning("fastest")
     with pytest.raises(ConfigError, match="phased"):
         Planning("phased", preserve_all_tensors=True)
     with pytest.raises(ConfigError):
-        split(None, "tflm", None, Cost(kernels="turbo"), {})
+        split(None, "tflm", Cost(kernels="turbo"), {})
 
 
 def test_groups_whole_run_as_fields_by_name(tmp_path):

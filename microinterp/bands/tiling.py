@@ -28,8 +28,7 @@ from typing import Any, ClassVar
 from ..kernels.bands import BandViews, Tiler
 from ..kernels.contract import declaration, declares
 from ..kernels.pad import PadTiler
-from ..kernels.registry import optimized as optimized_kernels
-from ..kernels.registry import reference as reference_kernels
+from ..kernels.registry import builtin_ids
 
 __all__ = ["ALIAS", "WHOLE", "BandViews", "PadTiler", "TileSpec", "Tiler", "band_kernel", "has_bands", "is_builtin",
            "line_bytes", "tiler_for"]
@@ -94,7 +93,7 @@ def has_bands(op: Any, kernel: Any, replaced: Any = None) -> bool:
 
 def is_builtin(kernel: Any) -> bool:
     """One of microinterp's own kernels (reference or optimized)."""
-    return any(kernel is b for b in (*reference_kernels().values(), *optimized_kernels().values()))
+    return id(kernel) in builtin_ids()
 
 
 def tiler_for(op: Any, data: Any, tensors: list[Any], kernel: Any, replaced: Any = None) -> Tiler:

@@ -31,11 +31,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-#: Values of ``Kernel.streams`` (:mod:`.streams`): its ``invoke`` / its ``bind`` / its ``invoke_streams``.
-STREAM_KINDS = ("invoke", "bind", "explicit")
 #: Op classes of the cost model's per-class factors.
 OP_CLASSES = ("conv", "depthwise", "fc", "pool", "elementwise", "softmax", "other")
-#: Loop models of the instruction cost model; ``view`` costs what ``generic`` costs and does no work.
 #: Values of ``Kernel.geometry``: ``filter`` -- each output row from a window of input rows, the window from the
 #: filter (input 1) and the stride/dilation/padding options, output rows written in order each after its window is
 #: read (CONV_2D, DEPTHWISE_CONV_2D); ``pool`` -- the same with the window from ``filter_height``/``filter_width``
@@ -43,6 +40,7 @@ OP_CLASSES = ("conv", "depthwise", "fc", "pool", "elementwise", "softmax", "othe
 #: PADV2); ``concat`` -- the inputs side by side along ``axis``; ``slice`` -- a box of input 0 (STRIDED_SLICE);
 #: ``transpose`` -- input 0's axes permuted by the constant input 1.
 GEOMETRIES = ("filter", "pool", "pad", "concat", "slice", "transpose")
+#: Loop models of the instruction cost model; ``view`` costs what ``generic`` costs and does no work.
 COST_FAMILIES = ("conv", "depthwise", "fully_connected", "pool", "softmax", "pad", "transpose", "elementwise",
                  "view", "generic")
 
@@ -173,10 +171,6 @@ class Declaration:
         for name in DECLARED:
             setattr(self, name, values[name])
 
-    @property
-    def stateful(self) -> bool:
-        return self.traits.stateful
-
     def __repr__(self) -> str:
         return f"Declaration({type(self.kernel).__qualname__}, ops={self.ops}, traits={self.traits})"
 
@@ -206,11 +200,12 @@ def declaration(kernel: Any, replaced: Any = None) -> Declaration:
     conservative default. ``reset`` and ``invoke_streams`` are None when the kernel has none of its own (the runtimes
     skip the one, the streams runner does not offer the other)."""
     values: dict[str, Any] = {}
+    inherited = declaration(replaced) if replaced is not None else None
     for name in DECLARED:
         if declares(kernel, name):
             values[name] = getattr(kernel, name)
-        elif replaced is not None and name in INHERITED:
-            values[name] = getattr(declaration(replaced), name)
+        elif inherited is not None and name in INHERITED:
+            values[name] = getattr(inherited, name)
         else:
             values[name] = getattr(kernel if isinstance(kernel, Kernel) else _BASE, name)
     if getattr(values["batch_safe"], "__func__", None) is Kernel.batch_safe:    # the default: the trait

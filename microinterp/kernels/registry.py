@@ -25,7 +25,7 @@ def collect(*packages: str) -> Mapping[str, Kernel]:
     """``{op: kernel}`` of the kernels the public modules of ``packages`` export (see the module docstring)."""
     table: dict[str, Kernel] = {}
     for package in packages:
-        for name in _public_modules(importlib.import_module(package).__path__):
+        for name in public_modules(importlib.import_module(package).__path__):
             module = importlib.import_module(f"{package}.{name}")
             exported = vars(module)
             kernels = exported.get("KERNELS", ()) + ((exported["KERNEL"],) if "KERNEL" in exported else ())
@@ -39,7 +39,7 @@ def collect(*packages: str) -> Mapping[str, Kernel]:
     return MappingProxyType(table)
 
 
-def _public_modules(path: list[str]) -> list[str]:
+def public_modules(path: list[str]) -> list[str]:
     """The public modules (``*.py`` not starting with ``_``) of a package's directories, sorted."""
     return sorted({entry.name[:-3] for folder in path for entry in os.scandir(folder)
                    if entry.name.endswith(".py") and not entry.name.startswith("_") and entry.is_file()})
@@ -55,6 +55,12 @@ def reference() -> Mapping[str, Kernel]:
 def optimized() -> Mapping[str, Kernel]:
     """The optimized kernels (bit-exact with the reference; the resolver puts them above it)."""
     return collect("microinterp.kernels.optimized")
+
+
+@cache
+def builtin_ids() -> frozenset[int]:
+    """The identities of every shipped kernel object, reference and optimized."""
+    return frozenset(id(k) for k in (*reference().values(), *optimized().values()))
 
 
 @cache

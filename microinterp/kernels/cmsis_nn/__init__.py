@@ -43,19 +43,19 @@ Rule = Callable[[Operator, Sequence[Tensor], str], DevicePrepare]
 def _rules() -> Mapping[str, Rule]:
     """Every public module of this package that exports ``RULES`` (one module per TFLM file), merged."""
     import importlib
-    import os
+
+    from ..registry import public_modules
 
     table: dict[str, Rule] = {}
-    for name in sorted(entry.name[:-3] for folder in __path__ for entry in os.scandir(folder)
-                       if entry.name.endswith(".py") and not entry.name.startswith("_")):
+    for name in public_modules(__path__):
         module = vars(importlib.import_module(f"{__name__}.{name}"))
         table.update(module.get("RULES", {}))
     return MappingProxyType(table)
 
 
 RULES: Mapping[str, Rule] = _rules()
-#: CMSIS-NN kernels that keep no state between invokes where TFLM's reference kernel does (op -> its state inputs): TFLM's CMSIS-NN LSTM
-#: (int8 or int16 activations, int16 cell) calls ``arm_lstm_unidirectional_s8/s16`` with no hidden-state buffer,
+#: CMSIS-NN kernels that keep no state between invokes where TFLM's reference kernel does (op -> its state
+#: inputs): TFLM's CMSIS-NN LSTM (int8 or int16 activations, int16 cell) calls ``arm_lstm_unidirectional_s8/s16`` with no hidden-state buffer,
 #: so CMSIS-NN zeroes the cell state and starts from a zero hidden state on every invoke, and the variable state
 #: tensors are never written (cmsis_nn/unidirectional_sequence_lstm.cc, CMSIS-NN arm_lstm_unidirectional_s8.c).
 STATELESS_INPUTS: Mapping[str, tuple[int, ...]] = MappingProxyType({"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19)})
