@@ -219,7 +219,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     if o is not None:
         if o.get("runs"):
             print(f"out of core: Interpreter(model, arena={o['arena']}, backing={o['backing']!r}, flash={o['flash']}, "
-                  f"pools={o['pools']}, mcu={o['mcu']!r}) -> {o['latency_ms']:.1f} ms, SD {o['sd_read_bytes']:,d} B "
+                  f"{'' if o['pools'] is None else 'pools=' + str(o['pools']) + ', '}mcu={o['mcu']!r}) -> {o['latency_ms']:.1f} ms, SD {o['sd_read_bytes']:,d} B "
                   f"read / {o['sd_write_bytes']:,d} B written per invoke")
             print(f"  on the command line: {out_of_core_command(o)}")
         else:

@@ -200,12 +200,15 @@ def optimize_command(core: str) -> str:
 
 def out_of_core_command(settings: dict[str, Any]) -> str:
     """The command line that runs a model with the out-of-core settings :func:`deploy` found."""
-    return (f"microinterp run MODEL --arena {settings['arena']} --backing {settings['backing']} --pools "
-            f"{':'.join(str(v) for v in settings['pools'])} --mcu {settings['mcu']}")
+    pools = settings.get("pools")
+    shares = f" --pools {':'.join(str(v) for v in pools)}" if pools is not None else ""
+    return (f"microinterp run MODEL --arena {settings['arena']} --backing {settings['backing']}{shares} "
+            f"--mcu {settings['mcu']}")
 
 
-#: Pool splits (input : weights : output) tried out of core, the pager's default first.
-POOL_SPLITS = ((1, 2, 1), (2, 1, 1), (1, 1, 1), (3, 1, 1))
+#: Pool splits (input : weights : output) tried out of core, the pager's default first; None last: no pools=, the
+#: pools sized to what the ops need when the default shares do not fit (the smallest arena of all).
+POOL_SPLITS = ((1, 2, 1), (2, 1, 1), (1, 1, 1), (3, 1, 1), None)
 
 
 def _out_of_core(m: Model, p: McuProfile) -> dict[str, Any]:

@@ -15,16 +15,21 @@ Integer sums are associative, so they are computed separably (x taps, then y tap
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import numpy as np
 from numpy._core import umath as np_umath
 
 from ._float_order import REDUCE_ROWS_IN_ORDER
 from ._qutil import copyto
+from .bands import Tiler
+from .base import is_batch1_nhwc
 from .binary_common import bind_clamp_into, clamp_float_
 from .contract import PURE, Kernel
 from .pooling_common import (
     PoolData,
     PoolTiler,
+    band_geometry,
     filter_area,
     fixed_band,
     input_rows,
@@ -37,6 +42,57 @@ from .pooling_common import (
 __all__ = ["KERNEL", "AveragePool2D", "input_rows", "pool_rows"]
 
 
+class AveragePoolReduce(Tiler):
+    """Out of core, an AVERAGE_POOL_2D with one output row (a global pool over the rows), in mode ``reduce``: bands of
+    input rows continue every output's running total -- the window's rows in ascending order, each row's taps left
+    to right, as TFLM's loop visits them (float32: one add per tap; integers: exact sums) -- and the last band
+    writes the averages. A one-row output in row bands would need every input row of its window at once."""
+
+    mode = "reduce"
+    row_inputs: ClassVar[dict[int, int]] = {0: 1}
+
+    def __init__(self) -> None:
+        self.total: np.ndarray | None = None
+
+    def start(self, data: PoolData) -> None:
+        self.total = None
+
+    def compute(self, kernel, op, data: PoolData, band) -> None:
+        x, row0 = band.inputs[0], band.row0[0]
+        float_ = data.type_name == "FLOAT32"
+        if self.total is None:
+            self.total = np.zeros((x.shape[0], data.out_w, x.shape[3]), np.float32 if float_ else np.int64)
+        lo, hi = max(row0, -data.pad_h, 0), min(row0 + x.shape[1], data.filter_h - data.pad_h, data.in_h)
+        if lo >= hi:
+            return
+        (_, cols), (_, inside_c), (_, src_c) = band_geometry(data, 0, 1)
+        rows = np.zeros((x.shape[0], hi - lo, cols, x.shape[3]), np.float32 if float_ else np.int64)
+        rows[:, :, inside_c] = x[:, lo - row0:hi - row0, src_c]
+        xs, sw = (data.out_w - 1) * data.stride_w + 1, data.stride_w
+        for r in range(hi - lo):        # rows outer, the row's taps inner: TFLM's order
+            for kx in range(data.filter_w):
+                self.total += rows[:, r, kx:kx + xs:sw]
+
+    def finish(self, data: PoolData, out: np.ndarray) -> None:
+        count = data.count[0, :, None]
+        total = self.total
+        if data.type_name == "FLOAT32":
+            total = total / count.astype(np.float32)
+            out[:, 0] = clamp_float_(total, data.act_min, data.act_max)
+            return
+        avg = np.sign(total) * ((np.abs(total) + count // 2) // count)
+        out[:, 0] = np.clip(avg, data.act_min, data.act_max).astype(out.dtype)
+
+
+class AveragePoolBands(PoolTiler):
+    """Row bands of :func:`pool_rows`; one output row: :class:`AveragePoolReduce`."""
+
+    def for_op(self, op: Any, data: Any, inputs: Any, output: Any) -> Tiler | None:
+        if not is_batch1_nhwc(inputs[0], output):
+            return None
+        return AveragePoolReduce() if data.out_h == 1 and data.in_h > 1 else self
+
+
 class AveragePool2D(Kernel):
     ops = ("AVERAGE_POOL_2D",)
     traits = PURE
@@ -44,8 +100,8 @@ class AveragePool2D(Kernel):
     op_class = "pool"
     cost_family = "pool"
     opdata = 32
-    #: out of core: row bands of its own pool_rows
-    bands = PoolTiler(lambda *a: pool_rows(*a))
+    #: out of core: row bands of its own pool_rows; a single output row: running totals over bands of input rows
+    bands = AveragePoolBands(lambda *a: pool_rows(*a))
 
     def macs(self, op, tensors, elements: int) -> int:
         """Output elements x filter area (adds)."""

@@ -10,6 +10,8 @@ output at once). A declaration has one method, ``for_op(op, data, inputs, output
 - ``row_inputs``: input index -> the axis along which a band of output rows reads that input (the other inputs,
   weights and constants, are passed whole);
 - ``input_rows(data, k, y0, y1) -> (lo, hi)``: the rows of input ``k`` that output rows ``[y0, y1)`` need;
+- ``input_row_runs(data, k, y0, y1)``: those rows as runs with gaps between them, when the band skips rows (a
+  dilated filter); by default the one run ``input_rows``;
 - ``channel_input``: the input whose output channels may stream in groups (a filter), or None;
 - ``compute(kernel, op, data, band)``: the band's output from the band views (:class:`BandViews`); it must equal the
   same rows (and channels) of ``invoke``'s result.
@@ -52,6 +54,9 @@ class BandViews:
     c1: int
     ctx: Any
     memo: dict = field(default_factory=dict)    # what a band function keeps across the tile's channel tiles
+    #: input index -> the row runs its view holds, one after another, when they are not one run
+    #: (:meth:`Tiler.input_row_runs`); absent: the view holds rows ``row0[k]`` on, contiguously
+    runs: dict = field(default_factory=dict)
 
 
 class Tiler:
@@ -68,6 +73,14 @@ class Tiler:
     def input_rows(self, data: Any, k: int, y0: int, y1: int) -> tuple[int, int]:
         """Rows ``[lo, hi)`` of input ``k`` (along ``row_inputs[k]``) that output rows ``[y0, y1)`` need."""
         return y0, y1
+
+    def input_row_runs(self, data: Any, k: int, y0: int, y1: int) -> list[tuple[int, int]]:
+        """The rows of input ``k`` that output rows ``[y0, y1)`` read, as sorted disjoint runs inside
+        :meth:`input_rows`. A tiler whose band reads rows with gaps between them (a dilated filter) returns
+        several runs; the pager then reads only those and hands ``compute`` their rows one run after another,
+        with the runs in ``BandViews.runs[k]``. The default: the one run :meth:`input_rows`."""
+        lo, hi = self.input_rows(data, k, y0, y1)
+        return [(lo, hi)] if lo < hi else []
 
     def compute(self, kernel: Any, op: Any, data: Any, band: BandViews) -> None:  # pragma: no cover - abstract
         raise NotImplementedError

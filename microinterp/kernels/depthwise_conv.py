@@ -42,7 +42,15 @@ from .conv import (
     requantize,
     unused_channel_arrays,
 )
-from .padding import bind_gather, compute_padding_height_width, fixed_windows, outside_image, windows
+from .padding import (
+    bind_gather,
+    compute_padding_height_width,
+    fixed_windows,
+    input_row_runs_for,
+    outside_image,
+    tap_rows,
+    windows,
+)
 
 
 @dataclass(frozen=True)
@@ -114,10 +122,24 @@ def depthwise_rows(data: DepthwiseData, x: np.ndarray, w: np.ndarray, bias: np.n
 
 
 class DepthwiseTiler(ConvRows):
-    """DEPTHWISE_CONV_2D in row bands with :func:`depthwise_rows`."""
+    """DEPTHWISE_CONV_2D in row bands with :func:`depthwise_rows`. A dilated filter reads only its taps' rows
+    (:meth:`input_row_runs`): a band of one output row with dilation 4 reads 3 rows, not the 9 of their hull."""
+
+    def input_row_runs(self, data, k, y0, y1):
+        if k != 0 or data.dilation_h == 1:
+            return super().input_row_runs(data, k, y0, y1)
+        return input_row_runs_for(y0, y1, data.stride_h, data.dilation_h, data.filter_shape[1], data.pad_h,
+                                  data.in_h)
 
     def compute(self, kernel, op, data, band):
-        depthwise_rows(data, band.inputs[0], band.inputs[1], band.inputs.get(2), band.out, band.y0, band.row0[0])
+        runs = band.runs.get(0)
+        if runs is None:
+            depthwise_rows(data, band.inputs[0], band.inputs[1], band.inputs.get(2), band.out, band.y0,
+                           band.row0[0])
+            return
+        for i in range(band.out.shape[1]):
+            x, tap_data = tap_rows(data, band.inputs[0], runs, band.y0 + i)
+            depthwise_rows(tap_data, x, band.inputs[1], band.inputs.get(2), band.out[:, i:i + 1], 0, 0)
 
 
 class DepthwiseConv2D(Kernel):

@@ -27,6 +27,7 @@ band as one strided view.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -133,6 +134,50 @@ def input_rows_for(y0: int, y1: int, stride: int, dilation: int, filter_size: in
     rows = [oy * stride - pad + k * dilation for oy in (y0, y1 - 1) for k in (0, filter_size - 1)]
     lo, hi = max(0, min(rows)), min(in_size, max(rows) + 1)
     return (lo, hi) if lo < hi else (0, 0)
+
+
+def input_row_runs_for(y0: int, y1: int, stride: int, dilation: int, filter_size: int, pad: int,
+                       in_size: int) -> list[tuple[int, int]]:
+    """The input rows output rows ``[y0, y1)`` actually read, as sorted disjoint runs ``[lo, hi)``: per tap ``k``
+    the rows ``oy * stride - pad + k * dilation``, clipped to the image. A dilated filter over a band lower than
+    its dilation reads ``filter_size`` separate runs where :func:`input_rows_for` gives their whole hull."""
+    if y1 <= y0 or filter_size <= 0:
+        return []
+    runs = []
+    for k in range(filter_size):
+        lo = max(0, y0 * stride - pad + k * dilation)
+        hi = min(in_size, (y1 - 1) * stride - pad + k * dilation + 1)
+        if lo < hi:
+            runs.append((lo, hi))
+    if stride > 1 and y1 - y0 > 1:      # a strided band's rows of one tap are not contiguous: take their hull
+        lo, hi = input_rows_for(y0, y1, stride, dilation, filter_size, pad, in_size)
+        return [(lo, hi)] if lo < hi else []
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(runs):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+def tap_rows(data: Any, x: np.ndarray, runs: list[tuple[int, int]], oy: int) -> tuple[np.ndarray, Any]:
+    """Output row ``oy`` of a convolution (``data``: ``stride_h``, ``dilation_h``, ``pad_h``, ``in_h``,
+    ``filter_shape``) from ``x``, the input rows of ``runs`` one run after another: its taps' rows in tap order,
+    and ``data`` for computing that one row from them as output row 0 (stride and dilation 1 down the rows, the
+    taps above the image as padding). Every in-image tap reads the same value in the same order, and the taps
+    outside the image stay skipped."""
+    kh = data.filter_shape[1]
+    rows = [oy * data.stride_h - data.pad_h + k * data.dilation_h for k in range(kh)]
+    inside = [k for k, r in enumerate(rows) if 0 <= r < data.in_h]
+    index, at = {}, 0
+    for lo, hi in runs:
+        for r in range(lo, hi):
+            index[r] = at + r - lo
+        at += hi - lo
+    picked = x[:, [index[rows[k]] for k in inside]]
+    first = inside[0] if inside else kh
+    return picked, dataclasses.replace(data, stride_h=1, dilation_h=1, pad_h=first, in_h=len(inside))
 
 
 def _gathered_windows(x, y0, out_h, out_w, filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_h,

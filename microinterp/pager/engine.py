@@ -39,7 +39,7 @@ from ..storage.format import RecordRun
 from .chain_run import run_chain
 from .execution import COUNTING, CountingExecution, LiveExecution
 from .layout import Home
-from .plan import ALIGN, PoolBuffers, region_ranges
+from .plan import ALIGN, PoolBuffers, region_ranges, row_runs
 
 #: What an integrity error says to do (the CLI writes ``recover=True`` as ``--recover``).
 REPAIR_HINT = ("to repair the image, run again with recover=True (on the command line: microinterp run MODEL "
@@ -70,7 +70,7 @@ class Engine:
         # the effects of an invoke (storage IO, kernels); :meth:`count` swaps in the counting execution
         self.execution: LiveExecution | CountingExecution = LiveExecution(self.sd, self.ctx, self.views)
         # the plans and chains are fixed once built, so the row arithmetic of every band is too: computed once
-        self._input_rows: dict[tuple[int, int, int, int], tuple[int, int]] = {}
+        self._input_rows: dict[tuple, Any] = {}
         self._band_rows: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
         # the tile records of the last complete counted invoke (per op), reused by later invokes
         self._template: list[list[TileRecord]] | None = None
@@ -84,6 +84,14 @@ class Engine:
         if rows is None:
             rows = self._input_rows[key] = plan.tiler.input_rows(plan.data, k, lo, hi)
         return rows
+
+    def row_runs(self, plan: OpPlan, k: int, lo: int, hi: int) -> list[tuple[int, int]]:
+        """:func:`.plan.row_runs` for output rows ``[lo, hi)``, remembered per plan, input and rows."""
+        key = (plan.index, k, lo, hi, "runs")
+        runs = self._input_rows.get(key)
+        if runs is None:
+            runs = self._input_rows[key] = row_runs(plan, k, lo, hi, plan.op.inputs[k] in self.virtual)
+        return runs
 
     def band_rows(self, chain: Any, tile: Any) -> list[tuple[int, int]]:
         """:func:`.fusion.band_rows` of a chain's tile, remembered per chain (by its last op) and tile."""
@@ -354,17 +362,24 @@ class Engine:
         op, views = plan.op, self.views
         inputs: dict[int, np.ndarray] = {}
         row0: dict[int, int] = {}
+        gathered: dict[int, list[tuple[int, int]]] = {}
         for k, ti in enumerate(op.inputs):
             if ti < 0:
                 continue
             if plan.mode in ("rows", "reduce") and k in plan.tiler.row_inputs:
+                runs = self.row_runs(plan, k, tile.y0, tile.y1)
+                if len(runs) > 1:       # rows with gaps between them: each run read, handed over one after another
+                    parts = [self.read_region(ti, 1, lo, hi, bufs, rec, depth)[0] for lo, hi in runs]
+                    inputs[k], row0[k] = np.concatenate(parts, axis=1), runs[0][0]
+                    gathered[k] = runs
+                    continue
                 lo, hi = self.input_rows(plan, k, tile.y0, tile.y1)
                 inputs[k], row0[k] = self.read_region(ti, plan.tiler.row_inputs[k], lo, hi, bufs, rec, depth)
                 if plan.tiler.row_inputs[k] == 1 and hi <= lo:
                     row0[k] = 0
             else:
                 inputs[k] = views[ti]
-        return BandViews(inputs, row0, None, tile.y0, 0, 0, self.ctx)
+        return BandViews(inputs, row0, None, tile.y0, 0, 0, self.ctx, runs=gathered)
 
     def _tile_outputs(self, plan: OpPlan, tile: Any, bufs: PoolBuffers) -> None:
         for ti in plan.op.outputs:

@@ -45,7 +45,18 @@ from ..storage.sd import SdImage
 from .engine import Engine
 from .fusion import ChainPlanner, find_chains
 from .layout import RECORD_TARGET, Home
-from .plan import ALIGN, NoFit, Planner, PoolBuffers, Pools, fold_data, fuse_pads, layout_homes
+from .plan import (
+    ALIGN,
+    NoFit,
+    Planner,
+    PoolBuffers,
+    PoolNeeds,
+    Pools,
+    fold_data,
+    fuse_pads,
+    layout_homes,
+    pool_minima,
+)
 
 DEFAULT_POOLS = (1.0, 2.0, 1.0)
 
@@ -99,6 +110,8 @@ class Pager:
         self.cost_kernels = cost_kernels
         self.flash = int(self.mcu.flash_bytes if config.flash is None else config.flash)
         self.fractions = _fractions(config.pools)
+        #: no pools= given: when the default shares do not fit an op, pools sized to what the ops need (pool_minima)
+        self.auto_pools = config.pools is None
         self.tile = None if config.tile is None else int(config.tile)
         if self.tile is not None and self.tile < 1:
             raise ValueError(f"tile must be a positive number of bytes, got {config.tile}")
@@ -209,17 +222,41 @@ class Pager:
         return views
 
     def _pools_for(self, arena_size: int) -> Pools:
-        free = arena_size - self.tail_bytes - 2 * ALIGN - self.scratch_bytes   # start and tail alignment slack
-        return Pools.split(self.scratch_bytes, max(free, 0), self.fractions, self.tile)
+        return Pools.split(self.scratch_bytes, self._free_bytes(arena_size), self.fractions, self.tile)
+
+    def arena_for(self, pool_bytes: int) -> int:
+        """The arena whose pools total ``pool_bytes``: the tail, the scratch region and alignment slack on top."""
+        return pool_bytes + self.tail_bytes + 2 * ALIGN + self.scratch_bytes
+
+    def _free_bytes(self, arena_size: int) -> int:
+        return max(arena_size - self.tail_bytes - 2 * ALIGN - self.scratch_bytes, 0)  # start and tail alignment slack
+
+    def _fitted_pools(self, planner: Planner, arena_size: int) -> Pools | None:
+        """Without ``pools=``: pools sized to the ops' needs (:func:`pool_minima`), or None when they do not fit."""
+        if not self.auto_pools:
+            return None
+        if self._minima is None:
+            self._minima = pool_minima(planner, self.plans, self.tile)
+        return Pools.fitted(self.scratch_bytes, self._free_bytes(arena_size), self._minima.sizes, self.fractions,
+                            self.tile)
 
     def _plan_all(self, arena_size: int) -> Pools:
         planner = self.planner = Planner(self.tensors, self.homes, self.virtual)
+        self._minima: PoolNeeds | None = None
         pools = self._pools_for(arena_size)
         try:
             if pools.input + pools.weights + pools.output == 0:
                 raise NoFit(-1, "", "input", 1, 0)
-            for p in self.plans:
-                planner.plan(p, pools)
+            try:
+                for p in self.plans:
+                    planner.plan(p, pools)
+            except NoFit as e:      # the default shares leave some pool short: shares that follow the ops' needs
+                fitted = self._fitted_pools(planner, arena_size) if e.op_index >= 0 else None
+                if fitted is None:
+                    raise
+                pools = fitted
+                for p in self.plans:
+                    planner.plan(p, pools)
         except NoFit as e:
             if self.tile is not None and e.pool != "weights" and e.need > self.tile:
                 raise ArenaOverflowError(
@@ -233,16 +270,26 @@ class Pager:
                                          hint="out of core, tensors and weights are paged but persistent data "
                                               "(the arena tail) stays in the arena") from None
             need = self._smallest_arena(planner, arena_size)
+            if self.auto_pools:
+                hint = (f"its {e.pool} pool needs {e.need} bytes and has {e.have}; out of core, one row band at a "
+                        f"time, the ops need pools of {self._minima.describe()} bytes next to the persistent tail "
+                        f"({self.tail_bytes} bytes) and the scratch buffers ({self.scratch_bytes} bytes)")
+            else:
+                hint = (f"its {e.pool} pool needs {e.need} bytes and has {e.have} (pools input:weights:output = "
+                        f"{':'.join(f'{f:g}' for f in self.fractions)}, out of core); other shares may run it in "
+                        "less: without pools= the pager sizes them to what the ops need (`microinterp deploy` "
+                        "names settings that fit the part)")
             raise ArenaOverflowError(
                 f"tile buffers of op {e.op_index} ({e.op_name}), even one row per tile", e.need, e.have,
-                needed_arena=need,
-                hint=f"its {e.pool} pool needs {e.need} bytes and has {e.have} (pools input:weights:output = "
-                     f"{':'.join(f'{f:g}' for f in self.fractions)}, out of core); other shares may run it in less: "
-                     "pools=(2, 1, 1) gives the input pool more (`microinterp deploy` tries several and names "
-                     "one that fits the part)") from None
+                needed_arena=need, hint=hint) from None
         return pools
 
     def _smallest_arena(self, planner: Planner, start: int) -> int:
+        if self.auto_pools:         # pools sized to the needs: their sum is the answer
+            if self._minima is None:
+                self._minima = pool_minima(planner, self.plans, self.tile)
+            return self.arena_for(max(sum(self._minima.sizes), 4 * ALIGN))
+
         def ok(size: int) -> bool:
             pools = self._pools_for(size)
             try:

@@ -61,6 +61,19 @@ class Pools:
         a, b, c = (align_down(int(nbytes * f / total), ALIGN) for f in fractions)
         return cls(a, b, c, start, start + a, start + a + b, cap)
 
+    @classmethod
+    def fitted(cls, start: int, nbytes: int, minima: tuple[int, int, int], fractions: tuple[float, float, float],
+               cap: int | None) -> Pools | None:
+        """Pools of at least ``minima`` bytes each (multiples of :data:`ALIGN`), the rest of ``nbytes`` shared in
+        proportion to the minima (to ``fractions`` when all are 0); None when the minima do not fit."""
+        left = nbytes - sum(minima)
+        if left < 0:
+            return None
+        weights = minima if sum(minima) else fractions
+        total = sum(weights)
+        a, b, c = (m + align_down(int(left * w / total), ALIGN) for m, w in zip(minima, weights))
+        return cls(a, b, c, start, start + a, start + a + b, cap)
+
     def limit(self, pool: str) -> int:
         size = getattr(self, pool)
         return size if self.cap is None else min(size, self.cap)
@@ -182,6 +195,17 @@ def layout_homes(tensors: list[Any], plans: list[OpPlan], inputs: list[int], var
 
 
 # -- tile planning ----------------------------------------------------------------------------------------------------
+def row_runs(p: OpPlan, k: int, y0: int, y1: int, virtual: bool) -> list[tuple[int, int]]:
+    """The runs of rows of input ``k`` that a tile of output rows ``[y0, y1)`` of plan ``p`` reads: the tiler's
+    ``input_row_runs`` along the rows (a dilated filter skips the rows between its taps), else the one run
+    ``input_rows`` (a fused PAD's band is built whole, other axes are read whole)."""
+    if virtual or p.tiler.row_inputs.get(k) != 1:
+        lo, hi = p.tiler.input_rows(p.data, k, y0, y1)
+        return [(lo, hi)]
+    runs = p.tiler.input_row_runs(p.data, k, y0, y1)
+    return runs or [p.tiler.input_rows(p.data, k, y0, y1)]
+
+
 def region_ranges(t: Any, axis: int, lo: int, hi: int) -> list[tuple[int, int]]:
     """Byte ranges of tensor ``t`` with index ``[lo, hi)`` along ``axis`` (one range per leading index)."""
     if hi <= lo:
@@ -222,6 +246,10 @@ class Planner:
             band = align_up(max(hi - lo, 0) * line_bytes(t.shape, t.dtype.itemsize, 1), ALIGN)
             return band + self.region_bytes(pad.op.inputs[0], 1, plo, phi)
         return covered_bytes(self.homes[ti], region_ranges(self.tensors[ti], axis, lo, hi))
+
+    def row_runs(self, p: OpPlan, k: int, y0: int, y1: int) -> list[tuple[int, int]]:
+        """The runs of rows of input ``k`` a tile of output rows ``[y0, y1)`` reads (:func:`row_runs`)."""
+        return row_runs(p, k, y0, y1, p.op.inputs[k] in self.virtual)
 
     def _sd_consts(self, op: Any) -> list[int]:
         return [k for k, ti in enumerate(op.inputs) if ti >= 0 and self.homes[ti] is not None
@@ -300,8 +328,7 @@ class Planner:
             biggest = 0
             for k, a in p.tiler.row_inputs.items():
                 ti = p.op.inputs[k]
-                lo, hi = p.tiler.input_rows(p.data, k, y0, y1)
-                nbytes = self.region_bytes(ti, a, lo, hi)
+                nbytes = sum(self.region_bytes(ti, a, lo, hi) for lo, hi in self.row_runs(p, k, y0, y1))
                 band += nbytes
                 biggest = max(biggest, nbytes)
             return resident + band, biggest, whole_out if reduce else \
@@ -333,6 +360,36 @@ class Planner:
                 hi = mid - 1
         b = lo * q
         p.tiles = [TileSpec(i, y0, min(height, y0 + b), p.channel_tiles) for i, y0 in enumerate(range(0, height, b))]
+
+
+@dataclass(frozen=True)
+class PoolNeeds:
+    """The smallest input, weights and output pools every op fits, and the op (``"index (OP)"``) that needs each."""
+
+    sizes: tuple[int, int, int]
+    ops: tuple[str, str, str]
+
+    def describe(self) -> str:
+        return ", ".join(f"{n} (input, op {op})" if k == 0 else f"{n} ({('weights', 'output')[k - 1]}, op {op})"
+                         for k, (n, op) in enumerate(zip(self.sizes, self.ops)) if n)
+
+
+def pool_minima(planner: Planner, plans: list[OpPlan], cap: int | None = None) -> PoolNeeds:
+    """The smallest pools every op fits (one-row bands, two one-record filter tiles): each op planned with one pool
+    empty and the others unbounded names what that pool needs. The three needs of an op do not depend on each
+    other, so pools of these sizes run every op (with tiles capped at ``cap`` bytes, when one is)."""
+    huge = 1 << 50
+    need, by = [0, 0, 0], ["", "", ""]
+    for p in plans:
+        for i, name in enumerate(("input", "weights", "output")):
+            sizes = [huge, huge, huge]
+            sizes[i] = 0
+            try:
+                planner.plan(p, Pools(*sizes, cap=cap))
+            except NoFit as e:
+                if e.pool == name and align_up(e.need, ALIGN) > need[i]:
+                    need[i], by[i] = align_up(e.need, ALIGN), f"{e.op_index} {e.op_name}"
+    return PoolNeeds((need[0], need[1], need[2]), (by[0], by[1], by[2]))
 
 
 class PoolBuffers:

@@ -77,17 +77,19 @@ class QuantNet:
         return y
 
     def depthwise(self, kernel: int = 3, stride: int = 1, padding: str = "SAME", act: str = "RELU6",
-                  multiplier: int = 1) -> int:
+                  multiplier: int = 1, dilation: int = 1) -> int:
         n, h, w, c = self.shape
         oc = c * multiplier
         wt, ws = self._weights((1, kernel, kernel, oc), kernel * kernel, 3)
         w_idx = self.b.add_tensor(f"w{self.n + 1}", wt.shape, "INT8", data=wt, scale=ws, zero_point=0, axis=3)
         b_idx = self._bias(oc, ws)
-        oh, ow = _out_size(h, kernel, stride, padding), _out_size(w, kernel, stride, padding)
+        reach = (kernel - 1) * dilation + 1
+        oh, ow = _out_size(h, reach, stride, padding), _out_size(w, reach, stride, padding)
         self._out_quant(self._in_std * math.sqrt(2.0), act)
         y = self._tensor(f"dw{self.n}", (n, oh, ow, oc))
+        dilated = {"dilation_w_factor": dilation, "dilation_h_factor": dilation} if dilation != 1 else {}
         self.b.add_op("DEPTHWISE_CONV_2D", [self.x, w_idx, b_idx], [y], padding=padding, stride_w=stride,
-                      stride_h=stride, depth_multiplier=multiplier, fused_activation_function=act)
+                      stride_h=stride, depth_multiplier=multiplier, fused_activation_function=act, **dilated)
         self.x, self.shape = y, (n, oh, ow, oc)
         return y
 

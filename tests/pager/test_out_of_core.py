@@ -128,7 +128,7 @@ def test_later_invokes_report_the_counted_records_and_the_cards_counters(tmp_pat
     """After the first invoke the engine reuses its tile records: every later profile equals the first, and the
     card's own counters (which count every command afresh) still equal the profile's totals."""
     model = small_net(6, 64)
-    need = smallest_out_of_core_arena(model, tmp_path / "sd.img")
+    need = smallest_out_of_core_arena(model, tmp_path / "sd.img", flash=0)
     with mi.Interpreter(model, arena=need, backing=tmp_path / "sd.img", flash=0, recover=recover) as it:
         docs = []
         for seed in range(3):
@@ -148,7 +148,7 @@ def test_later_invokes_report_the_counted_records_and_the_cards_counters(tmp_pat
 
 def test_simulate_counts_exactly_what_invoke_moves(tmp_path):
     model = small_net(6, 64)
-    need = smallest_out_of_core_arena(model, tmp_path / "sd.img")
+    need = smallest_out_of_core_arena(model, tmp_path / "sd.img", flash=0)
     with mi.Interpreter(model, arena=need, backing=tmp_path / "sd.img", flash=0) as it:
         dry = it.simulate()
         it.invoke()

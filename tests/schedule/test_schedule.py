@@ -96,7 +96,7 @@ def test_graph_matches_the_pager_and_schedules_without_deadlock(tmp_path_factory
 
 def test_invoke_profile_and_simulate_give_the_same_graph(tmp_path):
     model = small_net(4, 64)
-    need = smallest_out_of_core_arena(model, tmp_path / "sd.img")
+    need = smallest_out_of_core_arena(model, tmp_path / "sd.img", flash=0)
     with mi.Interpreter(model, arena=need, backing=tmp_path / "sd.img", flash=0) as it:
         dry = build_graph(it.simulate(), pager=it.runtime, mcu=it.mcu).totals(0)
         it.invoke()
@@ -172,7 +172,7 @@ def test_run_forces_out_of_core_when_weights_exceed_flash_and_reports_baselines(
 
 def test_double_buffer_caps_tiles_at_half_a_pool(tmp_path):
     model = small_net(3, 96, 4)
-    need = smallest_out_of_core_arena(model, tmp_path / "sd.img")
+    need = smallest_out_of_core_arena(model, tmp_path / "sd.img", pools=Config(0, None).pools)
     cfg = Config(sram=need * 3, tile=None, frames=1, double_buffer=True, flash=None)
     opened = open_records(model, cfg, tmp_path / "sd.img")
     try:

@@ -136,7 +136,7 @@ def test_a_replayed_activation_record_is_detected(tmp_path, monkeypatch):
     path = tmp_path / "sd.img"
     with _run(model, x, path, key=KEY) as it:
         pager = it.runtime
-        plan = next(p for p in pager.plans if p.mode == "rows" and p.op.outputs[0] not in pager.fused_tensors
+        plan = next(p for p in pager.plans if p.mode in ("rows", "reduce") and p.op.outputs[0] not in pager.fused_tensors
                     and p.index not in pager.chain_of)
         home = pager.homes[plan.op.outputs[0]]
         at = it.sd_image.area_offset("activations") + home.record_offset(0)

@@ -115,10 +115,11 @@ class OptimizedDepthwiseData(DepthwiseData):
 
 
 class OptimizedDepthwiseTiler(DepthwiseTiler):
-    """DEPTHWISE_CONV_2D row bands with the optimized kernel (:func:`depthwise_band`) when prepared out of core with it."""
+    """DEPTHWISE_CONV_2D row bands with the optimized kernel (:func:`depthwise_band`) when prepared out of core with
+    it; a band of a dilated filter's taps' rows only (``band.runs``) runs the reference row by row."""
 
     def compute(self, kernel, op, data, band):
-        if getattr(data, "bands", None) is None:
+        if getattr(data, "bands", None) is None or band.runs:
             return super().compute(kernel, op, data, band)
         depthwise_band(data, band.inputs[0], band.inputs[1], band.inputs.get(2), band.out, band.y0, band.row0[0])
 
