@@ -2,7 +2,9 @@
 whose in-memory plan is larger, run at 512 000 B with an SD image (or, when that does not page, the smallest arena
 that does), its outputs compared with the TFLM wheel's on the oracle's seeded input.
 
-    python benchmarks/bench_ooc_coverage.py [--shared ../shared] [--markdown]
+    python benchmarks/bench_ooc_coverage.py [--shared ../shared] [--dir MORE_MODELS ...] [--markdown]
+
+``--dir`` surveys the ``.tflite`` files of other folders instead (models from elsewhere).
 
 No timing: the table is deterministic. docs/pager-benchmarks.md holds the latest one.
 """
@@ -38,9 +40,9 @@ def _wheel(path: Path, inputs: list[np.ndarray], outputs: int) -> list[np.ndarra
     return [w.get_output(i) for i in range(outputs)]
 
 
-def survey(shared: Path) -> list[dict]:
+def survey(folders: list[Path]) -> list[dict]:
     rows = []
-    for path in sorted([*(shared / "models").glob("*.tflite"), *(shared / "population").glob("*.tflite")]):
+    for path in sorted(p for folder in folders for p in folder.glob("*.tflite")):
         try:
             plan = Interpreter(path).arena_used_bytes
         except MicroInterpError:
@@ -79,9 +81,11 @@ def survey(shared: Path) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shared", type=Path, default=HERE.parent.parent / "shared")
+    ap.add_argument("--dir", type=Path, action="append", default=None,
+                    help="survey the .tflite files of this folder instead of ../shared (repeatable)")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args(argv)
-    rows = survey(args.shared)
+    rows = survey(args.dir or [args.shared / "models", args.shared / "population"])
     if args.markdown:
         print("| model | in-memory plan B | out-of-core arena B | op modes | result |")
         print("|---|---|---|---|---|")

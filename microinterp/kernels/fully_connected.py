@@ -128,15 +128,16 @@ _FLOAT_CHUNK = 1 << 20
 
 
 class FullyConnectedTiler(Tiler):
-    """FULLY_CONNECTED (batch 1, int8 / int16) out of core: the input vector and the output resident, the filter
-    streamed in output-channel tiles computed by :func:`fc_channels`."""
+    """FULLY_CONNECTED (batch 1, float32 / int8 / int16) out of core: the input vector and the output resident, the
+    filter streamed in output-channel tiles computed by :func:`fc_channels` (each output channel is its own sum)."""
 
     mode = "channels"
     channel_input = 1
 
     @classmethod
     def for_op(cls, op: Any, data: Any, inputs: Any, output: Any) -> Tiler | None:
-        if getattr(data, "batches", 0) == 1 and data.type_name in ("INT8", "INT16") and data.scratch is None:
+        if getattr(data, "batches", 0) == 1 and data.type_name in ("FLOAT32", "INT8", "INT16") \
+                and data.scratch is None:
             return cls()
         return None
 
@@ -475,14 +476,21 @@ KERNEL = FullyConnected()
 
 def fc_channels(data: FullyConnectedData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out: np.ndarray,
                 c0: int) -> None:
-    """Output channels ``[c0, c0 + w.shape[0])`` of a quantized FULLY_CONNECTED from raw weight rows ``w`` (an
-    out-of-core channel tile; ``bias`` holds the same channels), written into ``out[..., c0:c1]``.
+    """Output channels ``[c0, c0 + w.shape[0])`` of a FULLY_CONNECTED from raw weight rows ``w`` (an out-of-core
+    channel tile; ``bias`` holds the same channels), written into ``out[..., c0:c1]``. float32: TFLM's sequential
+    sums of each channel (:func:`sequential_dot_float32`), the bias, the clamp.
 
     The same arithmetic as :meth:`FullyConnected.invoke`: ``acc = sum_k (w + w_off) * (x + x_off) + bias`` as an
     exact float64 product rounded to int64, wrapped to int32 unless the 16x8 int64 accumulator applies, then the
     output channels' MultiplyByQuantizedMultiplier, output offset and activation clamp.
     """
     c1 = c0 + w.shape[0]
+    if data.type_name == "FLOAT32":         # TFLM's sequential float32 sums, channel by channel
+        rows = w.reshape(w.shape[0], -1)[:, :data.accum]
+        b = None if bias is None else bias.reshape(-1).astype(np.float32)
+        out.reshape(-1)[c0:c1] = sequential_dot_float32(x.reshape(1, -1)[:, :data.accum], rows.T, b, data.act_min,
+                                                        data.act_max).reshape(-1)
+        return
     xq = x.reshape(-1)[:data.accum].astype(np.float64) + data.input_offset
     wq = w.reshape(w.shape[0], -1)[:, :data.accum].astype(np.float64) + data.filter_offset
     acc = matmul(xq[None, :], wq.T).astype(np.int64).reshape(-1)

@@ -160,3 +160,40 @@ def test_simulate_counts_exactly_what_invoke_moves(tmp_path):
 def test_a_tile_cap_too_small_for_one_row_says_so(tmp_path):
     with pytest.raises(ArenaOverflowError, match=r"no arena works with tile=600.*use tile >= \d+"):
         mi.Interpreter(demo_cnn(), arena=45_000, backing=tmp_path / "a.img", tile=600)
+
+
+def test_a_float_fully_connected_streams_its_filter_in_channel_tiles(tmp_path):
+    """float32 FULLY_CONNECTED out of core: each output channel is its own sequential sum, so channel tiles of a
+    filter that does not fit the weights pool give the in-memory result bit for bit (NaN and infinities
+    included)."""
+    from microinterp.testing.builder import ModelBuilder
+
+    rng = np.random.default_rng(5)
+    depth, accum = 300, 256
+    b = ModelBuilder(description="float fc")
+    x = b.add_tensor("x", (1, 64, 64, 4), "FLOAT32")
+    pooled = b.add_tensor("pooled", (1, 8, 8, 4), "FLOAT32")
+    b.add_op("AVERAGE_POOL_2D", [x], [pooled], padding="VALID", stride_w=8, stride_h=8, filter_width=8,
+             filter_height=8, fused_activation_function="NONE")
+    shape = b.add_tensor("shape", (2,), "INT32", data=np.array([1, accum], np.int32))
+    flat = b.add_tensor("flat", (1, accum), "FLOAT32")
+    b.add_op("RESHAPE", [pooled, shape], [flat])
+    w = rng.standard_normal((depth, accum)).astype(np.float32)
+    w[3, 5] = np.inf
+    wi = b.add_tensor("w", w.shape, "FLOAT32", data=w)
+    bi = b.add_tensor("b", (depth,), "FLOAT32", data=rng.standard_normal(depth).astype(np.float32))
+    y = b.add_tensor("y", (1, depth), "FLOAT32")
+    b.add_op("FULLY_CONNECTED", [flat, wi, bi], [y], fused_activation_function="RELU")
+    b.inputs, b.outputs = [x], [y]
+    model = b.build()
+    data = rng.standard_normal((1, 64, 64, 4)).astype(np.float32)
+    data[0, 7, 7, 1] = np.nan
+    ref = mi.Interpreter(model, optimized=False)
+    ref.set_input(data)
+    ref.invoke()
+    with mi.Interpreter(model, arena=45_000, backing=tmp_path / "sd.img", flash=0) as it:
+        it.set_input(data)
+        it.invoke()
+        rec = next(r for r in it.profile if r.op == "FULLY_CONNECTED")
+        assert rec.mode == "channels" and it.runtime.pools.weights < w.nbytes
+        assert np.array_equal(it.get_output(), ref.get_output(), equal_nan=True)
