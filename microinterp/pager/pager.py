@@ -184,7 +184,13 @@ class Pager:
                 self._write_weights()
             self.engine = Engine(self)
             self.input_io = TileRecord(-1)
-            for ti in self.subgraph.inputs:     # inputs start zeroed, as a fresh arena is
+            # inputs start zeroed, as a fresh arena is, and so does a tensor some op reads that no op writes and
+            # the model does not take (in memory it holds the fresh arena's zeros too)
+            written = {ti for op in self.subgraph.operators for ti in op.outputs}
+            ghosts = [ti for op in self.subgraph.operators for ti in op.inputs
+                      if ti >= 0 and ti not in written and self.homes[ti] is not None
+                      and self.homes[ti].device == "activations"]
+            for ti in dict.fromkeys([*self.subgraph.inputs, *ghosts]):
                 t = self.tensors[ti]
                 if t.dtype is not None and self.homes[ti] is not None:
                     self.write_input(ti, np.zeros(t.shape, t.dtype))

@@ -168,8 +168,8 @@ def layout_homes(tensors: list[Any], plans: list[OpPlan], inputs: list[int], var
 
             p.tiler = WHOLE
     aliased = {p.op.outputs[0]: p.op.inputs[0] for p in plans if p.tiler.mode == "alias"}
-    # a tensor an op reads that no op writes and the model does not take as input gets a home too: reading it
-    # before anything was written is an IntegrityError ("never written"), as it holds nothing TFLM would define
+    # a tensor an op reads that no op writes and the model does not take as input gets a home too (the pager
+    # writes it zeroed, as a fresh arena holds it in memory)
     read = {ti for ti in readers if ti >= 0}
     for ti in sorted(produced | set(inputs) | read):
         if ti in aliased or ti in virtual:
