@@ -88,12 +88,22 @@ MLPERF_V12_RA8D1 = ("MLPerf Tiny v1.2 closed, Renesas (github.com/mlcommons/tiny
                     "EK-RA8D1/*/performance/results.txt): EK-RA8D1, Cortex-M85 at 480 MHz, TFLM with CMSIS, LLVM "
                     "Embedded Toolchain for Arm 17.0.1; median throughput of five windows")
 
+MLPERF_V07_RA6M4 = ("MLPerf Tiny v0.7 closed, Renesas (github.com/mlcommons/tiny_results_v0.7 @64623f4, closed/renesas/"
+                    "results/EK-RA6M4/*/performance/results.txt): EK-RA6M4, Cortex-M33 at 200 MHz, tflite-micro with "
+                    "CMSIS, GCC-ARM 8.3.1; median throughput of five windows")
+
 #: Published TFLM + CMSIS-NN figures kept out of every fit: the checks of a board priced from its core and clock
 #: alone (a generic spec, today's build, no calibration). docs/cost-model.md, "Predicted blind".
 BLIND_CHECKS: tuple[TflmLatency, ...] = tuple(
-    TflmLatency("cortex-m85@480MHz", 480e6, model, "optimized", 1e3 / throughput, MLPERF_V12_RA8D1)
-    for model, throughput in (("kws_ref_model", 288.611), ("vww_96_int8", 74.665),
-                              ("pretrainedResnet_quant", 117.948), ("ad01_int8", 1884.138)))
+    TflmLatency(board, clock, model, "optimized", 1e3 / throughput, source)
+    for board, clock, source, figures in (
+        ("cortex-m85@480MHz", 480e6, MLPERF_V12_RA8D1,
+         (("kws_ref_model", 288.611), ("vww_96_int8", 74.665), ("pretrainedResnet_quant", 117.948),
+          ("ad01_int8", 1884.138))),
+        ("cortex-m33@200MHz", 200e6, MLPERF_V07_RA6M4,
+         (("kws_ref_model", 19.774), ("vww_96_int8", 6.159), ("pretrainedResnet_quant", 4.062),
+          ("ad01_int8", 216.772))))
+    for model, throughput in figures)
 
 
 def blind_check(models_dir: Path) -> list[dict]:
