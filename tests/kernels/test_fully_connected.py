@@ -223,7 +223,7 @@ def test_input_output_types_must_agree():
                                    (1, 2000, 600)])
 def test_float_accumulation_is_sequential(b, k, n, monkeypatch):
     """sequential_dot_float32 equals the literal float32 loop (also across chunk borders and for b*n == 1)."""
-    from microinterp.kernels import fully_connected as fcm
+    from microinterp.kernels import fully_connected_channels as fcm
 
     monkeypatch.setattr(fcm, "_FLOAT_CHUNK", 4096)
     rng = np.random.default_rng(k)

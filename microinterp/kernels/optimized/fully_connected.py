@@ -34,8 +34,9 @@ from .._weight_stats import ChannelStats, fill_transposed
 from ..base import HostBudget
 from ..contract import Kernel
 from ..fully_connected import KERNEL as REFERENCE
-from ..fully_connected import FullyConnectedData, FullyConnectedTiler
+from ..fully_connected import FullyConnectedData
 from ..fully_connected_bound import coded_thresholds
+from ..fully_connected_channels import FullyConnectedTiler
 from ._buffers import work_buffer
 from ._epilogue import _F32_EXACT, Epilogue, gemm, gemm_weights_from
 from ._group import GROUP_BYTES, block_rows, group_done, group_for
