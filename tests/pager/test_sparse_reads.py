@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import microinterp as mi
 from microinterp.errors import ArenaOverflowError
@@ -13,7 +15,7 @@ from microinterp.kernels.padding import input_row_runs_for, input_rows_for
 from microinterp.testing.builder import ModelBuilder
 from microinterp.testing.models import QuantNet
 
-from .conftest import in_memory, random_input, smallest_out_of_core_arena
+from .conftest import arena_between, in_memory, random_input, smallest_out_of_core_arena
 
 
 def _dilated_net(dilation: int, channels: int = 64, size: int = 24, pool: bool = True) -> bytes:
@@ -133,3 +135,33 @@ def test_pools_follow_the_ops_needs_when_the_default_shares_do_not_fit(tmp_path)
     with pytest.raises(ArenaOverflowError, match=r"the ops need pools of \d+ \(input, op \d+ \w+\)") as e:
         mi.Interpreter(model, arena=need - 1, backing=tmp_path / "c.img")
     assert e.value.needed_arena == need
+
+
+def _random_dilated_net(seed: int) -> bytes:
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(12, 40))
+    net = QuantNet((1, size, size, int(rng.integers(1, 4))), seed=seed, name=f"dilated net {seed}")
+    net.conv(int(rng.integers(8, 48)), 3)
+    for _ in range(int(rng.integers(1, 3))):
+        net.depthwise(3, dilation=int(rng.integers(1, 5)), padding="SAME")
+    if rng.random() < 0.5:
+        net.conv(int(rng.integers(4, 16)), 1)
+    h = net.shape[1]
+    net.pool("AVERAGE", h, h)        # a global average pool
+    net.flatten()
+    net.fc(int(rng.integers(2, 8)), act="NONE")
+    return net.build()
+
+
+@given(seed=st.integers(0, 2**31 - 1), where=st.floats(0.0, 1.0), optimized=st.booleans())
+@settings(max_examples=25, deadline=None)
+def test_random_dilated_nets_with_fitted_pools_match_in_memory(tmp_path_factory, seed, where, optimized):
+    """Random dilated depthwise stacks ending in a global pool, at any arena between the smallest the pager names
+    (pools fitted to the ops' needs) and the in-memory plan, with either kernel set's band functions."""
+    model = _random_dilated_net(seed)
+    path = tmp_path_factory.mktemp("sd") / "sd.img"
+    arena = arena_between(model, path, where)
+    x = random_input(model, seed)
+    with mi.Interpreter(model, arena=arena, backing=path, optimized=optimized) as it:
+        assert it.out_of_core
+        assert np.array_equal(_outputs(it, x)[0], in_memory(model, x))
