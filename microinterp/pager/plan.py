@@ -65,13 +65,12 @@ class Pools:
     def fitted(cls, start: int, nbytes: int, minima: tuple[int, int, int], fractions: tuple[float, float, float],
                cap: int | None) -> Pools | None:
         """Pools of at least ``minima`` bytes each (multiples of :data:`ALIGN`), the rest of ``nbytes`` shared in
-        proportion to the minima (to ``fractions`` when all are 0); None when the minima do not fit."""
+        the ``fractions`` (larger bands, fewer filter tiles); None when the minima do not fit."""
         left = nbytes - sum(minima)
         if left < 0:
             return None
-        weights = minima if sum(minima) else fractions
-        total = sum(weights)
-        a, b, c = (m + align_down(int(left * w / total), ALIGN) for m, w in zip(minima, weights))
+        total = sum(fractions)
+        a, b, c = (m + align_down(int(left * f / total), ALIGN) for m, f in zip(minima, fractions))
         return cls(a, b, c, start, start + a, start + a + b, cap)
 
     def limit(self, pool: str) -> int:
