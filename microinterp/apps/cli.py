@@ -146,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--target", type=core_argument, default=None, help="minimise this core's firmware arena (e.g. cortex-m4), not the "
                                                    "wheel's")
     s.add_argument("--plan-only", action="store_true", help="only write the offline plan; do not rewrite the graph")
+    s.add_argument("--regroup", type=float, default=0.0, metavar="SECONDS",
+                   help="after the search, spend up to SECONDS splitting more convolution chains near the planned "
+                        "peak into groups of channels (each try plans the model; default 0: none)")
     _mcu(s, default=None, what="priced for the extra cycles")
     add_json(s)
     s.set_defaults(fn=cmd_optimize)

@@ -264,7 +264,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
               f"{r.tflm_head:,d} -> {r.predicted_head:,d} bytes ({r.saved:,d} less; lower bound {r.lower_bound:,d})")
         return 0
     w = rewrite(args.model, max_extra_macs=args.max_extra_macs / 100, target=args.target, budget_s=args.budget,
-                mcu=args.mcu)
+                mcu=args.mcu, regroup_s=args.regroup)
     with open(args.output, "wb") as f:
         f.write(w.data)
     if args.json:

@@ -320,7 +320,8 @@ def _whole(est: Any, model: Any, share_bytes: bool) -> int:
 
 
 def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, budget_s: float = 2.0,
-            mcu: Any = None, check_seeds: tuple[int, ...] = (0, 1), quick: bool = False) -> Rewritten:
+            mcu: Any = None, check_seeds: tuple[int, ...] = (0, 1), quick: bool = False,
+            regroup_s: float = 0.0) -> Rewritten:
     """``model`` rewritten so that stock TFLM runs it in a smaller whole arena with identical outputs.
 
     1. :func:`microinterp.patching.search.search` cuts the memory-heavy stages into patches (minimising the wheel's
@@ -329,7 +330,10 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, bud
     2. :func:`optimize` then writes the optimal offline plan (and op order) of the rewritten graph;
     3. the result runs in microinterp against the original on seeded inputs; outputs must be identical bit for bit,
        and its planned arena must be smaller than the original's with its own optimal offline plan; else that
-       original is written and the message says why.
+       original is written and the message says why;
+    4. with ``regroup_s`` > 0, up to that many seconds of :func:`.regroup.regroup`: one more convolution chain near
+       the planned peak split in two groups of channels at a time, kept while the written plan's arena drops (each
+       try plans the model: tens of seconds per round on mobilenet_v2).
 
     The cycles are the cost model's (:func:`microinterp.cost.analysis.predict_cycles`) for ``mcu``, or a board of
     ``target``'s core, or the default deploy board. ``quick`` searches fewer stages and grids (what ``deploy`` and
@@ -364,6 +368,13 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, bud
                              reorder_states=20_000)                              # search runs out: greedy order
         if planned_arena(candidate.data) < planned_arena(baseline.data):
             plan, cuts = candidate, patched.cuts
+            if regroup_s > 0:
+                from .regroup import regroup
+
+                regrouped, more = regroup(plan, planned_arena, lambda d: optimize(
+                    d, budget_s=budget_s, share_bytes=True, reorder_states=20_000), regroup_s)
+                if more and (not check_seeds or _same_outputs(original, regrouped.data, check_seeds)):
+                    plan, cuts = regrouped, (*cuts, *more)
         else:
             message = ("nothing to split: once planned, the rewrite needs no less arena than the original with its "
                        "own offline plan, which is written")
