@@ -216,3 +216,12 @@ def test_a_model_that_does_not_fit_shows_the_arena_after_optimize(capsys):
     assert z["arena_bytes"] < d.arena_bytes and z["extra_macs"] <= 0.15 and "--target cortex-m4" in z["command"]
     assert d.as_dict()["optimized"] == z
     assert deploy(model, mcu="cortex-m4@80MHz,sram=1M").optimized is None     # it fits: nothing to show
+
+
+def test_the_out_of_core_command_names_pools_only_when_fixed():
+    from microinterp.apps.deploy import POOL_SPLITS, out_of_core_command
+
+    assert POOL_SPLITS[0] == (1, 2, 1) and POOL_SPLITS[-1] is None       # the default first, fitted pools last
+    fixed = out_of_core_command({"arena": 1024, "backing": "sd.img", "pools": (2, 1, 1), "mcu": "stm32f746"})
+    fitted = out_of_core_command({"arena": 1024, "backing": "sd.img", "pools": None, "mcu": "stm32f746"})
+    assert "--pools 2:1:1" in fixed and "--pools" not in fitted and fitted.endswith("--mcu stm32f746")
