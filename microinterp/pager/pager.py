@@ -276,18 +276,19 @@ class Pager:
                                          hint="out of core, tensors and weights are paged but persistent data "
                                               "(the arena tail) stays in the arena") from None
             need = self._smallest_arena(planner, arena_size)
-            if self.auto_pools:
-                hint = (f"its {e.pool} pool needs {e.need} bytes and has {e.have}; out of core, one row band at a "
-                        f"time, the ops need pools of {self._minima.describe()} bytes next to the persistent tail "
-                        f"({self.tail_bytes} bytes) and the scratch buffers ({self.scratch_bytes} bytes)")
-            else:
-                hint = (f"its {e.pool} pool needs {e.need} bytes and has {e.have} (pools input:weights:output = "
-                        f"{':'.join(f'{f:g}' for f in self.fractions)}, out of core); other shares may run it in "
-                        "less: without pools= the pager sizes them to what the ops need (`microinterp deploy` "
-                        "names settings that fit the part)")
+            if self.auto_pools:         # the pools the ops need do not fit: say what each needs and for which op
+                raise ArenaOverflowError(
+                    "the out-of-core pools, even one row per tile", sum(self._minima.sizes),
+                    self._free_bytes(arena_size), needed_arena=need,
+                    hint=f"the ops need pools of {self._minima.describe()} bytes next to the persistent tail "
+                         f"({self.tail_bytes} bytes) and the scratch buffers ({self.scratch_bytes} bytes)") from None
             raise ArenaOverflowError(
                 f"tile buffers of op {e.op_index} ({e.op_name}), even one row per tile", e.need, e.have,
-                needed_arena=need, hint=hint) from None
+                needed_arena=need,
+                hint=f"its {e.pool} pool needs {e.need} bytes and has {e.have} (pools input:weights:output = "
+                     f"{':'.join(f'{f:g}' for f in self.fractions)}, out of core); other shares may run it in "
+                     "less: without pools= the pager sizes them to what the ops need (`microinterp deploy` names "
+                     "settings that fit the part)") from None
         return pools
 
     def _smallest_arena(self, planner: Planner, start: int) -> int:

@@ -363,14 +363,15 @@ class Planner:
 
 @dataclass(frozen=True)
 class PoolNeeds:
-    """The smallest input, weights and output pools every op fits, and the op (``"index (OP)"``) that needs each."""
+    """The smallest input, weights and output pools every op fits, and the op (``"op I (OP)"``) that needs each."""
 
     sizes: tuple[int, int, int]
     ops: tuple[str, str, str]
 
     def describe(self) -> str:
-        return ", ".join(f"{n} (input, op {op})" if k == 0 else f"{n} ({('weights', 'output')[k - 1]}, op {op})"
-                         for k, (n, op) in enumerate(zip(self.sizes, self.ops)) if n)
+        """``"N (input, for op I (OP)), ..."``: each pool's need and its op (pools nobody needs left out)."""
+        return ", ".join(f"{n} ({pool}, for {op})" for pool, n, op in zip(("input", "weights", "output"), self.sizes,
+                                                                           self.ops) if n)
 
 
 def pool_minima(planner: Planner, plans: list[OpPlan], cap: int | None = None) -> PoolNeeds:
@@ -387,7 +388,7 @@ def pool_minima(planner: Planner, plans: list[OpPlan], cap: int | None = None) -
                 planner.plan(p, Pools(*sizes, cap=cap))
             except NoFit as e:
                 if e.pool == name and align_up(e.need, ALIGN) > need[i]:
-                    need[i], by[i] = align_up(e.need, ALIGN), f"{e.op_index} {e.op_name}"
+                    need[i], by[i] = align_up(e.need, ALIGN), f"op {e.op_index} ({e.op_name})"
     return PoolNeeds((need[0], need[1], need[2]), (by[0], by[1], by[2]))
 
 

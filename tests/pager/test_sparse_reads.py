@@ -132,7 +132,7 @@ def test_pools_follow_the_ops_needs_when_the_default_shares_do_not_fit(tmp_path)
     with pytest.raises(ArenaOverflowError, match="without pools=") as e:
         mi.Interpreter(model, arena=need, backing=tmp_path / "b.img", pools=(1, 2, 1))
     assert e.value.needed_arena > need          # the fixed shares need more
-    with pytest.raises(ArenaOverflowError, match=r"the ops need pools of \d+ \(input, op \d+ \w+\)") as e:
+    with pytest.raises(ArenaOverflowError, match=r"the ops need pools of \d+ \(input, for op \d+ \(\w+\)\)") as e:
         mi.Interpreter(model, arena=need - 1, backing=tmp_path / "c.img")
     assert e.value.needed_arena == need
 
