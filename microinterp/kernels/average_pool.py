@@ -80,6 +80,7 @@ class AveragePoolReduce(Tiler):
             total = total / count.astype(np.float32)
             out[:, 0] = clamp_float_(total, data.act_min, data.act_max)
             return
+        total = total.astype(np.int32).astype(np.int64)     # TFLM's int32 accumulator (a sum of wraps wraps)
         avg = np.sign(total) * ((np.abs(total) + count // 2) // count)
         out[:, 0] = np.clip(avg, data.act_min, data.act_max).astype(out.dtype)
 

@@ -165,3 +165,23 @@ def test_random_dilated_nets_with_fitted_pools_match_in_memory(tmp_path_factory,
     with mi.Interpreter(model, arena=arena, backing=path, optimized=optimized) as it:
         assert it.out_of_core
         assert np.array_equal(_outputs(it, x)[0], in_memory(model, x))
+
+
+def test_a_global_int16_pool_wraps_its_sum_as_tflm_does(tmp_path):
+    """260 x 260 taps of 32767: the int32 accumulator wraps in TFLM (and in memory); the bands' running totals wrap
+    the same way."""
+    h = 260
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1, h, h, 2), "INT16", scale=0.01, zero_point=0)
+    y = b.add_tensor("y", (1, 1, 1, 2), "INT16", scale=0.01, zero_point=0)
+    b.add_op("AVERAGE_POOL_2D", [x], [y], padding="VALID", stride_w=1, stride_h=1, filter_width=h, filter_height=h,
+             fused_activation_function="NONE")
+    b.inputs, b.outputs = [x], [y]
+    model = b.build()
+    v = np.full((1, h, h, 2), 32767, np.int16)
+    v[..., 1] = -32768
+    want = _outputs(mi.Interpreter(model), v)[0]
+    with mi.Interpreter(model, arena=60_000, backing=tmp_path / "sd.img") as it:
+        got = _outputs(it, v)[0]
+        assert [r.mode for r in it.profile] == ["reduce"]
+    assert np.array_equal(got, want) and want.ravel().tolist() == [-30768, 30767]
