@@ -228,7 +228,8 @@ def conv_rows(data: ConvData, x: np.ndarray, w: np.ndarray, bias: np.ndarray | N
     for g in range(data.groups):
         wg = w[g * per_group:(g + 1) * per_group].reshape(per_group, kh * kw * c_grp)
         if is_float:       # im2col with the taps first ([K, pixels], (ky, kx, ic) order)
-            cols_t = win[..., g * c_grp:(g + 1) * c_grp].transpose(3, 4, 5, 0, 1, 2).reshape(kh * kw * c_grp, rows)
+            cols_t = np.ascontiguousarray(          # contiguous: the in-order einsum of the sums needs it
+                win[..., g * c_grp:(g + 1) * c_grp].transpose(3, 4, 5, 0, 1, 2).reshape(kh * kw * c_grp, rows))
             w_t = data.float_filter_t if whole and data.groups == 1 else None
             acc[:, g * per_group:(g + 1) * per_group] = sequential_dot_t(cols_t, wg, skip_t, w_t)
             continue
