@@ -189,6 +189,29 @@ def test_a_tensor_read_before_anything_writes_it_has_a_home_out_of_core(tmp_path
             assert np.array_equal(it.get_output(0), ref.get_output(0))
 
 
+def test_an_op_writing_over_its_own_input_runs_in_place_out_of_core(tmp_path):
+    """An ADD whose output is its own input tensor (LiteRT's add_shared_tensors does this to the model input): TFLM
+    runs it in place; out of core, in row bands, the next op reads the doubled values, as in memory."""
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1, 64, 64, 4), "FLOAT32")
+    y = b.add_tensor("y", (1, 64, 64, 4), "FLOAT32")
+    b.add_op("ADD", [x, x], [x], fused_activation_function="NONE")
+    b.add_op("ADD", [x, x], [y], fused_activation_function="NONE")
+    b.inputs, b.outputs = [x], [y]
+    model = b.build()
+    x_val = np.random.default_rng(3).standard_normal((1, 64, 64, 4)).astype(np.float32)
+    ref = Interpreter(model)
+    ref.set_input(x_val, 0)
+    ref.invoke()
+    assert np.array_equal(ref.get_output(0), 4 * x_val)
+    with Interpreter(model, arena=24 * 1024, backing=str(tmp_path / "sd.img")) as it:
+        assert it.out_of_core and {r.mode for r in it.profile} <= {"rows", "chain"}
+        for _ in range(2):
+            it.set_input(x_val, 0)
+            it.invoke()
+            assert np.array_equal(it.get_output(0), ref.get_output(0))
+
+
 def test_an_absurd_host_allocation_out_of_core_is_a_host_memory_error(tmp_path):
     b = ModelBuilder()
     x = _q(b, "x", (1, 32, 32, 8))

@@ -91,7 +91,11 @@ def invoke_on_band(kernel: Any, op: Any, data: Any, band: BandViews) -> None:
     does not depend on the rows outside the band)."""
     for k, view in band.inputs.items():
         band.ctx.views[op.inputs[k]] = view
-    band.ctx.views[op.outputs[0]] = band.out
+    out = op.outputs[0]
+    if out in op.inputs:        # an op writing over its own input (TFLM runs it in place): it reads the output buffer
+        k = op.inputs.index(out)
+        band.out[...] = band.inputs.get(k, band.ctx.views[out])
+    band.ctx.views[out] = band.out
     kernel.invoke(band.ctx, op, data)
 
 
