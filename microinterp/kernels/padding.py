@@ -143,15 +143,15 @@ def input_row_runs_for(y0: int, y1: int, stride: int, dilation: int, filter_size
     its dilation reads ``filter_size`` separate runs where :func:`input_rows_for` gives their whole hull."""
     if y1 <= y0 or filter_size <= 0:
         return []
+    if stride > 1 and y1 - y0 > 1:      # a strided band's rows of one tap are not contiguous: take their hull
+        lo, hi = input_rows_for(y0, y1, stride, dilation, filter_size, pad, in_size)
+        return [(lo, hi)] if lo < hi else []
     runs = []
     for k in range(filter_size):
         lo = max(0, y0 * stride - pad + k * dilation)
         hi = min(in_size, (y1 - 1) * stride - pad + k * dilation + 1)
         if lo < hi:
             runs.append((lo, hi))
-    if stride > 1 and y1 - y0 > 1:      # a strided band's rows of one tap are not contiguous: take their hull
-        lo, hi = input_rows_for(y0, y1, stride, dilation, filter_size, pad, in_size)
-        return [(lo, hi)] if lo < hi else []
     merged: list[tuple[int, int]] = []
     for lo, hi in sorted(runs):
         if merged and lo <= merged[-1][1]:

@@ -241,10 +241,14 @@ class Pager:
         """Without ``pools=``: pools sized to the ops' needs (:func:`pool_minima`), or None when they do not fit."""
         if not self.auto_pools:
             return None
+        return Pools.fitted(self.scratch_bytes, self._free_bytes(arena_size), self._needs(planner).sizes,
+                            self.fractions, self.tile)
+
+    def _needs(self, planner: Planner) -> PoolNeeds:
+        """:func:`pool_minima` of the plans, found once per planning."""
         if self._minima is None:
             self._minima = pool_minima(planner, self.plans, self.tile)
-        return Pools.fitted(self.scratch_bytes, self._free_bytes(arena_size), self._minima.sizes, self.fractions,
-                            self.tile)
+        return self._minima
 
     def _plan_all(self, arena_size: int) -> Pools:
         planner = self.planner = Planner(self.tensors, self.homes, self.virtual)
@@ -277,10 +281,11 @@ class Pager:
                                               "(the arena tail) stays in the arena") from None
             need = self._smallest_arena(planner, arena_size)
             if self.auto_pools:         # the pools the ops need do not fit: say what each needs and for which op
+                needs = self._needs(planner)
                 raise ArenaOverflowError(
-                    "the out-of-core pools, even one row per tile", sum(self._minima.sizes),
+                    "the out-of-core pools, even one row per tile", sum(needs.sizes),
                     self._free_bytes(arena_size), needed_arena=need,
-                    hint=f"the ops need pools of {self._minima.describe()} bytes next to the persistent tail "
+                    hint=f"the ops need pools of {needs.describe()} bytes next to the persistent tail "
                          f"({self.tail_bytes} bytes) and the scratch buffers ({self.scratch_bytes} bytes)") from None
             raise ArenaOverflowError(
                 f"tile buffers of op {e.op_index} ({e.op_name}), even one row per tile", e.need, e.have,
@@ -293,9 +298,7 @@ class Pager:
 
     def _smallest_arena(self, planner: Planner, start: int) -> int:
         if self.auto_pools:         # pools sized to the needs: their sum is the answer
-            if self._minima is None:
-                self._minima = pool_minima(planner, self.plans, self.tile)
-            return self.arena_for(max(sum(self._minima.sizes), 4 * ALIGN))
+            return self.arena_for(max(sum(self._needs(planner).sizes), 4 * ALIGN))
 
         def ok(size: int) -> bool:
             pools = self._pools_for(size)

@@ -55,11 +55,8 @@ class Pools:
 
     @classmethod
     def split(cls, start: int, nbytes: int, fractions: tuple[float, float, float], cap: int | None) -> Pools:
-        total = sum(fractions)
-        # each pool rounded down on its own, so every pool grows with the arena (a larger arena never fails where
-        # a smaller one works); the at most 3 x 15 bytes left over stay unused
-        a, b, c = (align_down(int(nbytes * f / total), ALIGN) for f in fractions)
-        return cls(a, b, c, start, start + a, start + a + b, cap)
+        """``nbytes`` (>= 0) shared in the ``fractions``: :meth:`fitted` with no minimum."""
+        return cls.fitted(start, nbytes, (0, 0, 0), fractions, cap)
 
     @classmethod
     def fitted(cls, start: int, nbytes: int, minima: tuple[int, int, int], fractions: tuple[float, float, float],
@@ -70,6 +67,8 @@ class Pools:
         if left < 0:
             return None
         total = sum(fractions)
+        # each share rounded down on its own, so every pool grows with the arena (a larger arena never fails where
+        # a smaller one works); the at most 3 x 15 bytes left over stay unused
         a, b, c = (m + align_down(int(left * f / total), ALIGN) for m, f in zip(minima, fractions))
         return cls(a, b, c, start, start + a, start + a + b, cap)
 

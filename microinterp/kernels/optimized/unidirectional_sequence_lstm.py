@@ -199,9 +199,9 @@ class FastLoop:
         np.add(cell, np.intp(_IDENTITY), out=total)
         np.subtract(hidden, np.float64(self.d.hidden_zp), out=h[..., :s])
         dot, add, multiply, right_shift, intp = np.dot, np.add, np.multiply, np.right_shift, np.intp
-        weights, rec_table, tanh_of_sum, shift = self.weights, self.rec_table, self.tanh_of_sum, self.shift
-        centred, search, take = self.centred.take, self.index, self.table.take
-        rec, tanh = rec_table.take, tanh_of_sum.take          # take: faster than fancy indexing, same elements
+        weights, shift, search = self.weights, self.shift, self.index
+        # take: faster than fancy indexing, the same elements
+        take, rec, tanh, centred = self.table.take, self.rec_table.take, self.tanh_of_sum.take, self.centred.take
         saturates = self.cell_saturates
         ks = []
         for gin in gates_in:
