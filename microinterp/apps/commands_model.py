@@ -278,7 +278,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if w.target:
         print(f"  {w.target} firmware arena: {w.target_arena_before:,d} -> {w.target_arena_after:,d} bytes "
               f"({w.target_arena_before / w.target_arena_after:.2f}x); kTensorArenaSize {w.k_tensor_arena_size:,d}"
-              + (" (less makes TFLM's STRIDED_SLICE crash in Prepare, not fail cleanly)" if w.cuts else ""))
+              + (" (less makes TFLM's STRIDED_SLICE crash in Prepare, not fail cleanly)"
+                 if any(op.name == "STRIDED_SLICE" for op in load_model(w.data).main.operators) else ""))
     print(f"  price: {w.extra_macs:+.1%} MACs, {w.extra_cycles:+.1%} cycles on {w.board} "
           f"({w.cycles_before / 1e6:,.1f} -> {w.cycles_after / 1e6:,.1f} M cycles)")
     for c in w.cuts:

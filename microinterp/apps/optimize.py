@@ -339,6 +339,7 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, bud
     ``target``'s core, or the default deploy board. ``quick`` searches fewer stages and grids (what ``deploy`` and
     ``report`` show in a few seconds; ``microinterp optimize`` searches more)."""
     from ..cost.analysis import predict_cycles
+    from ..patching.pads import fold_pads
     from ..patching.search import model_macs, search
     from .pricing import board_for
 
@@ -350,7 +351,9 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, bud
     effort = {"limit": 4, "max_grid": 3, "max_patches": 6, "rounds": 2} if quick else {}
     macs, cycles = model_macs(original), sum(predict_cycles(original, board))
     try:
-        patched = search(original, arena_of, max_extra_macs=max_extra_macs, **effort)
+        folded = fold_pads(original)
+        start, cuts = (original, ()) if folded is None else (load_model(folded[0]), (folded[1],))
+        patched = search(start, arena_of, max_extra_macs=max_extra_macs, **effort)
     except MicroInterpError as e:     # control flow, resource variables: the arena replay cannot prepare them
         plan = optimize(original, budget_s=budget_s)
         return Rewritten(plan.data, None, None, core, None, None, macs, macs, cycles, cycles, board.name, (), plan,
@@ -358,16 +361,18 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, bud
                          f"is written")
     planned_arena = (lambda m: target_arena(m, target)) if target else wheel_arena   # the written plan's own
     baseline = optimize(original, budget_s=budget_s, share_bytes=True, reorder_states=20_000)
-    plan, cuts, message = baseline, (), ""
-    if not patched.cuts:
+    plan, message = baseline, ""
+    cuts = (*cuts, *patched.cuts)
+    if not cuts:
         message = _why_not(original, max_extra_macs)
     elif check_seeds and not _same_outputs(original, patched.data, check_seeds):
+        cuts = ()
         message = "the rewritten model's outputs differed from the original's on the check run: written unchanged"
     else:
         candidate = optimize(patched.data, budget_s=budget_s, share_bytes=True,   # a patched graph's exact reorder
                              reorder_states=20_000)                              # search runs out: greedy order
         if planned_arena(candidate.data) < planned_arena(baseline.data):
-            plan, cuts = candidate, patched.cuts
+            plan = candidate
             if regroup_s > 0:
                 from .regroup import regroup
 
@@ -376,6 +381,7 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, bud
                 if more and (not check_seeds or _same_outputs(original, regrouped.data, check_seeds)):
                     plan, cuts = regrouped, (*cuts, *more)
         else:
+            cuts = ()
             message = ("nothing to split: once planned, the rewrite needs no less arena than the original with its "
                        "own offline plan, which is written")
     rewritten = load_model(plan.data)
