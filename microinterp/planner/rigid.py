@@ -7,13 +7,14 @@ bytes reserved after the parts that hold them have died; here every part occupie
 lifetime, so a tensor placed over the consumed rows of a larger one frees the rest of that tensor when it dies.
 
 The search: first fit (the lowest base offset at which no part overlaps a placed part alive at the same time), for
-several orders, then a seeded local search of neighbour swaps within a time budget. A plain buffer is an item with
-one part: :func:`microinterp.planner.optimal.plan_optimal` is this search over such items, started from TFLM's
-greedy plan.
+several orders, then a seeded local search of neighbour swaps and a seeded simulated annealing over the whole order,
+each within half the time budget. A plain buffer is an item with one part:
+:func:`microinterp.planner.optimal.plan_optimal` is this search over such items, started from TFLM's greedy plan.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Iterable, Sequence
@@ -109,8 +110,9 @@ def place(items: Sequence[Rigid], order: Sequence[int], conflicts: Sequence[Sequ
 def plan_rigid(items: list[Rigid], budget_s: float = 0.5, seed: int = 0, iterations: int = 2000,
                greedy: bool = False, incumbent: Sequence[int] | None = None) -> list[int]:
     """Base offsets with the smallest head found: first fit in several orders (largest first; ``greedy``: only
-    that one), then a seeded local search of neighbour swaps in the best order, while above :func:`lower_bound` and
-    within ``budget_s`` seconds. ``incumbent`` (e.g. TFLM's own plan) is returned unless something is smaller."""
+    that one), then a seeded local search of neighbour swaps in the best order and simulated annealing from where it
+    stopped (:func:`_anneal`), each for at most ``iterations`` steps and half of ``budget_s`` seconds, while above
+    :func:`lower_bound`. ``incumbent`` (e.g. TFLM's own plan) is returned unless something is smaller."""
     n = len(items)
     if n == 0:
         return []
@@ -141,7 +143,8 @@ def plan_rigid(items: list[Rigid], budget_s: float = 0.5, seed: int = 0, iterati
     if best_order is None:
         best_order = fixed + sorted(free, key=keys[0])
     rng = random.Random(seed)
-    deadline = time.perf_counter() + budget_s
+    start = time.perf_counter()
+    deadline = start + budget_s / 2
     order = list(best_order)
     lo = len(fixed)
     for step in range(iterations):
@@ -156,4 +159,39 @@ def plan_rigid(items: list[Rigid], budget_s: float = 0.5, seed: int = 0, iterati
             if head < best_head:
                 best, best_head = offsets, head
             order = trial
+    found = _anneal(items, conflicts, order, best_head, lo, bound, rng, iterations, start + budget_s)
+    return best if found is None else found
+
+
+#: The annealing's starting temperature, as a fraction of the lower bound: a move that raises the head by this much
+#: is taken with probability 1/e at first; the temperature falls linearly to (almost) zero over the iterations.
+TEMPERATURE = 0.002
+
+
+def _anneal(items: Sequence[Rigid], conflicts: Sequence[Sequence[int]], order: list[int], head: int, lo: int,
+            bound: int, rng: random.Random, iterations: int, deadline: float) -> list[int] | None:
+    """Simulated annealing over the placement order from ``order`` (whose first fit gives ``head``): a move swaps
+    two items or moves one elsewhere, anywhere in the order (the neighbour swaps before it stall where an item has
+    to travel far); a move that raises the head is taken with probability ``exp(-rise / T)``. The offsets of the
+    best order seen when it is below ``head``, else None."""
+    n = len(order)
+    if n - lo < 2 or head <= bound:
+        return None
+    best, best_head, current = None, head, head
+    t0 = TEMPERATURE * bound
+    for step in range(iterations):
+        if best_head <= bound or (step % 16 == 0 and time.perf_counter() > deadline):
+            break
+        trial = list(order)
+        a, b = rng.randrange(lo, n), rng.randrange(lo, n)
+        if rng.random() < 0.5:
+            trial[a], trial[b] = trial[b], trial[a]
+        else:
+            trial.insert(b, trial.pop(a))
+        offsets, trial_head = place(items, trial, conflicts)
+        temperature = t0 * (1 - step / iterations) + 1
+        if trial_head <= current or rng.random() < math.exp((current - trial_head) / temperature):
+            order, current = trial, trial_head
+            if trial_head < best_head:
+                best, best_head = offsets, trial_head
     return best
