@@ -79,44 +79,63 @@ def union_bytes(spans: Iterable[tuple[int, int]]) -> int:
     return total
 
 
-def place(items: Sequence[Rigid], order: Sequence[int], conflicts: Sequence[Sequence[int]]) -> tuple[list[int], int]:
-    """Base offsets for ``order`` by first fit over the parts of the conflicting placed items; (offsets, head)."""
-    offsets = [-1] * len(items)
-    head = 0
-    for i in order:
+def clashes(items: Sequence[Rigid]) -> list[list[tuple[int, list[tuple[int, int]]]]]:
+    """For each item ``i``, the items ``j`` alive at some step with it and the base offsets of ``i`` relative to
+    ``j``'s base, ``[a, b)``, at which some part of ``i`` overlaps a part of ``j`` alive at the same step."""
+    n = len(items)
+    out: list[list[tuple[int, list[tuple[int, int]]]]] = [[] for _ in range(n)]
+    for i in range(n):
+        for j in range(n):
+            if j == i or not _overlap(items[i], items[j]):
+                continue
+            spans = [(lo - phi, hi - plo) for lo, hi, f, last in items[j].parts for plo, phi, pf, pl in items[i].parts
+                     if f <= pl and pf <= last and hi > lo and phi > plo]
+            if spans:
+                out[i].append((j, spans))
+    return out
+
+
+def place(items: Sequence[Rigid], order: Sequence[int], clash: Sequence[Sequence[tuple[int, list]]],
+          start: int = 0, offsets: Sequence[int] | None = None) -> tuple[list[int], int]:
+    """Base offsets for ``order`` by first fit (each item at the lowest base where none of its parts overlaps a part
+    of an item placed before it and alive at the same step; ``clash`` from :func:`clashes`); (offsets, head).
+    ``offsets`` of an order with the same first ``start`` items keeps their places (only the rest is placed)."""
+    if offsets is None or start == 0:
+        placed = [-1] * len(items)
+        head = 0
+        start = 0
+    else:
+        placed = list(offsets)
+        for i in order[start:]:
+            placed[i] = -1
+        head = max((placed[i] + items[i].size for i in order[:start]), default=0)
+    for i in order[start:]:
         it = items[i]
         if it.offline_offset != -1:
-            offsets[i] = it.offline_offset
+            placed[i] = it.offline_offset
         else:
-            forbidden = []            # base offsets o with some part of i overlapping a placed part in time
-            for j in conflicts[i]:
-                base = offsets[j]
-                if base < 0:
-                    continue
-                for lo, hi, f, last in items[j].parts:
-                    for plo, phi, pf, pl in it.parts:
-                        if f <= pl and pf <= last and hi > lo and phi > plo:
-                            forbidden.append((base + lo - phi, base + hi - plo))
+            forbidden = [(base + a, base + b) for j, spans in clash[i] if (base := placed[j]) >= 0 for a, b in spans]
             at = 0
             for a, b in sorted(forbidden):
                 if a >= at:
                     break
                 at = max(at, b)
-            offsets[i] = at
-        head = max(head, offsets[i] + it.size)
-    return offsets, head
+            placed[i] = at
+        head = max(head, placed[i] + it.size)
+    return placed, head
 
 
 def plan_rigid(items: list[Rigid], budget_s: float = 0.5, seed: int = 0, iterations: int = 2000,
-               greedy: bool = False, incumbent: Sequence[int] | None = None) -> list[int]:
+               greedy: bool = False, incumbent: Sequence[int] | None = None,
+               anneal_iterations: int | None = None) -> list[int]:
     """Base offsets with the smallest head found: first fit in several orders (largest first; ``greedy``: only
     that one), then a seeded local search of neighbour swaps in the best order and simulated annealing from where it
-    stopped (:func:`_anneal`), each for at most ``iterations`` steps and half of ``budget_s`` seconds, while above
-    :func:`lower_bound`. ``incumbent`` (e.g. TFLM's own plan) is returned unless something is smaller."""
+    stopped (:func:`_anneal`), for at most ``iterations`` and ``anneal_iterations`` (default five times as many)
+    steps and half of ``budget_s`` seconds each, while above :func:`lower_bound`. ``incumbent`` (e.g. TFLM's own plan) is returned unless something is smaller."""
     n = len(items)
     if n == 0:
         return []
-    conflicts = [[j for j in range(n) if j != i and _overlap(items[i], items[j])] for i in range(n)]
+    clash = clashes(items)
     fixed = [i for i in range(n) if items[i].offline_offset != -1]
     free = [i for i in range(n) if items[i].offline_offset == -1]
     keys = [lambda i: (-items[i].size, i),
@@ -124,7 +143,7 @@ def plan_rigid(items: list[Rigid], budget_s: float = 0.5, seed: int = 0, iterati
             lambda i: (-(items[i].last - items[i].first), -items[i].size, i),
             lambda i: (items[i].first, -items[i].size, i),
             lambda i: (-items[i].last, -items[i].size, i),
-            lambda i: (-len(conflicts[i]), -items[i].size, i)]
+            lambda i: (-len(clash[i]), -items[i].size, i)]
     best = None if incumbent is None else list(incumbent)
     best_head = None if incumbent is None else head_of(items, best)
     best_order = None
@@ -133,7 +152,7 @@ def plan_rigid(items: list[Rigid], budget_s: float = 0.5, seed: int = 0, iterati
         return best
     for key in keys[:1] if greedy else keys:
         order = fixed + sorted(free, key=key)
-        offsets, head = place(items, order, conflicts)
+        offsets, head = place(items, order, clash)
         if best_head is None or head < best_head:
             best, best_head, best_order = offsets, head, order
         if best_head <= bound:
@@ -146,6 +165,7 @@ def plan_rigid(items: list[Rigid], budget_s: float = 0.5, seed: int = 0, iterati
     start = time.perf_counter()
     deadline = start + budget_s / 2
     order = list(best_order)
+    current, current_head = place(items, order, clash)
     lo = len(fixed)
     for step in range(iterations):
         if best_head <= bound or len(order) - lo < 2 or (step % 16 == 0 and time.perf_counter() > deadline):
@@ -154,12 +174,13 @@ def plan_rigid(items: list[Rigid], budget_s: float = 0.5, seed: int = 0, iterati
         b = min(len(order) - 1, a + 1 + rng.randrange(3))
         trial = list(order)
         trial[a], trial[b] = trial[b], trial[a]
-        offsets, head = place(items, trial, conflicts)
-        if head <= best_head:
+        offsets, head = place(items, trial, clash, a, current)
+        if head <= current_head:
+            order, current, current_head = trial, offsets, head
             if head < best_head:
                 best, best_head = offsets, head
-            order = trial
-    found = _anneal(items, conflicts, order, best_head, lo, bound, rng, iterations, start + budget_s)
+    found = _anneal(items, clash, order, current, current_head, best_head, lo, bound, rng,
+                    anneal_iterations if anneal_iterations is not None else 5 * iterations, start + budget_s)
     return best if found is None else found
 
 
@@ -168,16 +189,18 @@ def plan_rigid(items: list[Rigid], budget_s: float = 0.5, seed: int = 0, iterati
 TEMPERATURE = 0.002
 
 
-def _anneal(items: Sequence[Rigid], conflicts: Sequence[Sequence[int]], order: list[int], head: int, lo: int,
-            bound: int, rng: random.Random, iterations: int, deadline: float) -> list[int] | None:
-    """Simulated annealing over the placement order from ``order`` (whose first fit gives ``head``): a move swaps
-    two items or moves one elsewhere, anywhere in the order (the neighbour swaps before it stall where an item has
-    to travel far); a move that raises the head is taken with probability ``exp(-rise / T)``. The offsets of the
-    best order seen when it is below ``head``, else None."""
+def _anneal(items: Sequence[Rigid], clash: Sequence[Sequence[tuple[int, list]]], order: list[int],
+            offsets: list[int], head: int, best_head: int, lo: int, bound: int, rng: random.Random, iterations: int,
+            deadline: float) -> list[int] | None:
+    """Simulated annealing over the placement order from ``order`` (placed at ``offsets``, head ``head``): a move
+    swaps two items or moves one elsewhere, anywhere in the order (the neighbour swaps before it stall where an item
+    has to travel far), and only the items from the first one moved on are placed again; a move that raises the head
+    is taken with probability ``exp(-rise / T)``. The offsets of the best order seen when it is below ``best_head``,
+    else None."""
     n = len(order)
-    if n - lo < 2 or head <= bound:
+    if n - lo < 2 or best_head <= bound:
         return None
-    best, best_head, current = None, head, head
+    best = None
     t0 = TEMPERATURE * bound
     for step in range(iterations):
         if best_head <= bound or (step % 16 == 0 and time.perf_counter() > deadline):
@@ -188,10 +211,10 @@ def _anneal(items: Sequence[Rigid], conflicts: Sequence[Sequence[int]], order: l
             trial[a], trial[b] = trial[b], trial[a]
         else:
             trial.insert(b, trial.pop(a))
-        offsets, trial_head = place(items, trial, conflicts)
+        placed, trial_head = place(items, trial, clash, min(a, b), offsets)
         temperature = t0 * (1 - step / iterations) + 1
-        if trial_head <= current or rng.random() < math.exp((current - trial_head) / temperature):
-            order, current = trial, trial_head
+        if trial_head <= head or rng.random() < math.exp((head - trial_head) / temperature):
+            order, offsets, head = trial, placed, trial_head
             if trial_head < best_head:
-                best, best_head = offsets, trial_head
+                best, best_head = placed, trial_head
     return best

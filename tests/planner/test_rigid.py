@@ -10,7 +10,7 @@ import numpy as np
 from microinterp.apps.optimize import _consumed_parts, optimize
 from microinterp.model_writer import ModelBuilder
 from microinterp.planner.lifetimes import BufferRequest
-from microinterp.planner.rigid import Rigid, head_of, lower_bound, place, plan_rigid
+from microinterp.planner.rigid import Rigid, clashes, head_of, lower_bound, place, plan_rigid
 
 from .test_aliases import runs_as_planned
 
@@ -36,8 +36,9 @@ def test_first_fit_never_overlaps_parts_alive_together():
             parts.append((at, at + size, first, first + rng.randint(0, 6)))
             at += size - 16 * rng.randint(0, 1)
         items.append(Rigid(tuple(parts)))
-    conflicts = [[j for j in range(len(items)) if j != i] for i in range(len(items))]
-    offsets, head = place(items, range(len(items)), conflicts)
+    clash = clashes(items)
+    order = list(range(len(items)))
+    offsets, head = place(items, order, clash)
     spans = [(o + a, o + b, f, last) for o, it in zip(offsets, items) for a, b, f, last in it.parts]
     owner = [i for i, it in enumerate(items) for _ in it.parts]
     for x in range(len(spans)):
@@ -47,6 +48,10 @@ def test_first_fit_never_overlaps_parts_alive_together():
             a, b = spans[x], spans[y]
             assert not (a[0] < b[1] and b[0] < a[1] and a[2] <= b[3] and b[2] <= a[3])
     assert head == head_of(items, offsets) >= lower_bound(items)
+    # placing again from position k (the first k items kept where they are) is the same first fit
+    for k in (0, 1, 7, 29):
+        again = order[:k] + list(reversed(order[k:]))
+        assert place(items, again, clash, k, offsets) == place(items, again, clash)
 
 
 def test_lower_bound_counts_overlapping_parts_once():
