@@ -134,7 +134,8 @@ def _head_with(requests: list, is_tensor: list[bool], plan: list[int]) -> int:
 
 
 def _shared(loaded: Model, order: list[int] | None, requests: list, owners: list, infos: list) -> list:
-    """One sharing variant per entry of :data:`WINDOW_SLACKS`: the requests as rigid items
+    """One sharing variant per entry of :data:`WINDOW_SLACKS` (and, for each slack, one more without the outputs
+    placed over an input that another op reads too): the requests as rigid items
     (:mod:`microinterp.planner.rigid`) -- each group of byte-sharing tensors
     (:func:`microinterp.planner.aliases.share`) one item whose members keep their own bytes and lifetimes, every
     other request an item of its own -- with the function that turns the items' offsets into one per request; None
@@ -161,10 +162,13 @@ def _shared(loaded: Model, order: list[int] | None, requests: list, owners: list
     read = {t: [(step[k], lo, hi) for k, lo, hi in spans] for t, spans in reads(loaded).items()}
     chunked = {t: _consumed_parts(requests[i], read.get(t, ())) for t, i in request_of.items()}
     chunked = {t: parts for t, parts in chunked.items() if len(parts) > 1}
+    # an output over an input that other ops read first glues a long-lived tensor into a chain: a stiffer group
+    single_reader = [a for a in aliases if a.kind != "window" or len(read.get(a.member, ())) <= 1]
+    configs = [(aliases if slack >= 0 else without_windows, max(slack, 0.0)) for slack in WINDOW_SLACKS]
+    configs += [(single_reader, slack) for slack in WINDOW_SLACKS if slack >= 0]
     variants = []
-    for slack in WINDOW_SLACKS:
-        groups = share(aliases if slack >= 0 else without_windows, lifetimes, writes, nbytes, read,
-                       window_slack=max(slack, 0.0))
+    for allowed, slack in configs:
+        groups = share(allowed, lifetimes, writes, nbytes, read, window_slack=slack)
         variants.append(_rigid_items(groups, chunked, requests, owners, infos, request_of, lifetimes, nbytes)
                         if groups or chunked else None)
     return variants
