@@ -186,7 +186,7 @@ def plan_rigid(items: list[Rigid], budget_s: float = 0.5, seed: int = 0, iterati
 
 #: The annealing's starting temperature, as a fraction of the lower bound: a move that raises the head by this much
 #: is taken with probability 1/e at first; the temperature falls linearly to (almost) zero over the iterations.
-TEMPERATURE = 0.002
+TEMPERATURE = 0.005
 
 
 def _anneal(items: Sequence[Rigid], clash: Sequence[Sequence[tuple[int, list]]], order: list[int],

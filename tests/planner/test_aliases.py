@@ -205,3 +205,24 @@ def test_a_transpose_over_its_own_input():
     # x and t share all but 1152 of their 1728 bytes each: the head falls from 4032 to 3600 bytes
     assert (plain.predicted_head, shared.predicted_head) == (4032, 3600)
     runs_as_planned(model, shared, seed=4)
+
+
+def test_variants_keep_a_long_lived_input_out_of_chains_and_run_as_planned():
+    """A chain split into channel groups: every group's convolution reads the same input, so that input lives
+    through all of them. Besides the variants with every output placed over its input, the planner tries each
+    slack without the placements over an input that other ops read too; the smallest plan runs as predicted."""
+    from microinterp.apps.optimize import WINDOW_SLACKS, _shared
+    from microinterp.patching.channels import find_chains, split_chains
+
+    base = mi.load_model(models.mobilenet_v2(alpha=0.35, input_size=48, classes=10))
+    model = split_chains(base, {c.start: (c, 2) for c in find_chains(base)})
+    m = mi.load_model(model)
+    plan = mi.Interpreter(m).runtime.plan
+    variants = _shared(m, None, plan["requests"], plan["owners"], plan["infos"])
+    assert len(variants) == len(WINDOW_SLACKS) + sum(s >= 0 for s in WINDOW_SLACKS)
+    readers = {}
+    for op in m.main.operators:
+        for t in op.inputs:
+            readers[t] = readers.get(t, 0) + 1
+    assert any(readers.get(a.member, 0) > 1 for a in candidates(m) if a.kind == "window")
+    runs_as_planned(model, optimize(model, budget_s=0.5, share_bytes=True), seed=0)
