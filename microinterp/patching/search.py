@@ -157,7 +157,9 @@ def _extensions(parent: Patched, current: Model, arena_of: Callable[[Any], int],
                 new_macs = model_macs(new_model)
                 if new_macs > macs_bound:
                     continue
-                arena = arena_of(new_model)
+                arena = _arena_or_none(arena_of, new_model)
+                if arena is None:
+                    continue
                 flatter = _progress(arena, new_model, parent)
                 if flatter is not None:
                     cut = Cut(stage.start, stage.stop, t[stage.x].shape, t[stage.y].shape, rows, cols, arena)
@@ -201,12 +203,23 @@ def _channel_extensions(parent: Patched, current: Model, arena_of: Callable[[Any
                 model = load_model(data)
             except (MicroInterpError, ValueError):
                 continue
-            arena = arena_of(model)
+            arena = _arena_or_none(arena_of, model)
+            if arena is None:
+                continue
             flatter = _progress(arena, model, parent)
             if flatter is not None:
                 cut = ChannelCut(tuple(sorted(cuts)), g, arena)
                 out.append((Patched(data, (*parent.cuts, cut), arena, parent.macs, flatter), model))
     return out
+
+
+def _arena_or_none(arena_of: Callable[[Any], int], model: Model) -> int | None:
+    """``arena_of(model)``, or None when a rewrite cannot be prepared (e.g. a ``STRIDED_SLICE`` cutting a uint8
+    input, which TFLM's kernel refuses): that candidate is skipped, the search goes on."""
+    try:
+        return arena_of(model)
+    except MicroInterpError:
+        return None
 
 
 def _try(model: Model, stage: Stage, rows: int, cols: int) -> tuple[bytes, Model] | None:

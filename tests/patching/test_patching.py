@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import microinterp as mi
+from microinterp.errors import PrepareError
 from microinterp.model_writer import ModelBuilder
 from microinterp.patching.emit import patch_stage, split
 from microinterp.patching.regions import Window, padding_outside
@@ -156,6 +157,14 @@ def test_search_lowers_the_whole_arena_within_the_mac_bound():
     assert model_macs(mi.load_model(free.data)) == model_macs(m)
     none = search(m, lambda _: 10**9, max_grid=2, rounds=1, limit=4)     # nothing lowers the arena: unchanged
     assert not none.cuts and none.data == bytes(m._raw)
+
+    def only_the_original(candidate):       # e.g. a cut of a uint8 input, which TFLM's STRIDED_SLICE refuses
+        if candidate is not m:
+            raise PrepareError(0, "STRIDED_SLICE", "type UINT8 -> UINT8 not supported")
+        return 10**9
+
+    refused = search(m, only_the_original, max_grid=2, rounds=1, limit=4)     # skipped, not fatal
+    assert not refused.cuts and refused.data == bytes(m._raw)
 
 
 def test_a_rewrite_for_a_core_runs_identically_in_that_firmware_and_needs_the_arena_it_reports():
