@@ -3,7 +3,7 @@ the wheel allocates and invokes each model before and after the rewrite, its out
 not), the firmware arena of every Cortex-M core (CMSIS-NN builds, microinterp's byte-exact replay), and the price:
 extra MACs and the cost model's extra cycles.
 
-    python benchmarks/bench_optimize.py [MODEL ...]      # default: the zoo's CNNs and the population's
+    python benchmarks/bench_optimize.py [--regroup SECONDS] [MODEL ...]  # default: the zoo's and population's CNNs
 
 Prints one markdown row per model (``docs/optimize.md`` keeps the latest table). Models that stock TFLM cannot run,
 or with nothing to split, get a row saying so.
@@ -11,6 +11,7 @@ or with nothing to split, get a row saying so.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -55,11 +56,11 @@ def same_outputs(a: bytes, b: bytes, seeds=(0, 1)) -> bool:
     return True
 
 
-def row(path: Path) -> str:
+def row(path: Path, regroup_s: float = 0.0) -> str:
     data = path.read_bytes()
     t = time.perf_counter()
     try:
-        w = rewrite(data)
+        w = rewrite(data, regroup_s=regroup_s)
     except MicroInterpError as e:           # TFLM cannot run it either (uint8 convolutions, unsupported types)
         return f"| {path.name} | not run: {type(e).__name__}: {str(e)[:80]} | | | | | | | |"
     seconds = time.perf_counter() - t
@@ -83,12 +84,16 @@ def row(path: Path) -> str:
 
 
 def main(argv: list[str]) -> int:
-    models = [Path(a) for a in argv] or default_models()
+    p = argparse.ArgumentParser(description="microinterp optimize measured by the pinned TFLM wheel")
+    p.add_argument("--regroup", type=float, default=0.0, help="seconds of optimize --regroup (default 0)")
+    p.add_argument("models", nargs="*", type=Path, help="default: the zoo's CNNs and the population's")
+    args = p.parse_args(argv)
+    models = args.models or default_models()
     print("| model | wheel arena before | after | ratio | outputs | extra MACs / cycles | firmware arena per core "
           "(CMSIS-NN) | search | cuts |")
     print("|---|---|---|---|---|---|---|---|---|")
     for path in models:
-        print(row(path), flush=True)
+        print(row(path, args.regroup), flush=True)
     return 0
 
 

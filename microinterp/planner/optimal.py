@@ -10,7 +10,8 @@ the common case for CNN chains; fragmentation can make it unreachable.
 already-placed buffer whose lifetime intersects its own (first fit over the conflicting intervals; lifetimes are
 inclusive, as TFLM's). Several orders are tried -- TFLM's (size, largest first), size x lifetime, lifetime length,
 start time, end time -- then, while the best head is above the lower bound and the time budget lasts, a local search
-swaps neighbours in the best order and keeps what lowers the head (deterministic: seeded). Offline-placed buffers
+swaps neighbours in the best order and keeps what lowers the head, and simulated annealing swaps or moves any buffer
+in the order (seeded; :func:`microinterp.planner.rigid.plan_rigid`). Offline-placed buffers
 keep their offsets. The result is never worse than TFLM's greedy plan (which is one of the candidates) and stops as
 soon as it reaches the bound.
 """
