@@ -18,8 +18,10 @@ The fold needs: the ``PAD``'s output read by that convolution only and not a gra
 ``PAD`` quantized alike (the kernel copies codes, and the convolution's input offset and multipliers come from its
 input's quantization); paddings on H and W only; ``PADV2``'s constant equal to the zero point; int8 or int16 (a
 float ``PAD`` adds ``0.0 * w``, which is not a skipped tap for ``w`` = inf or NaN, and can turn a ``-0.0`` sum
-positive). Removing the ``PAD`` removes an op and a feature map: its node, OpData and eval tensor from the tail,
-and a padded copy of the map from the head.
+positive); not a one-row ``CONV_2D`` that CMSIS-NN runs through ``arm_convolve_1_x_n_s8``, whose Helium build
+computes other outputs when the padding's total is odd (a fold would change what that firmware computes). Removing
+the ``PAD`` removes an op and a feature map: its node, OpData and eval tensor from the tail, and a padded copy of
+the map from the head.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..kernels.cmsis_nn.buffer_sizes import is_convolve_1_x_n
 from ..kernels.padding import compute_padding_height_width
 from ..model import Model
 from ..rewrite import copy_op, rebuild
@@ -85,10 +88,22 @@ def foldable(pad: Any, conv: Any, tensors: Any) -> bool:
     dh, dw = o.get("dilation_h_factor", 1), o.get("dilation_w_factor", 1)
     if min(sh, sw, dh, dw) < 1:
         return False
+    if _one_row_conv(conv, x, tensors):
+        return False
     same = compute_padding_height_width(sh, sw, dh, dw, x.shape[1], x.shape[2], kh, kw, "SAME")
     out = tensors[conv.outputs[0]].shape
     return ((same.height, same.width) == (int(pads[1][0]), int(pads[2][0]))
             and (-(-x.shape[1] // sh), -(-x.shape[2] // sw)) == (out[1], out[2]))
+
+
+def _one_row_conv(conv: Any, x: Any, tensors: Any) -> bool:
+    """A CONV_2D that CMSIS-NN's wrapper runs through ``arm_convolve_1_x_n_s8``: on a Helium build its outputs
+    depend on the padding's parity (:mod:`microinterp.kernels.cmsis_nn.convolve_1_x_n`), so a fold could change
+    what that firmware computes. Left alone (a one-row input holds little memory anyway)."""
+    f = tensors[conv.inputs[1]].shape
+    return conv.name == "CONV_2D" and is_convolve_1_x_n(
+        conv.options.get("dilation_w_factor", 1), conv.options.get("stride_w", 1), (x.shape[1], x.shape[3]),
+        (f[1], f[3]))
 
 
 def fold_pads(model: Model) -> tuple[bytes, FoldedPads] | None:

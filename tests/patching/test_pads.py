@@ -113,6 +113,24 @@ def test_a_pad_is_folded_exactly_when_same_pads_alike_and_outputs_are_identical(
                 assert np.array_equal(run(model, xs)[0], run(folded[0], xs)[0])
 
 
+def test_a_one_row_convolution_keeps_its_pad_for_heliums_1_x_n_kernel():
+    """CMSIS-NN's arm_convolve_1_x_n_s8 (one-row input and filter) computes other outputs on Cortex-M55 when the
+    padding's total is odd: folding would change what that firmware computes, so the PAD stays. A one-row
+    depthwise convolution runs another kernel and folds."""
+    b = ModelBuilder()
+    x = b.add_tensor("x", (1, 1, 9, 4), scale=0.05, zero_point=3)
+    paddings = b.add_tensor("paddings", (4, 2), "INT32", data=np.array([[0, 0], [0, 0], [1, 1], [0, 0]], np.int32))
+    p = b.add_tensor("p", (1, 1, 11, 4), scale=0.05, zero_point=3)
+    b.add_op("PAD", [x, paddings], [p])
+    w = b.add_tensor("w", (2, 1, 3, 4), data=np.ones((2, 1, 3, 4), np.int8), scale=np.full(2, 0.01, np.float32),
+                     zero_point=np.zeros(2, np.int64), axis=0)
+    y = b.add_tensor("y", (1, 1, 9, 2), scale=0.1, zero_point=0)
+    b.add_op("CONV_2D", [p, w, -1], [y], padding="VALID", stride_h=1, stride_w=1, fused_activation_function="NONE")
+    b.inputs, b.outputs = [x], [y]
+    assert fold_pads(mi.load_model(b.build())) is None
+    assert fold_pads(mi.load_model(pad_conv_model(1, 9, 3, 1, 1, (1, 1, 1, 1), depthwise=True))) is not None
+
+
 @pytest.mark.parametrize("case", ["float", "other zero point", "padv2 not the zero point", "read twice",
                                   "channels padded"])
 def test_pads_that_compute_something_else_stay(case):
