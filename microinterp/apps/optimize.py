@@ -328,6 +328,8 @@ def rewrite(model: Any, *, max_extra_macs: float = 0.15, target: Any = None, bud
             regroup_s: float = 0.0) -> Rewritten:
     """``model`` rewritten so that stock TFLM runs it in a smaller whole arena with identical outputs.
 
+    0. :func:`microinterp.patching.pads.fold_pads` folds each explicit ``PAD`` that the next convolution's ``SAME``
+       padding computes exactly (a PyTorch export's);
     1. :func:`microinterp.patching.search.search` cuts the memory-heavy stages into patches (minimising the wheel's
        whole arena, or ``target``'s firmware arena when a core is named), recomputing at most ``max_extra_macs``
        (a fraction) more MACs than the original;
