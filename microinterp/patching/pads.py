@@ -36,7 +36,7 @@ from ..kernels.padding import compute_padding_height_width
 from ..model import Model
 from ..rewrite import copy_op, rebuild
 from .emit import Writer, without_main_ops
-from .regions import geometry
+from .regions import geometry, window_of
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,8 @@ def foldable(pad: Any, conv: Any, tensors: Any) -> bool:
         return False
     if len(x.shape) != 4 or len(y.shape) != 4 or not _pad_value_is_zero_point(pad, tensors):
         return False
-    pads = tensors[pad.inputs[1]].data
-    if pads is None or pads.shape != (4, 2) or pads[0].any() or pads[3].any():
+    before = window_of(pad, tensors)        # None unless constant paddings on H and W only
+    if before is None:
         return False
     o = conv.options
     if o.get("padding", "VALID") != "VALID" or len(tensors[conv.inputs[1]].shape) != 4:
@@ -92,7 +92,7 @@ def foldable(pad: Any, conv: Any, tensors: Any) -> bool:
         return False
     same = compute_padding_height_width(sh, sw, dh, dw, x.shape[1], x.shape[2], kh, kw, "SAME")
     out = tensors[conv.outputs[0]].shape
-    return ((same.height, same.width) == (int(pads[1][0]), int(pads[2][0]))
+    return ((same.height, same.width) == (before.ph, before.pw)
             and (-(-x.shape[1] // sh), -(-x.shape[2] // sw)) == (out[1], out[2]))
 
 
@@ -116,16 +116,16 @@ def fold_pads(model: Model) -> tuple[bytes, FoldedPads] | None:
             if t >= 0:
                 readers.setdefault(t, []).append(i)
     outputs = set(sg.outputs)
-    into: dict[int, Any] = {}          # convolution position -> the PAD folded into it
+    into: dict[int, int] = {}          # convolution position -> the position of the PAD folded into it
     for i, op in enumerate(sg.operators):
         if geometry(op) != "pad" or op.outputs[0] in outputs:
             continue
         r = readers.get(op.outputs[0], [])
         if len(r) == 1 and foldable(op, sg.operators[r[0]], sg.tensors):
-            into[r[0]] = (i, op)
+            into[r[0]] = i
     if not into:
         return None
-    skipped = {i for i, _ in into.values()}
+    skipped = set(into.values())
     w = Writer(model, rebuild(without_main_ops(model), {"OfflineMemoryAllocation": None}))
     for i, op in enumerate(sg.operators):
         if i in skipped:
@@ -133,7 +133,7 @@ def fold_pads(model: Model) -> tuple[bytes, FoldedPads] | None:
         if i not in into:
             copy_op(w.b, op, w.old)
             continue
-        pad = into[i][1]
+        pad = sg.operators[into[i]]
         w.b.add_op(op.name, [w.old(pad.inputs[0]), *(w.old(t) for t in op.inputs[1:])],
                    [w.old(t) for t in op.outputs], custom_code=op.custom_code, custom_options=op.custom_options,
                    **{**dict(op.options), "padding": "SAME"})

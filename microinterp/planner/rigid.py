@@ -85,13 +85,14 @@ def clashes(items: Sequence[Rigid]) -> list[list[tuple[int, list[tuple[int, int]
     n = len(items)
     out: list[list[tuple[int, list[tuple[int, int]]]]] = [[] for _ in range(n)]
     for i in range(n):
-        for j in range(n):
-            if j == i or not _overlap(items[i], items[j]):
+        for j in range(i + 1, n):
+            if not _overlap(items[i], items[j]):
                 continue
             spans = [(lo - phi, hi - plo) for lo, hi, f, last in items[j].parts for plo, phi, pf, pl in items[i].parts
                      if f <= pl and pf <= last and hi > lo and phi > plo]
-            if spans:
+            if spans:       # i's base forbidden in (a, b) from j's <=> j's in (-b, -a) from i's
                 out[i].append((j, spans))
+                out[j].append((i, [(-b, -a) for a, b in spans]))
     return out
 
 
