@@ -2,40 +2,48 @@
 
 The reference (:mod:`microinterp.kernels.unidirectional_sequence_lstm`, :mod:`..lstm_eval`) states TFLM's algorithm
 and already tabulates every int16 function; an LSTM over tiny vectors then spends its time on the number of NumPy
-calls per time step. This loop makes 13 (time-major batches run together, as in the reference; one batch row runs on
-1-D buffers, which are cheaper)::
+calls per time step and on the bytes its table look-ups touch. This loop makes 14 calls per step (time-major batches
+run together, as in the reference; one batch row runs on 1-D buffers, which are cheaper)::
 
-    acc   = [h - zp_h | 1] @ [W_rec ; offsets]            float64, exact; the offsets place each gate in REC
-    pre   = REC[int(acc)] + gin[t]                        sat16(MBQM(recurrent FC)) + sat16(input FC) + offsets
-    state = BIG[pre | total]                              rows (value, R): [i f o | g M_i | c M_f] in one look-up
-    p     = [i f] * [g M_i | c M_f] + [R_g | R_c]         the cell products' MBQM in two operations ...
-    p   >>= 31 + E                                        ... and one shift (below)
+    acc   = [h - zp_h | 1] @ [W_rec ; offsets]            float32 where exact, else float64; the offsets place
+    pre   = REC[int(acc)] + gin[t]                        each gate in REC: sat16(MBQM(recurrent FC)) +
+                                                          sat16(input FC) + BIG's offsets
+    state = BIG[pre | total]                              rows (value, R): [i f o | g R_g | c R_c] in one look-up
+    p     = ([i f] * [g | c] + [R_g | R_c]) >> [E_g | E_c]   the cell products' MBQM: int32 where it fits
     total = p[:S] + p[S:]                                 sat16 and the cell clip are in the tables indexed by it
-    k     = searchsorted(T', TANH[total] * o)             the int8 hidden state's step function: code lo + k - 1
-                                                          (a grid guess and one check, :class:`.._step_requant.GridIndex`)
-    [h - zp_h | 1] = HVAL[k]                              one more threshold above every product gives the 1
+    [T R] = TANH[total]                                   rows (tanh(c) M_h, R_h), offset folded into R_h
+    k     = (o * T + R) >> E_h                            the hidden state's MBQM, as an index into HIDDEN
+    [h - zp_h | 1] = HIDDEN[k | one]                      clamp(. + zp_h) - zp_h, and 1 for the constant column
 
 Why each line equals the reference (which the differential tests compare it with, op by op):
 
-* ``BIG`` holds the reference's tables in one int64 array of (value, rounding term) rows: the sigmoid and cell-gate
+* ``BIG`` holds the reference's tables in one array of (value, rounding term) rows: the sigmoid and cell-gate
   tables (indexed by the unsaturated sum of the two FCs, offsets folded into the input FC), the cell-of-sum table
   (sat16 and clip of ``total``; its non-negative half at the start and its negative half at the end, so that
   ``total`` indexes it directly, NumPy counting negative indices from the end) and an identity region for the first
   step's cell state (whatever int16 value the variable holds).
-* Cell products: the reference's own fold (:func:`..lstm_eval.fold_product_requantization`, proof there): ``BIG``
-  stores the rows ``(b M, R)`` of every factor ``b`` (cell gate, cell state), so ``MBQM(a*b) = (a (b M) + R) >>
-  (31 + e)``, the same table rows the reference loop takes.
-* The reference's step function of the hidden state returns index ``k`` into ``values = [lo, lo, lo+1, ..., hi]``;
-  the products ``tanh(c) * o`` lie in ``[-32767*32768, 32767^2]`` (the range its thresholds were built for), so an
-  extra threshold ``32767^2 + 1`` is reached only by the constant key of the last column.
-* The recurrent accumulator plus the per-column table offset is the same float64 sum of exact integers below 2^53.
-* The input FC of all steps is one product ``[x | 1] @ [W_in ; bias - zp_x sum W_in]`` (exact integers in float64,
-  checked at prepare) with the reference's Requantizer; its int16 clamp only runs when the accumulator range can
-  reach it.
+* Cell products: the reference's own fold (:func:`..lstm_eval.fold_product_requantization`, proof there): the rows
+  ``(b M, R)`` of every factor ``b`` (cell gate, cell state) give ``MBQM(a*b) = (a (b M) + R) >> (31 + e)``. Where a
+  power of two ``2^j`` divides every ``b M`` and ``R`` (TFLM's cell scale is a power of two, so ``M = 2^30``), the
+  rows and the shift are divided by it: ``(a 2^j v + 2^j r) >> S = (a v + r) >> (S - j)``; when then every
+  ``32767 |v| + |r|`` is below 2^31 the table, the state and the products are int32 (half the bytes to fetch).
+* Hidden state: the same fold for ``MBQM(tanh(c) * o, M_h)`` (``o`` is a sigmoid output, ``tanh(c)`` an int16 table
+  value), with ``R`` raised by ``off 2^E_h`` so that ``k = MBQM + off`` is a non-negative index (``off`` from the
+  range of the fold over ``o`` in ``[0, 32767]``); ``HIDDEN[k] = clamp(k - off + zp_h, lo, hi) - zp_h``, and one
+  entry past the range holds the 1 of the constant column. The loop keeps every step's ``k``; the int8 outputs are
+  one look-up at the end.
+* The recurrent accumulator plus the per-column table offset is a sum of exact integers: in float32 when every
+  column's ``max|h - zp_h| sum|w| + |offset|`` is below 2^24, else in float64 (below 2^53).
+* The input FC of all steps is one product ``x @ W_in`` of the raw int8 codes (float32 where ``max|x| sum|w|`` is
+  below 2^24, else float64), then the reference's one-pass MBQM (:class:`~microinterp.quant.Requantizer`) with the
+  bias ``b - zp_x sum W_in`` times ``M`` and BIG's offsets times ``2^(31 + e)`` folded into its additive constant
+  (adding a multiple of ``2^31`` commutes with the floor shift by 31, a multiple of ``2^e`` with the rounding shift,
+  which is why its threshold rises by ``offset 2^e``); its int16 clamp, moved by the same offsets, runs only when
+  the accumulator range can reach it. Elsewhere (an MBQM without the one-pass form, sums that could leave int64) the
+  reference's input FC.
 
-Reference invoke: int16 activations (their hidden step function would have 65535 thresholds), float32, weights that
-are not constant, a recurrent FC too wide for its table, cell products whose MBQM the fold does not cover (a left
-shift or an exponent above 31), zero time steps.
+Reference invoke: int16 activations, float32, weights that are not constant, a recurrent FC too wide for its table,
+cell or hidden products whose MBQM the fold does not cover (a left shift or an exponent above 31), zero time steps.
 """
 
 from __future__ import annotations
@@ -44,13 +52,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._step_requant import bracket
 from ..contract import Kernel
-from ..lstm_eval import _PRODUCTS, IntegerStep, _accumulator_range, fold_product_requantization
+from ..lstm_eval import IntegerStep, _accumulator_range, fold_product_requantization
 from ..unidirectional_sequence_lstm import CELL, HIDDEN, INPUT, LstmData
 from ..unidirectional_sequence_lstm import KERNEL as REFERENCE
 
-_INT16_MIN, _INT16_MAX = np.array(-32768), np.array(32767)     # 0-d arrays: faster operands than scalars
 _SUMS = 1 << 17          # a table indexed by an unsaturated sum of two int16 values: [-65536, 65534], wrapped
 #: BIG's regions: [cell of sum v >= 0 | sigmoid | cell gate | int16 identity | cell of sum v < 0], of 2^16, 2^17,
 #: 2^17, 2^16 and 2^16 rows: a gate's unsaturated sum ``v`` indexes ``v + 2^17`` (sigmoid; the reference's index
@@ -58,6 +64,8 @@ _SUMS = 1 << 17          # a table indexed by an unsaturated sum of two int16 va
 #: ``v + _IDENTITY``.
 _IDENTITY = 5 * _SUMS // 2 + _SUMS // 4
 _INPUT_OFFSET = _SUMS // 2
+_SIGMOID_MAX = 32767     # the fold's factor a (a sigmoid output) lies in [0, 32767]
+_FLOAT32_EXACT, _FLOAT64_EXACT = 2 ** 24, 2 ** 53
 
 
 @dataclass(frozen=True)
@@ -72,9 +80,12 @@ class FastUnidirectionalSequenceLstm(Kernel):
         ref = REFERENCE.prepare(ctx, op)
         step = ref.step
         if (ref.kind != "INT8" or ref.steps == 0 or not isinstance(step, IntegerStep) or step.rec_table is None
-                or step.hidden_steps is None or step.cell_fold is None):
+                or step.cell_fold is None):
             return FastLstmData(ref)
-        return FastLstmData(ref, FastLoop(ref, step))
+        hidden_fold = fold_product_requantization(step.cell_tanh_of_sum, *ref.output_mul)
+        if hidden_fold is None:
+            return FastLstmData(ref)
+        return FastLstmData(ref, FastLoop(ref, step, hidden_fold))
 
     def invoke(self, ctx, op, data: FastLstmData) -> None:
         if data.loop is None:
@@ -101,125 +112,191 @@ class FastUnidirectionalSequenceLstm(Kernel):
         return call
 
 
+def _reduce(values: np.ndarray, rounding: np.ndarray, shift: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(v, r, S - j)`` with ``(a v + r) >> (S - j) == (a 2^j v + 2^j r) >> S``: ``2^j`` the largest power of two
+    (``j <= S``) dividing every value and rounding term."""
+    common = np.bitwise_or.reduce(np.concatenate([values, rounding]))
+    j = shift if common == 0 else min(shift, (int(common) & -int(common)).bit_length() - 1)
+    return values >> j, rounding >> j, shift - j
+
+
 class FastLoop:
     """The prepared time loop for ``rows`` batch rows at once (every batch row of the op, in lockstep)."""
 
-    def __init__(self, d: LstmData, step: IntegerStep):
-        s = d.state
-        self.step, self.d, self.s = step, d, s
-        # the reference step's tables (int16 functions of an unsaturated sum); its fold needs sigmoid >= 0
-        sigmoid, cell_of_sum, cell_gate = step.sigmoid_of_sum, step.cell_of_sum, step.cell_gate_of_sum
-        if sigmoid.min() < 0:
+    def __init__(self, d: LstmData, step: IntegerStep, hidden_fold: tuple):
+        self.step, self.d, self.s = step, d, d.state
+        if step.sigmoid_of_sum.min() < 0:
             raise AssertionError("the cell products' rounding needs non-negative sigmoid outputs")
+        self._prepare_cell(step)
+        self._prepare_hidden(d, hidden_fold)
+        h_max = max(abs(v - d.hidden_zp) for v in d.hidden_range)
+        bound = h_max * np.abs(step.w_rec).sum(axis=0) + np.abs(step.w_rec_aug[-1])
+        self.weights = step.w_rec_aug.astype(np.float32 if bound.max() < _FLOAT32_EXACT else np.float64)
+        self.hidden_values = self.hidden_values.astype(self.weights.dtype)
+        self.rec_table = step.rec_table
+        self.cell_saturates = step.cell_saturates
+        self._prepare_input_fc(d, step)
+        self._buffer_sets: dict[tuple[int, int], tuple] = {}
+
+    def _prepare_cell(self, step: IntegerStep) -> None:
+        """BIG (rows of int32 where they fit, else int64) and the two products' shifts."""
+        sigmoid, cell_of_sum, cell_gate = step.sigmoid_of_sum, step.cell_of_sum, step.cell_gate_of_sum
         regions = [(cell_of_sum[:_SUMS // 2], 1), (np.roll(sigmoid, _SUMS // 2), None),    # (values, their product:
                    (np.roll(cell_gate, _SUMS // 2), 0), (np.arange(-32768, 32768), 1),     # 0 i*g, 1 f*c, None:
                    (cell_of_sum[_SUMS // 2:], 1)]                                          # not a factor)
-        values, rounding, shifts = [], [], {}
+        folds = {}
+        for half in (0, 1):        # each product's factor rows, reduced together (one shift per product)
+            factors = np.concatenate([v for v, h in regions if h == half])
+            folds[half] = list(_reduce(*fold_product_requantization(factors, *step.cell_fold[half])))
+        values, rounding = [], []
         for v, half in regions:
             if half is None:
-                values.append(v.astype(np.int64))
+                values.append(np.asarray(v, np.int64))
                 rounding.append(np.zeros(len(v), np.int64))
                 continue
-            scaled, r, shift = fold_product_requantization(v, *step.cell_fold[half])   # (M, shift)
-            values.append(scaled)
-            rounding.append(r)
-            shifts[half] = shift
-        self.table = np.ascontiguousarray(np.stack([np.concatenate(values), np.concatenate(rounding)], axis=1))
+            fold = folds[half]     # consumed region by region, in the order they were concatenated
+            values.append(fold[0][:len(v)])
+            rounding.append(fold[1][:len(v)])
+            fold[0], fold[1] = fold[0][len(v):], fold[1][len(v):]
+        values, rounding = np.concatenate(values), np.concatenate(rounding)
+        fits = _SIGMOID_MAX * int(np.abs(values).max()) + int(np.abs(rounding).max()) < 2 ** 31
+        self.dtype = np.int32 if fits else np.int64
+        self.table = np.ascontiguousarray(np.stack([values, rounding], axis=1).astype(self.dtype))
         self.table.flags.writeable = False
-        self.shift = np.repeat(np.array([shifts[0], shifts[1]], np.int64), s)            # [2S]: i*g | f*c
-        self.rec_table, self.weights = step.rec_table, step.w_rec_aug                   # [S + 1, 4S] float64
-        self.tanh_of_sum = step.cell_tanh_of_sum.astype(np.int32)     # int16 values in half the bytes of int64
-        lo, _ = d.hidden_range
-        # the step function's thresholds behind a sentinel for the constant column: k = len(thresholds) -> 1.0
-        self.one_key = _PRODUCTS[1] + 1
-        self.thresholds = np.concatenate([step.hidden_steps.thresholds, [self.one_key]]).astype(np.int64)
-        self.index = bracket(self.thresholds, d.batch * (s + 1))     # searchsorted(thresholds, keys, "right")
-        codes = lo - 1 + np.arange(len(self.thresholds) + 1, dtype=np.int64)               # k -> code lo + k - 1
-        self.centred = (codes - d.hidden_zp).astype(np.float64)
-        self.centred[-1] = 1.0
-        self.code_offset = lo - 1
-        self.cell_saturates = step.cell_saturates
-        self._prepare_input_fc(d, step)
-        self._buffer_sets: dict[int, tuple] = {}
+        self.shift = np.repeat(np.array([folds[0][2], folds[1][2]], self.dtype), self.s)    # [2S]: i*g | f*c
+
+    def _prepare_hidden(self, d: LstmData, fold: tuple) -> None:
+        """TANH's rows (tanh(c) M_h, R_h + off 2^E_h) and HIDDEN, indexed by the MBQM plus ``off``."""
+        values, rounding, shift = fold
+        ends = [(a * values + rounding) >> shift for a in (0, _SIGMOID_MAX)]     # monotone in a: the extremes
+        low, high = int(min(e.min() for e in ends)), int(max(e.max() for e in ends))
+        rounding = rounding + ((-low) << shift)
+        if _SIGMOID_MAX * int(np.abs(values).max()) + int(np.abs(rounding).max()) >= 2 ** 63:
+            raise AssertionError("the hidden state's folded product leaves int64")
+        self.tanh_rows = np.ascontiguousarray(np.stack([values, rounding], axis=1))
+        self.tanh_rows.flags.writeable = False
+        self.hidden_shift = np.int64(shift)
+        lo, hi = d.hidden_range
+        codes = np.clip(np.arange(low, high + 1) + d.hidden_zp, lo, hi)
+        self.one = len(codes)                                          # HIDDEN[one] = 1: the constant column
+        self.hidden_codes = np.concatenate([codes, [0]]).astype(np.int64)
+        self.hidden_values = np.concatenate([codes - d.hidden_zp, [1]]).astype(np.float64)
 
     def _prepare_input_fc(self, d: LstmData, step: IntegerStep) -> None:
-        n_in = step.w_in.shape[0]
-        bias = step.bias - d.input_zp * step.w_in.sum(axis=0)
+        """The folded one-pass MBQM of the input FC (``fc_weights`` None: the reference's input FC)."""
+        s, n_in, shape = self.s, step.w_in.shape[0], (d.steps * d.batch, 4 * self.s)
+        self.fc_offset = (step.activation_offset + _INPUT_OFFSET).reshape(shape)[0]
+        self.fc_weights = self.fc_half = self.fc_clamp = None
+        requant = step.in_requant
+        if requant is None or requant.fused is None or step.in_wraps:
+            return
+        # per-column constants (the Requantizer holds them at the FC's [steps * batch, 4S] shape)
+        m, offset, half, exponent = (None if a is None else np.broadcast_to(a, shape) for a in requant.fused)
+        left = np.broadcast_to(requant.left, shape)
+        if any(a is not None and (a != a[0]).any() for a in (m, offset, half, exponent, left)):
+            return
+        m, offset, half, exponent, left = (None if a is None else a[0].astype(np.int64)
+                                           for a in (m, offset, half, exponent, left))
         lo, hi = d.hidden_range                                       # the input has the hidden state's type
         acc_min, acc_max = _accumulator_range(step.w_in, lo - d.input_zp, hi - d.input_zp)
         acc_min, acc_max = acc_min + int(step.bias.min()), acc_max + int(step.bias.max())
-        exact = max(-lo, hi) * np.abs(step.w_in).sum(axis=0).max() + np.abs(bias).max() < 2.0 ** 53
-        self.fc_weights = np.concatenate([step.w_in, bias[None]]) if exact and not step.in_wraps else None
-        self.fc_x = np.empty((d.steps, d.batch, n_in + 1), np.float64)   # [x | 1] of every step and batch row
-        self.fc_x[..., n_in] = 1.0
-        ends = [step.in_requant(np.full(step.in_requant.multiplier.shape, a)) for a in (acc_min, acc_max)]
-        self.fc_clamps = bool(min(e.min() for e in ends) < -32768 or max(e.max() for e in ends) > 32767)  # monotone
-        self.fc_offset = (step.activation_offset + _INPUT_OFFSET).reshape(d.steps, d.batch, -1)
+        if (max(-acc_min, acc_max) << int(left.max())) >= 2 ** 31:
+            return                           # x 2^left could wrap in int32 (as in C): the reference's Requantizer
+        m = m << left                        # no wrap: SRDHM(x 2^left, M) = SRDHM with the multiplier M 2^left
+        e = np.zeros(4 * s, np.int64) if exponent is None else exponent
+        x_max = max(abs(lo), abs(hi))
+        bound = x_max * np.abs(step.w_in).sum(axis=0)
+        bias = step.bias - d.input_zp * step.w_in.sum(axis=0).astype(np.int64)          # exact integers
+        gate_offset = self.fc_offset.astype(np.int64)
+        folded = [int(b) * int(mm) + int(o) + (int(g) << (31 + int(ee)))
+                  for b, mm, o, g, ee in zip(bias, m, offset, gate_offset, e)]
+        if bound.max() >= _FLOAT64_EXACT or \
+                max(int(a) * int(mm) + abs(c) for a, mm, c in zip(bound, m, folded)) >= 2 ** 63:
+            return
+        dtype = np.float32 if bound.max() < _FLOAT32_EXACT else np.float64
+        self.fc_weights = np.ascontiguousarray(step.w_in, dtype)
+        self.fc_x = np.empty((d.steps, d.batch, n_in), dtype)
+        self.fc_multiplier, self.fc_add = m, np.array(folded, np.int64)
+        if exponent is not None:             # no rounding (e = 0): the threshold INT64_MIN stays
+            self.fc_half = np.where(half == np.iinfo(np.int64).min, half, half + (gate_offset << e))
+            self.fc_exponent = exponent
+        ends = [requant(np.full(requant.multiplier.shape, a)) for a in (acc_min, acc_max)]
+        if min(e.min() for e in ends) < -32768 or max(e.max() for e in ends) > 32767:     # MBQM is monotone
+            self.fc_clamp = (-32768 + gate_offset, 32767 + gate_offset)
 
     def input_fc(self, xs: np.ndarray) -> np.ndarray:
         """sat16(MBQM(FC(x_t) + bias)) + BIG's offsets for ``xs`` ``[T, B, I]``: ``[T, B, 4S]`` int64."""
+        d, s = self.d, self.s
         if self.fc_weights is None:
-            gates = self.step.input_fc(xs.reshape(-1, xs.shape[-1])).reshape(self.fc_offset.shape)
+            gates = self.step.input_fc(xs.reshape(-1, xs.shape[-1])).reshape(d.steps, d.batch, 4 * s)
             gates += _INPUT_OFFSET
             return gates
         x = self.fc_x
-        x[..., :-1] = xs
-        gates = self.step.in_requant(np.dot(x.reshape(-1, x.shape[-1]), self.fc_weights).astype(np.int64))
-        if self.fc_clamps:
-            np.maximum(gates, _INT16_MIN, out=gates)
-            np.minimum(gates, _INT16_MAX, out=gates)
-        gates = gates.reshape(self.fc_offset.shape)
-        gates += self.fc_offset
-        return gates
+        np.copyto(x, xs, casting="unsafe")
+        gates = np.dot(x.reshape(-1, x.shape[-1]), self.fc_weights).astype(np.int64)
+        gates *= self.fc_multiplier                     # the Requantizer's one-pass MBQM, constants folded
+        gates += self.fc_add
+        gates >>= 31
+        if self.fc_half is not None:
+            gates -= gates < self.fc_half
+            gates >>= self.fc_exponent
+        if self.fc_clamp is not None:
+            np.maximum(gates, self.fc_clamp[0], out=gates)
+            np.minimum(gates, self.fc_clamp[1], out=gates)
+        return gates.reshape(d.steps, d.batch, 4 * s)
 
-    def _buffers(self, rows: int) -> tuple:
+    def _buffers(self, rows: int, steps: int) -> tuple:
         """The loop's working arrays for ``rows`` batch rows (1-D for one row) and their views, made once."""
         s = self.s
         shape = (rows,) if rows > 1 else ()
         pre = np.empty((*shape, 5 * s), np.intp)                  # [i f o g | total] indices into BIG
-        state = np.empty((*shape, 5 * s, 2), np.int64)            # BIG's rows: [i f o | g M_i | c M_f], with R
-        p = np.empty((*shape, 2 * s), np.int64)                   # [i*g | f*c] requantized
-        keys = np.empty((*shape, s + 1), np.int64)                # [tanh(c) * o | the sentinel key]
-        keys[..., s] = self.one_key
-        h0 = np.empty((*shape, s + 1), np.float64)                # [h - zp_h | 1] before the first step
-        h0[..., s] = 1.0
+        state = np.empty((*shape, 5 * s, 2), self.dtype)          # BIG's rows: [i f o | g R_g | c R_c]
+        p = np.empty((*shape, 2 * s), self.dtype)                 # [i*g | f*c] requantized
+        tanh = np.empty((*shape, s, 2), np.int64)                 # TANH's rows
+        product = np.empty((*shape, s), np.int64)
+        ks = np.empty((steps, *shape, s + 1), np.intp)            # every step's HIDDEN index, and the constant
+        ks[..., s] = self.one
         return (pre, pre[..., :4 * s], pre[..., 4 * s:], state, state[..., :2 * s, 0], state[..., 2 * s:3 * s, 0],
-                state[..., 3 * s:, 0], state[..., 3 * s:, 1], p, p[..., :s], p[..., s:], keys, keys[..., :s], h0)
+                state[..., 3 * s:, 0], state[..., 3 * s:, 1], p, p[..., :s], p[..., s:], tanh, tanh[..., 0],
+                tanh[..., 1], product, ks)
 
     def sequence(self, gates_in: np.ndarray, hidden: np.ndarray, cell: np.ndarray, out: np.ndarray) -> None:
         """Runs ``gates_in`` ``[T, rows, 4S]`` from the states ``hidden``/``cell`` (``[rows, S]``, updated) into
         ``out`` (``[T, rows, S]``)."""
-        s, rows = self.s, gates_in.shape[1]
+        s, (steps, rows) = self.s, gates_in.shape[:2]
         if rows == 1:                                   # one row: 1-D buffers
             gates_in, hidden, cell, out = gates_in[:, 0], hidden[0], cell[0], out[:, 0]
-        buffers = self._buffer_sets.get(rows)
+        buffers = self._buffer_sets.get((rows, steps))
         if buffers is None:
-            buffers = self._buffer_sets[rows] = self._buffers(rows)
-        pre, pre_gates, total, state, i_f, o, g_c, rounding, p, p_ig, p_fc, keys, product, h = buffers
+            buffers = self._buffer_sets[rows, steps] = self._buffers(rows, steps)
+        (pre, pre_gates, total, state, i_f, o, g_c, rounding, p, p_ig, p_fc, tanh_rows, t_value, t_rounding, product,
+         ks) = buffers
         np.add(cell, np.intp(_IDENTITY), out=total)
-        np.subtract(hidden, np.float64(self.d.hidden_zp), out=h[..., :s])
+        h = np.empty((*hidden.shape[:-1], s + 1), self.weights.dtype)          # [h - zp_h | 1] before the first step
+        h[..., :s] = hidden
+        h[..., :s] -= self.d.hidden_zp
+        h[..., s] = 1
         dot, add, multiply, right_shift, intp = np.dot, np.add, np.multiply, np.right_shift, np.intp
-        weights, shift, search = self.weights, self.shift, self.index
-        # take: faster than fancy indexing, the same elements
-        take, rec, tanh, centred = self.table.take, self.rec_table.take, self.tanh_of_sum.take, self.centred.take
+        weights, shift, hidden_shift = self.weights, self.shift, self.hidden_shift
+        # take: faster than fancy indexing, the same elements; "wrap": a negative total counts from the end
+        take, rec, tanh, values = self.table.take, self.rec_table.take, self.tanh_rows.take, self.hidden_values.take
         saturates = self.cell_saturates
-        ks = []
-        for gin in gates_in:
+        for gin, k in zip(gates_in, ks):
             add(rec(dot(h, weights).astype(intp)), gin, pre_gates)
-            take(pre, 0, state, "wrap")                 # a negative total counts from the end
+            take(pre, 0, state, "wrap")
             multiply(i_f, g_c, p)
             add(p, rounding, p)
             right_shift(p, shift, p)
             if saturates:
-                np.maximum(p, _INT16_MIN, out=p)
-                np.minimum(p, _INT16_MAX, out=p)
+                np.maximum(p, -32768, out=p)
+                np.minimum(p, 32767, out=p)
             add(p_ig, p_fc, total)
-            multiply(tanh(total, mode="wrap"), o, product)      # a negative total counts from the end
-            k = search(keys)
-            h = centred(k)
-            ks.append(k)
-        codes = np.array(ks)[..., :s]
-        np.add(codes, self.code_offset, out=out, casting="unsafe")
+            tanh(total, 0, tanh_rows, "wrap")
+            multiply(o, t_value, product)
+            add(product, t_rounding, product)
+            right_shift(product, hidden_shift, k[..., :s])
+            h = values(k)
+        out[...] = self.hidden_codes.take(ks[..., :s])
         hidden[...] = out[-1]
         cell[...] = self.step.cell_of_sum[total]
 

@@ -1,6 +1,7 @@
 """Optimized int8 UNIDIRECTIONAL_SEQUENCE_LSTM (one table look-up for the gates and the cell state, the cell products'
-MBQM folded into the tables, the hidden state's step function feeding the recurrent FC) against the wheel and the
-reference kernel over several invokes without reset (the fold itself is tested with the reference, which shares it)."""
+and the hidden state's MBQM folded into tables, int32 rows where they fit, float32 FCs where exact, the input FC's
+bias and offsets folded into its requantization) against the wheel and the reference kernel over several invokes
+without reset (the fold itself is tested with the reference, which shares it)."""
 
 from __future__ import annotations
 
@@ -54,9 +55,10 @@ def test_saturating_cell_products_take_the_clamp():
 def test_input_fc_fallback_equals_the_folded_product():
     model, in_shape = build(np.random.default_rng(8), batch=2, steps=4, zp_in=-128)
     loop = _loop(model)
+    assert loop.fc_weights is not None
     xs = np.swapaxes(random_tensor(np.random.default_rng(9), in_shape, "INT8"), 0, 1)
     folded = loop.input_fc(xs).copy()
-    loop.fc_weights = None                      # as when the folded product would not be exact in float64
+    loop.fc_weights = None                      # as when the folded requantization could leave int64
     np.testing.assert_array_equal(loop.input_fc(xs), folded)
 
 
@@ -68,3 +70,34 @@ def test_invoke_without_the_bound_call_matches(monkeypatch, time_major):
     model, in_shape = build(rng, batch=2, steps=3, time_major=time_major, zp_h=-20)
     assert _loop(model) is not None
     assert_sequence_matches(model, [random_tensor(rng, in_shape, "INT8") for _ in range(3)])
+
+
+@pytest.mark.parametrize(("w_factor", "n_in", "seed", "clamps"), [
+    (0.25, 4, 2, False),     # right shifts only, no int16 clamp
+    (0.25, 4, 1, True),      # right shifts and a gate without rounding (its threshold stays INT64_MIN)
+    (0.6, 4, 3, True),       # left shifts (folded into the multiplier) beside right shifts
+    (0.4, 4, 2, True),       # no shift at all
+])
+def test_folded_input_fc_matches(w_factor, n_in, seed, clamps):
+    model, in_shape = build(np.random.default_rng(seed), w_factor=w_factor, n_in=n_in, batch=2, steps=4)
+    loop = _loop(model)
+    assert loop.fc_weights is not None and (loop.fc_clamp is not None) == clamps
+    rng = np.random.default_rng(seed + 100)
+    assert_sequence_matches(model, [random_tensor(rng, in_shape, "INT8") for _ in range(3)])
+
+
+def test_int64_rows_and_float64_products_match(monkeypatch):
+    """Where the cell rows do not shrink to int32 or the FCs are not exact in float32: the wider forms."""
+    monkeypatch.setattr(fast, "_reduce", lambda values, rounding, shift: (values, rounding, shift))
+    monkeypatch.setattr(fast, "_FLOAT32_EXACT", 0)
+    model, in_shape = build(np.random.default_rng(11), w_factor=0.25, batch=3, steps=4, zp_h=-128)
+    loop = _loop(model)
+    assert loop.dtype is np.int64 and loop.weights.dtype == np.float64 and loop.fc_weights.dtype == np.float64
+    rng = np.random.default_rng(12)
+    assert_sequence_matches(model, [random_tensor(rng, in_shape, "INT8") for _ in range(3)])
+
+
+def test_the_zoo_lstm_takes_the_narrow_forms():
+    loop = _loop(zoo_model("trained_lstm_int8.tflite"))
+    assert loop.dtype is np.int32 and loop.weights.dtype == np.float32 and loop.fc_weights.dtype == np.float32
+    assert loop.fc_half is not None and loop.fc_clamp is not None
