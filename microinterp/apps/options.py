@@ -155,10 +155,12 @@ def add_json(s: argparse.ArgumentParser) -> None:
 
 
 #: Python keyword arguments in error hints -> the command line's options (the API and the CLI share the messages).
+#: A fact inside a board spec (``cortex-m7@480MHz,sram=1M,flash=2M``: after a comma, and a size with a unit) is the
+#: spec's own text, not a keyword argument.
 _HINTS = (
     (re.compile(r"\bpools=\(([\d.]+), ([\d.]+), ([\d.]+)\)"), r"--pools \1:\2:\3"),
     (re.compile(r"\b(planner|backing|target|kernels|mcu|checksum)='([^']*)'"), r"--\1 \2"),
-    (re.compile(r"\b(arena|flash|tile)=(\d+)"), r"--\1 \2"),
+    (re.compile(r"(?<!,)\b(arena|flash|tile)=(\d+)(?!\w|\.\d)"), r"--\1 \2"),
     (re.compile(r"\b(arena|flash|tile) >= (\d+)"), r"--\1 \2 or more"),
     (re.compile(r"\brecover=True"), "--recover"),
     (re.compile(r"\b(backing|pools|tile|arena|flash|kernels|target)=(?=[\s,;).]|$)"), r"--\1"),
