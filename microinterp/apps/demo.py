@@ -20,7 +20,8 @@ from ..pager import format_table
 from ..testing.models import demo_cnn, vgg16
 
 
-def _bar(done: int, total: int, record, started: float, stream=sys.stderr) -> None:
+def _bar(done: int, total: int, record, started: float, stream=None) -> None:
+    stream = sys.stderr if stream is None else stream      # looked up per call: stderr may have been replaced
     width = 30
     filled = int(width * done / total)
     elapsed = time.perf_counter() - started
