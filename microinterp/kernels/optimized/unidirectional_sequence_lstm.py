@@ -2,10 +2,11 @@
 
 The reference (:mod:`microinterp.kernels.unidirectional_sequence_lstm`, :mod:`..lstm_eval`) states TFLM's algorithm
 and already tabulates every int16 function; an LSTM over tiny vectors then spends its time on the number of NumPy
-calls per time step and on the bytes its table look-ups touch. This loop makes 14 calls per step (time-major batches
-run together, as in the reference; one batch row runs on 1-D buffers, which are cheaper)::
+calls per time step and on the bytes its table look-ups touch. This loop makes 14 calls per step on arrays laid out
+gate-row by batch-row (``[4S, B]``: every operation, and every slice of the state, is a contiguous slab with the
+batch rows innermost; time-major batches run together, as in the reference; one batch row runs on 1-D buffers)::
 
-    acc   = [h - zp_h | 1] @ [W_rec ; offsets]            float32 where exact, else float64; the offsets place
+    acc   = [W_rec ; offsets]^T @ [h - zp_h | 1]          float32 where exact, else float64; the offsets place
     pre   = REC[int(acc)] + gin[t]                        each gate in REC: sat16(MBQM(recurrent FC)) +
                                                           sat16(input FC) + BIG's offsets
     state = BIG[pre | total]                              rows (value, R): [i f o | g R_g | c R_c] in one look-up
@@ -108,7 +109,7 @@ class FastUnidirectionalSequenceLstm(Kernel):
         input_fc, sequence = loop.input_fc, loop.sequence
 
         def call() -> None:
-            sequence(input_fc(xs), hidden, cell, ys)                                # input FCs: [T, B, 4S]
+            sequence(input_fc(xs), hidden, cell, ys)                                # input FCs: [T, 4S, B]
         return call
 
 
@@ -131,7 +132,8 @@ class FastLoop:
         self._prepare_hidden(d, hidden_fold)
         h_max = max(abs(v - d.hidden_zp) for v in d.hidden_range)
         bound = h_max * np.abs(step.w_rec).sum(axis=0) + np.abs(step.w_rec_aug[-1])
-        self.weights = step.w_rec_aug.astype(np.float32 if bound.max() < _FLOAT32_EXACT else np.float64)
+        dtype = np.float32 if bound.max() < _FLOAT32_EXACT else np.float64
+        self.weights = np.ascontiguousarray(step.w_rec_aug.T, dtype)                 # [4S, S + 1]
         self.hidden_values = self.hidden_values.astype(self.weights.dtype)
         self.rec_table = step.rec_table
         self.cell_saturates = step.cell_saturates
@@ -214,26 +216,27 @@ class FastLoop:
                 max(int(a) * int(mm) + abs(c) for a, mm, c in zip(bound, m, folded)) >= 2 ** 63:
             return
         dtype = np.float32 if bound.max() < _FLOAT32_EXACT else np.float64
-        self.fc_weights = np.ascontiguousarray(step.w_in, dtype)
-        self.fc_x = np.empty((d.steps, d.batch, n_in), dtype)
-        self.fc_multiplier, self.fc_add = m, np.array(folded, np.int64)
+        self.fc_weights = np.ascontiguousarray(step.w_in.T, dtype)                   # [4S, I]
+        self.fc_x = np.empty((d.steps, n_in, d.batch), dtype)                       # x_t^T of every step
+        column = (4 * s, 1)                  # per-gate-row constants of the [T, 4S, B] result
+        self.fc_multiplier, self.fc_add = m.reshape(column), np.array(folded, np.int64).reshape(column)
         if exponent is not None:             # no rounding (e = 0): the threshold INT64_MIN stays
-            self.fc_half = np.where(half == np.iinfo(np.int64).min, half, half + (gate_offset << e))
-            self.fc_exponent = exponent
+            self.fc_half = np.where(half == np.iinfo(np.int64).min, half, half + (gate_offset << e)).reshape(column)
+            self.fc_exponent = exponent.reshape(column)
         ends = [requant(np.full(requant.multiplier.shape, a)) for a in (acc_min, acc_max)]
         if min(e.min() for e in ends) < -32768 or max(e.max() for e in ends) > 32767:     # MBQM is monotone
-            self.fc_clamp = (-32768 + gate_offset, 32767 + gate_offset)
+            self.fc_clamp = ((-32768 + gate_offset).reshape(column), (32767 + gate_offset).reshape(column))
 
     def input_fc(self, xs: np.ndarray) -> np.ndarray:
-        """sat16(MBQM(FC(x_t) + bias)) + BIG's offsets for ``xs`` ``[T, B, I]``: ``[T, B, 4S]`` int64."""
+        """sat16(MBQM(FC(x_t) + bias)) + BIG's offsets for ``xs`` ``[T, B, I]``: ``[T, 4S, B]`` int64."""
         d, s = self.d, self.s
         if self.fc_weights is None:
-            gates = self.step.input_fc(xs.reshape(-1, xs.shape[-1])).reshape(d.steps, d.batch, 4 * s)
+            gates = self.step.input_fc(np.ascontiguousarray(xs).reshape(-1, xs.shape[-1]))
             gates += _INPUT_OFFSET
-            return gates
+            return np.ascontiguousarray(gates.reshape(d.steps, d.batch, 4 * s).transpose(0, 2, 1))
         x = self.fc_x
-        np.copyto(x, xs, casting="unsafe")
-        gates = np.dot(x.reshape(-1, x.shape[-1]), self.fc_weights).astype(np.int64)
+        np.copyto(x, xs.transpose(0, 2, 1), casting="unsafe")
+        gates = np.matmul(self.fc_weights, x).astype(np.int64)                      # [T, 4S, B]
         gates *= self.fc_multiplier                     # the Requantizer's one-pass MBQM, constants folded
         gates += self.fc_add
         gates >>= 31
@@ -243,46 +246,52 @@ class FastLoop:
         if self.fc_clamp is not None:
             np.maximum(gates, self.fc_clamp[0], out=gates)
             np.minimum(gates, self.fc_clamp[1], out=gates)
-        return gates.reshape(d.steps, d.batch, 4 * s)
+        return gates
 
     def _buffers(self, rows: int, steps: int) -> tuple:
-        """The loop's working arrays for ``rows`` batch rows (1-D for one row) and their views, made once."""
+        """The loop's working arrays for ``rows`` batch rows (the batch axis left out for one row) and their views,
+        made once."""
         s = self.s
         shape = (rows,) if rows > 1 else ()
-        pre = np.empty((*shape, 5 * s), np.intp)                  # [i f o g | total] indices into BIG
-        state = np.empty((*shape, 5 * s, 2), self.dtype)          # BIG's rows: [i f o | g R_g | c R_c]
-        p = np.empty((*shape, 2 * s), self.dtype)                 # [i*g | f*c] requantized
-        tanh = np.empty((*shape, s, 2), np.int64)                 # TANH's rows
-        product = np.empty((*shape, s), np.int64)
-        ks = np.empty((steps, *shape, s + 1), np.intp)            # every step's HIDDEN index, and the constant
-        ks[..., s] = self.one
-        return (pre, pre[..., :4 * s], pre[..., 4 * s:], state, state[..., :2 * s, 0], state[..., 2 * s:3 * s, 0],
-                state[..., 3 * s:, 0], state[..., 3 * s:, 1], p, p[..., :s], p[..., s:], tanh, tanh[..., 0],
-                tanh[..., 1], product, ks)
+        pre = np.empty((5 * s, *shape), np.intp)                  # [i f o g | total] indices into BIG
+        state = np.empty((5 * s, *shape, 2), self.dtype)          # BIG's rows: [i f o | g R_g | c R_c]
+        p = np.empty((2 * s, *shape), self.dtype)                 # [i*g | f*c] requantized
+        tanh = np.empty((s, *shape, 2), np.int64)                 # TANH's rows
+        product = np.empty((s, *shape), np.int64)
+        acc = np.empty((4 * s, *shape), self.weights.dtype)       # the recurrent FC plus REC's offsets ...
+        index = np.empty((4 * s, *shape), np.intp)                # ... as indices
+        ks = np.empty((steps, s + 1, *shape), np.intp)            # every step's HIDDEN index, and the constant
+        ks[:, s] = self.one
+        shift = self.shift.reshape(2 * s, *[1] * len(shape))
+        return (pre, pre[:4 * s], pre[4 * s:], state, state[:2 * s, ..., 0], state[2 * s:3 * s, ..., 0],
+                state[3 * s:, ..., 0], state[3 * s:, ..., 1], p, p[:s], p[s:], tanh, tanh[..., 0], tanh[..., 1],
+                product, acc, index, ks, shift)
 
     def sequence(self, gates_in: np.ndarray, hidden: np.ndarray, cell: np.ndarray, out: np.ndarray) -> None:
-        """Runs ``gates_in`` ``[T, rows, 4S]`` from the states ``hidden``/``cell`` (``[rows, S]``, updated) into
+        """Runs ``gates_in`` ``[T, 4S, rows]`` from the states ``hidden``/``cell`` (``[rows, S]``, updated) into
         ``out`` (``[T, rows, S]``)."""
-        s, (steps, rows) = self.s, gates_in.shape[:2]
+        s, steps, rows = self.s, gates_in.shape[0], gates_in.shape[2]
         if rows == 1:                                   # one row: 1-D buffers
-            gates_in, hidden, cell, out = gates_in[:, 0], hidden[0], cell[0], out[:, 0]
+            gates_in, hidden, cell, out = gates_in[..., 0], hidden[0], cell[0], out[:, 0]
         buffers = self._buffer_sets.get((rows, steps))
         if buffers is None:
             buffers = self._buffer_sets[rows, steps] = self._buffers(rows, steps)
         (pre, pre_gates, total, state, i_f, o, g_c, rounding, p, p_ig, p_fc, tanh_rows, t_value, t_rounding, product,
-         ks) = buffers
-        np.add(cell, np.intp(_IDENTITY), out=total)
-        h = np.empty((*hidden.shape[:-1], s + 1), self.weights.dtype)          # [h - zp_h | 1] before the first step
-        h[..., :s] = hidden
-        h[..., :s] -= self.d.hidden_zp
-        h[..., s] = 1
-        dot, add, multiply, right_shift, intp = np.dot, np.add, np.multiply, np.right_shift, np.intp
-        weights, shift, hidden_shift = self.weights, self.shift, self.hidden_shift
+         acc, index, ks, shift) = buffers
+        np.add(cell.T, np.intp(_IDENTITY), out=total)
+        h = np.empty((s + 1, *hidden.shape[:-1]), self.weights.dtype)          # [h - zp_h | 1] before the first step
+        h[:s] = hidden.T
+        h[:s] -= self.d.hidden_zp
+        h[s] = 1
+        dot, add, multiply, right_shift, copyto = np.dot, np.add, np.multiply, np.right_shift, np.copyto
+        weights, hidden_shift = self.weights, self.hidden_shift
         # take: faster than fancy indexing, the same elements; "wrap": a negative total counts from the end
         take, rec, tanh, values = self.table.take, self.rec_table.take, self.tanh_rows.take, self.hidden_values.take
         saturates = self.cell_saturates
         for gin, k in zip(gates_in, ks):
-            add(rec(dot(h, weights).astype(intp)), gin, pre_gates)
+            dot(weights, h, acc)
+            copyto(index, acc, casting="unsafe")
+            add(rec(index), gin, pre_gates)
             take(pre, 0, state, "wrap")
             multiply(i_f, g_c, p)
             add(p, rounding, p)
@@ -294,11 +303,11 @@ class FastLoop:
             tanh(total, 0, tanh_rows, "wrap")
             multiply(o, t_value, product)
             add(product, t_rounding, product)
-            right_shift(product, hidden_shift, k[..., :s])
+            right_shift(product, hidden_shift, k[:s])
             h = values(k)
-        out[...] = self.hidden_codes.take(ks[..., :s])
+        out[...] = np.moveaxis(self.hidden_codes.take(ks[:, :s]), 1, -1)          # [T, S, rows] -> [T, rows, S]
         hidden[...] = out[-1]
-        cell[...] = self.step.cell_of_sum[total]
+        cell[...] = self.step.cell_of_sum[total].T
 
 
 KERNEL = FastUnidirectionalSequenceLstm()
