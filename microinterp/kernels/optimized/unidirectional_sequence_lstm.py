@@ -40,7 +40,7 @@ Why each line equals the reference (which the differential tests compare it with
   bias ``b - zp_x sum W_in`` times ``M`` and BIG's offsets times ``2^(31 + e)`` folded into its additive constant
   (adding a multiple of ``2^31`` commutes with the floor shift by 31, a multiple of ``2^e`` with the rounding shift,
   which is why its threshold rises by ``offset 2^e``); its int16 clamp, moved by the same offsets, runs only when
-  the accumulator range can reach it. Elsewhere (an MBQM without the one-pass form, sums that could leave int64) the
+  the accumulator range can reach it. After the shift by 31 the rest runs in int32 where the values' bound allows. Elsewhere (an MBQM without the one-pass form, sums that could leave int64) the
   reference's input FC.
 
 Reference invoke: int16 activations, float32, weights that are not constant, a recurrent FC too wide for its table,
@@ -67,6 +67,7 @@ _IDENTITY = 5 * _SUMS // 2 + _SUMS // 4
 _INPUT_OFFSET = _SUMS // 2
 _SIGMOID_MAX = 32767     # the fold's factor a (a sigmoid output) lies in [0, 32767]
 _FLOAT32_EXACT, _FLOAT64_EXACT = 2 ** 24, 2 ** 53
+_INT32_LIMIT = 2 ** 31 - 1       # the input FC's requantization continues in int32 below this bound
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ class FastLoop:
         self.step, self.d, self.s = step, d, d.state
         if step.sigmoid_of_sum.min() < 0:
             raise AssertionError("the cell products' rounding needs non-negative sigmoid outputs")
-        self._prepare_cell(step)
+        self._prepare_cell(step, narrow=d.batch > 1)
         self._prepare_hidden(d, hidden_fold)
         h_max = max(abs(v - d.hidden_zp) for v in d.hidden_range)
         bound = h_max * np.abs(step.w_rec).sum(axis=0) + np.abs(step.w_rec_aug[-1])
@@ -140,8 +141,9 @@ class FastLoop:
         self._prepare_input_fc(d, step)
         self._buffer_sets: dict[tuple[int, int], tuple] = {}
 
-    def _prepare_cell(self, step: IntegerStep) -> None:
-        """BIG (rows of int32 where they fit, else int64) and the two products' shifts."""
+    def _prepare_cell(self, step: IntegerStep, narrow: bool) -> None:
+        """BIG (rows of int32 where they fit and ``narrow``, else int64) and the two products' shifts. One batch row
+        keeps int64: on 1-D arrays a call's fixed cost outweighs the bytes, and mixed types add a cast to each."""
         sigmoid, cell_of_sum, cell_gate = step.sigmoid_of_sum, step.cell_of_sum, step.cell_gate_of_sum
         regions = [(cell_of_sum[:_SUMS // 2], 1), (np.roll(sigmoid, _SUMS // 2), None),    # (values, their product:
                    (np.roll(cell_gate, _SUMS // 2), 0), (np.arange(-32768, 32768), 1),     # 0 i*g, 1 f*c, None:
@@ -162,7 +164,7 @@ class FastLoop:
             fold[0], fold[1] = fold[0][len(v):], fold[1][len(v):]
         values, rounding = np.concatenate(values), np.concatenate(rounding)
         fits = _SIGMOID_MAX * int(np.abs(values).max()) + int(np.abs(rounding).max()) < 2 ** 31
-        self.dtype = np.int32 if fits else np.int64
+        self.dtype = np.int32 if fits and narrow else np.int64
         self.table = np.ascontiguousarray(np.stack([values, rounding], axis=1).astype(self.dtype))
         self.table.flags.writeable = False
         self.shift = np.repeat(np.array([folds[0][2], folds[1][2]], self.dtype), self.s)    # [2S]: i*g | f*c
@@ -181,7 +183,7 @@ class FastLoop:
         lo, hi = d.hidden_range
         codes = np.clip(np.arange(low, high + 1) + d.hidden_zp, lo, hi)
         self.one = len(codes)                                          # HIDDEN[one] = 1: the constant column
-        self.hidden_codes = np.concatenate([codes, [0]]).astype(np.int64)
+        self.hidden_codes = np.concatenate([codes, [0]]).astype(np.int8)         # the int8 outputs
         self.hidden_values = np.concatenate([codes - d.hidden_zp, [1]]).astype(np.float64)
 
     def _prepare_input_fc(self, d: LstmData, step: IntegerStep) -> None:
@@ -218,17 +220,25 @@ class FastLoop:
         dtype = np.float32 if bound.max() < _FLOAT32_EXACT else np.float64
         self.fc_weights = np.ascontiguousarray(step.w_in.T, dtype)                   # [4S, I]
         self.fc_x = np.empty((d.steps, n_in, d.batch), dtype)                       # x_t^T of every step
-        column = (4 * s, 1)                  # per-gate-row constants of the [T, 4S, B] result
+        # per-gate-row constants of the [T, 4S, B] result ([T, 4S] for one batch row: no axis of length 1)
+        column = (4 * s, 1) if d.batch > 1 else (4 * s,)
         self.fc_multiplier, self.fc_add = m.reshape(column), np.array(folded, np.int64).reshape(column)
-        if exponent is not None:             # no rounding (e = 0): the threshold INT64_MIN stays
-            self.fc_half = np.where(half == np.iinfo(np.int64).min, half, half + (gate_offset << e)).reshape(column)
-            self.fc_exponent = exponent.reshape(column)
+        # after the shift by 31 the values are small: the rest in int32 where every value and constant fits
+        shifted = max((int(a) * int(mm) + abs(c)) >> 31 for a, mm, c in zip(bound, m, folded)) + 1
+        none = np.iinfo(np.int64).min
+        half = None if exponent is None else np.where(half == none, none, half + (gate_offset << e))
+        real = [] if half is None else [int(h) for h in half if h != none]
+        narrow = d.batch > 1 and max([shifted, *(abs(h) for h in real)]) < _INT32_LIMIT     # as BIG's rows
+        self.fc_dtype = tail = np.int32 if narrow else np.int64
+        if half is not None:                 # no rounding (e = 0): the threshold stays the type's minimum
+            self.fc_half = np.where(half == none, np.iinfo(tail).min, half).astype(tail).reshape(column)
+            self.fc_exponent = exponent.astype(tail).reshape(column)
         ends = [requant(np.full(requant.multiplier.shape, a)) for a in (acc_min, acc_max)]
         if min(e.min() for e in ends) < -32768 or max(e.max() for e in ends) > 32767:     # MBQM is monotone
-            self.fc_clamp = ((-32768 + gate_offset).reshape(column), (32767 + gate_offset).reshape(column))
+            self.fc_clamp = tuple((bound + gate_offset).astype(tail).reshape(column) for bound in (-32768, 32767))
 
     def input_fc(self, xs: np.ndarray) -> np.ndarray:
-        """sat16(MBQM(FC(x_t) + bias)) + BIG's offsets for ``xs`` ``[T, B, I]``: ``[T, 4S, B]`` int64."""
+        """sat16(MBQM(FC(x_t) + bias)) + BIG's offsets for ``xs`` ``[T, B, I]``: ``[T, 4S, B]`` (int32 or int64)."""
         d, s = self.d, self.s
         if self.fc_weights is None:
             gates = self.step.input_fc(np.ascontiguousarray(xs).reshape(-1, xs.shape[-1]))
@@ -237,16 +247,21 @@ class FastLoop:
         x = self.fc_x
         np.copyto(x, xs.transpose(0, 2, 1), casting="unsafe")
         gates = np.matmul(self.fc_weights, x).astype(np.int64)                      # [T, 4S, B]
+        if d.batch == 1:
+            gates = gates.reshape(d.steps, 4 * s)
         gates *= self.fc_multiplier                     # the Requantizer's one-pass MBQM, constants folded
         gates += self.fc_add
-        gates >>= 31
+        if self.fc_dtype is np.int64:
+            gates >>= 31
+        else:
+            gates = np.right_shift(gates, 31, out=np.empty(gates.shape, self.fc_dtype), casting="unsafe")
         if self.fc_half is not None:
             gates -= gates < self.fc_half
             gates >>= self.fc_exponent
         if self.fc_clamp is not None:
             np.maximum(gates, self.fc_clamp[0], out=gates)
             np.minimum(gates, self.fc_clamp[1], out=gates)
-        return gates
+        return gates.reshape(d.steps, 4 * s, d.batch)
 
     def _buffers(self, rows: int, steps: int) -> tuple:
         """The loop's working arrays for ``rows`` batch rows (the batch axis left out for one row) and their views,

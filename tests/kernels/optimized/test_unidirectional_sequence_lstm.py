@@ -81,7 +81,7 @@ def test_invoke_without_the_bound_call_matches(monkeypatch, time_major):
 def test_folded_input_fc_matches(w_factor, n_in, seed, clamps):
     model, in_shape = build(np.random.default_rng(seed), w_factor=w_factor, n_in=n_in, batch=2, steps=4)
     loop = _loop(model)
-    assert loop.fc_weights is not None and (loop.fc_clamp is not None) == clamps
+    assert loop.fc_weights is not None and (loop.fc_clamp is not None) == clamps and loop.fc_dtype is np.int32
     rng = np.random.default_rng(seed + 100)
     assert_sequence_matches(model, [random_tensor(rng, in_shape, "INT8") for _ in range(3)])
 
@@ -90,14 +90,21 @@ def test_int64_rows_and_float64_products_match(monkeypatch):
     """Where the cell rows do not shrink to int32 or the FCs are not exact in float32: the wider forms."""
     monkeypatch.setattr(fast, "_reduce", lambda values, rounding, shift: (values, rounding, shift))
     monkeypatch.setattr(fast, "_FLOAT32_EXACT", 0)
+    monkeypatch.setattr(fast, "_INT32_LIMIT", 0)
     model, in_shape = build(np.random.default_rng(11), w_factor=0.25, batch=3, steps=4, zp_h=-128)
     loop = _loop(model)
     assert loop.dtype is np.int64 and loop.weights.dtype == np.float64 and loop.fc_weights.dtype == np.float64
+    assert loop.fc_dtype is np.int64
     rng = np.random.default_rng(12)
     assert_sequence_matches(model, [random_tensor(rng, in_shape, "INT8") for _ in range(3)])
 
 
-def test_the_zoo_lstm_takes_the_narrow_forms():
-    loop = _loop(zoo_model("trained_lstm_int8.tflite"))
+def test_the_zoo_lstm_takes_the_narrow_forms_in_a_batch():
+    model = zoo_model("trained_lstm_int8.tflite")
+    single = _loop(model)
+    assert single.dtype is np.int64 and single.fc_dtype is np.int64       # one row: no casts between types
+    it = Interpreter(model)
+    it.invoke_batch(np.zeros((8, 28, 28), np.int8), 8)
+    loop = it._batch_runner.runner(8, 0).runtime.op_data[0].loop
     assert loop.dtype is np.int32 and loop.weights.dtype == np.float32 and loop.fc_weights.dtype == np.float32
-    assert loop.fc_half is not None and loop.fc_clamp is not None
+    assert loop.fc_half is not None and loop.fc_clamp is not None and loop.fc_dtype is np.int32
