@@ -1,12 +1,17 @@
 """Boards from what a user knows about theirs: a core, a clock and a few memory facts.
 
-``"cortex-m33@200MHz"`` or ``"cortex-m7@480MHz,sram=1M,flash=2M,memory_factor=1.1"`` is a
+``"cortex-m33@200MHz"``, ``"cortex-m7@480MHz,flash_ws=4"`` or ``"cortex-m7@480MHz,sram=1M,flash=2M,memory_factor=1.1"`` is a
 :class:`~microinterp.cost.mcu.McuProfile` like the named ones: the cost model needs only the core (its instruction
 counts and cycles per instruction) and the clock; the rest is the memory system. What the spec leaves out is assumed,
 and the profile says so (its ``assumed``, printed with the figures):
 
 * ``sram``, ``flash``: sizes (``512K``, ``2M``); default the core's typical part (:data:`TYPICAL_MEMORY`);
-* ``memory_factor``: cycles per zero-wait-state cycle (flash wait states behind a cache), >= 1; default 1.0.
+* ``memory_factor``: cycles per zero-wait-state cycle (flash wait states behind a cache), >= 1; default 1.0;
+* or the facts it is estimated from: ``flash_ws`` (the flash's wait states at that clock) and ``cache`` (what sits
+  in front of the flash: ``l1``, instruction and data caches, as on Cortex-M7/M55/M85 parts; ``icache``, an
+  instruction cache or flash accelerator with the weights streaming past it, as ST's ART or the U5's ICACHE; default
+  by core): ``memory_factor = 1 + flash_ws x`` :data:`STALL_PER_WAIT_STATE` ``[cache]``, the per-wait-state stall of
+  the named boards' own estimates (docs/cost-model.md).
 
 SD, checksum, AES and power figures are those of the named boards with the same core family (estimates, as theirs:
 docs/cost-model.md). Every bad spec -- an unknown core, a clock without a unit, an unknown fact -- raises
@@ -42,7 +47,19 @@ DEFAULT_BOARD_OF_CORE: Mapping[str, str] = MappingProxyType({
     "cortex-m55": "cortex-m55@400MHz", "cortex-m85": "cortex-m85@480MHz",
 })
 
-FACTS = ("sram", "flash", "memory_factor")
+FACTS = ("sram", "flash", "memory_factor", "flash_ws", "cache")
+
+#: Cycles lost per cycle and per flash wait state behind each kind of cache: the named boards' estimates divided by
+#: their wait states (the STM32F746's L1 caches at 7 wait states, 1.05; the STM32L4R5's ART at 5, 1.1).
+STALL_PER_WAIT_STATE: Mapping[str, float] = MappingProxyType({"l1": 0.05 / 7, "icache": 0.1 / 5})
+
+#: The cache assumed in front of the flash when a spec gives wait states but no ``cache``.
+TYPICAL_CACHE: Mapping[str, str] = MappingProxyType({
+    "cortex-m3": "icache", "cortex-m4": "icache", "cortex-m33": "icache",
+    "cortex-m7": "l1", "cortex-m55": "l1", "cortex-m85": "l1",
+})
+#: Wait states a spec may give (flash at any clock of these cores needs fewer).
+MAX_WAIT_STATES = 15
 _CLOCK = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ghz|mhz|khz|hz)\s*$", re.IGNORECASE)
 _UNIT = {"ghz": 1e9, "mhz": 1e6, "khz": 1e3, "hz": 1.0}
 
@@ -65,7 +82,7 @@ def parse_clock(text: str) -> float:
 
 def parse_spec(spec: str) -> dict[str, Any]:
     """The profile fields a spec gives: ``name``, ``core_key``, ``core``, ``clock_hz``, ``sram_bytes``,
-    ``flash_bytes``, ``memory_factor``."""
+    ``flash_bytes``, ``memory_factor`` (given, estimated from ``flash_ws`` and ``cache``, or 1.0), ``assumed``."""
     head, *facts = [p.strip() for p in spec.split(",")]
     core_text, _, clock_text = head.partition("@")
     core = CORE_NAMES.get(core_text.strip().lower().removesuffix("f"))
@@ -82,23 +99,49 @@ def parse_spec(spec: str) -> dict[str, Any]:
         key = key.strip().lower()
         if not eq or key not in FACTS:
             raise ConfigError(f"unknown board fact {fact!r} in {spec!r}; accepted: "
-                              + ", ".join(f"{k}=VALUE" for k in FACTS) + " (e.g. cortex-m7@480MHz,sram=1M,flash=2M)")
+                              + ", ".join(f"{k}=VALUE" for k in FACTS) + " (e.g. cortex-m7@480MHz,sram=1M,flash=2M,flash_ws=4)")
         given.add(key)
+        value = value.strip()
         if key in ("sram", "flash"):
             n = parse_size(value, key)
             if n <= 0:
                 raise ConfigError(f"{key} must be > 0 in {spec!r}")
             out[f"{key}_bytes"] = n
+        elif key == "flash_ws":
+            if not value.isdigit() or int(value) > MAX_WAIT_STATES:
+                raise ConfigError(f"flash_ws {value!r} in {spec!r} must be a whole number of wait states, "
+                                  f"0 to {MAX_WAIT_STATES}")
+            out["flash_ws"] = int(value)
+        elif key == "cache":
+            if value.lower() not in STALL_PER_WAIT_STATE:
+                raise ConfigError(f"cache {value!r} in {spec!r}: give one of "
+                                  + ", ".join(STALL_PER_WAIT_STATE) + " (l1: instruction and data caches; icache: an "
+                                  "instruction cache or flash accelerator); for flash without either, give "
+                                  "memory_factor= instead")
+            out["cache"] = value.lower()
         else:
             try:
                 out["memory_factor"] = float(value)
             except ValueError:
                 raise ConfigError(f"memory_factor {value!r} in {spec!r} is not a number (>= 1)") from None
+    if "memory_factor" in given and given & {"flash_ws", "cache"}:
+        raise ConfigError(f"{spec!r} gives memory_factor and flash_ws/cache: give the factor or the facts it is "
+                          "estimated from, not both")
+    cache = out.pop("cache", None)
+    assumed_cache = cache is None and "flash_ws" in given
+    if "flash_ws" in given:
+        cache = cache or TYPICAL_CACHE[core]
+        out["memory_factor"] = 1.0 + out.pop("flash_ws") * STALL_PER_WAIT_STATE[cache]
     out["name"] = f"{core}@{out['clock_hz'] / 1e6:g}MHz" + "".join(f",{f.replace(' ', '')}" for f in facts)
     missing = [k for k in ("sram", "flash") if k not in given]
     assumed = [f"{_kib(out[k + '_bytes'])} {k.upper() if k == 'sram' else k}" for k in missing]
-    out["assumed"] = (f"generic board: {' and '.join(assumed)} assumed (add "
-                      f"{','.join(k + '=SIZE' for k in missing)} to the spec)") if missing else "generic board"
+    additions = [k + "=SIZE" for k in missing]
+    if assumed_cache:
+        assumed.append(f"{'L1 caches' if cache == 'l1' else 'an instruction cache'} in front of the flash")
+        additions.append("cache=l1|icache")
+    listed = ", ".join(assumed[:-1]) + " and " + assumed[-1] if len(assumed) > 1 else "".join(assumed)
+    out["assumed"] = (f"generic board: {listed} assumed (add "
+                      f"{','.join(additions)} to the spec)") if assumed else "generic board"
     return out
 
 

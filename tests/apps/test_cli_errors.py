@@ -113,5 +113,5 @@ def test_the_messages_say_what_to_do(files, capsys):
     assert "choose cmsis-nn or reference" in err(["plan", m, "--kernels", "fast"])
     assert "needs a unit" in err(["deploy", m, "--mcu", "cortex-m4@48"])
     # a board spec in a message stays a spec (its facts are not the command's --flash)
-    text = err(["deploy", m, "--mcu", "cortex-m7@480MHz,flash_ws=4"])
-    assert "unknown board fact 'flash_ws=4'" in text and "cortex-m7@480MHz,sram=1M,flash=2M" in text, text
+    text = err(["deploy", m, "--mcu", "cortex-m7@480MHz,wait=4"])
+    assert "unknown board fact 'wait=4'" in text and "cortex-m7@480MHz,sram=1M,flash=2M,flash_ws=4" in text, text

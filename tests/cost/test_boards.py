@@ -19,6 +19,33 @@ def test_a_spec_is_a_profile():
     assert get_profile("cortex-m4f@1.2GHz").clock_hz == 1.2e9 and parse_clock("32768Hz") == 32768
 
 
+def test_flash_wait_states_price_through_the_cache_in_front_of_them():
+    """flash_ws and cache give the memory factor by the named boards' own stall per wait state: their facts give
+    their factors back; the cache a spec leaves out is the core's typical one, said in the assumptions."""
+    from microinterp.cost.boards import STALL_PER_WAIT_STATE
+    from microinterp.cost.mcu import MCU_PROFILES
+
+    assert get_profile("cortex-m7@216MHz,flash_ws=7").memory_factor == pytest.approx(
+        MCU_PROFILES["stm32f746"].memory_factor)
+    assert get_profile("cortex-m4@120MHz,flash_ws=5,cache=icache").memory_factor == pytest.approx(
+        MCU_PROFILES["stm32l4r5"].memory_factor)
+    p = get_profile("cortex-m7@480MHz,flash_ws=4")
+    assert p.memory_factor == pytest.approx(1 + 4 * STALL_PER_WAIT_STATE["l1"]) and "L1 caches" in p.assumed
+    q = get_profile("cortex-m33@200MHz,flash_ws=3,sram=640K,flash=2M")
+    assert q.memory_factor == pytest.approx(1 + 3 * STALL_PER_WAIT_STATE["icache"])
+    assert "instruction cache" in q.assumed and "cache=l1|icache" in q.assumed and "SRAM" not in q.assumed
+    assert get_profile("cortex-m33@200MHz,flash_ws=3,cache=icache,sram=640K,flash=2M").assumed == "generic board"
+    assert get_profile("cortex-m33@200MHz,cache=l1").memory_factor == 1.0      # a cache before zero wait states
+    assert get_profile("cortex-m33@200MHz,flash_ws=0").memory_factor == 1.0
+    # the cycles are the core's; the time grows by the factor
+    from microinterp.cost.analysis import predict_cycles
+    from microinterp.testing.models import demo_cnn
+
+    fast, slow = get_profile("cortex-m7@480MHz"), get_profile("cortex-m7@480MHz,flash_ws=6,cache=icache")
+    cycles = [sum(predict_cycles(demo_cnn(), b, "optimized")) for b in (fast, slow)]
+    assert cycles[1] == pytest.approx(cycles[0] * (1 + 6 * STALL_PER_WAIT_STATE["icache"]))
+
+
 def test_same_core_same_instructions_clock_scales_time():
     """Two generic boards of one core differ only by clock: the same cycles, the time in proportion."""
     from microinterp.cost.analysis import predict_cycles
@@ -37,6 +64,10 @@ def test_same_core_same_instructions_clock_scales_time():
     ("cortex-m4@48MHz,sram=lots", ["not a byte count"]),
     ("cortex-m4@48MHz,memory_factor=0.5", ["memory_factor", ">= 1"]),
     ("cortex-m4@48MHz,memory_factor=x", ["not a number"]),
+    ("cortex-m7@480MHz,flash_ws=x", ["whole number of wait states", "0 to 15"]),
+    ("cortex-m7@480MHz,flash_ws=40", ["0 to 15"]),
+    ("cortex-m7@480MHz,cache=none", ["l1, icache", "memory_factor="]),
+    ("cortex-m7@480MHz,flash_ws=2,memory_factor=1.2", ["not both"]),
     ("stm32f999", ["unknown MCU profile", "stm32f746", "CORE@CLOCK"]),
 ])
 def test_bad_specs_say_what_is_accepted(spec, words):
