@@ -168,6 +168,15 @@ class McuProfile:
         cal = self.calibration.get(kernel_set(kernels)) if calibrated else None
         return cal.build if cal else TODAY
 
+    @property
+    def spec(self) -> str:
+        """This board as a generic spec (:mod:`.boards`): ``get_profile(p.spec)`` prices the same cycles and time;
+        a named profile adds its SD, power and engine figures (docs/cost-model.md)."""
+        def size(n: int) -> str:
+            return f"{n >> 20}M" if n % (1 << 20) == 0 else f"{n >> 10}K" if n % 1024 == 0 else str(n)
+        return (f"{self.core_key}@{self.clock_hz / 1e6:g}MHz,sram={size(self.sram_bytes)},"
+                f"flash={size(self.flash_bytes)},memory_factor={self.memory_factor:g}")
+
     def figure_note(self, kernels: str = "optimized") -> str:
         """Which board and software build a cycle figure models: printed next to every figure."""
         ks = "CMSIS-NN" if kernel_set(kernels) == "optimized" else "reference"

@@ -46,6 +46,20 @@ def test_flash_wait_states_price_through_the_cache_in_front_of_them():
     assert cycles[1] == pytest.approx(cycles[0] * (1 + 6 * STALL_PER_WAIT_STATE["icache"]))
 
 
+def test_every_named_board_is_a_spec_that_prices_the_same():
+    from microinterp.cost.analysis import predict_cycles
+    from microinterp.cost.mcu import MCU_PROFILES
+    from microinterp.testing.models import demo_cnn
+
+    assert MCU_PROFILES["stm32l4r5"].spec == "cortex-m4@120MHz,sram=640K,flash=2M,memory_factor=1.1"
+    for name, named in MCU_PROFILES.items():
+        generic = get_profile(named.spec)
+        fields = ("core_key", "clock_hz", "sram_bytes", "flash_bytes", "memory_factor", "interpreter_cycles_per_op")
+        assert [getattr(generic, f) for f in fields] == [getattr(named, f) for f in fields], name
+        assert sum(predict_cycles(demo_cnn(), generic, "optimized")) == pytest.approx(
+            sum(predict_cycles(demo_cnn(), named, "optimized"))), name
+
+
 def test_same_core_same_instructions_clock_scales_time():
     """Two generic boards of one core differ only by clock: the same cycles, the time in proportion."""
     from microinterp.cost.analysis import predict_cycles
