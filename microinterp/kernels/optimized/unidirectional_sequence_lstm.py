@@ -27,7 +27,8 @@ Why each line equals the reference (which the differential tests compare it with
   ``(b M, R)`` of every factor ``b`` (cell gate, cell state) give ``MBQM(a*b) = (a (b M) + R) >> (31 + e)``. Where a
   power of two ``2^j`` divides every ``b M`` and ``R`` (TFLM's cell scale is a power of two, so ``M = 2^30``), the
   rows and the shift are divided by it: ``(a 2^j v + 2^j r) >> S = (a v + r) >> (S - j)``; when then every
-  ``32767 |v| + |r|`` is below 2^31 the table, the state and the products are int32 (half the bytes to fetch).
+  ``32767 |v| + |r|`` is below 2^31 the table, the state and the products of a batch are int32 (half the bytes to
+  fetch; one batch row keeps int64, as on 1-D arrays a cast between types costs more than the bytes).
 * Hidden state: the same fold for ``MBQM(tanh(c) * o, M_h)`` (``o`` is a sigmoid output, ``tanh(c)`` an int16 table
   value), with ``R`` raised by ``off 2^E_h`` so that ``k = MBQM + off`` is a non-negative index (``off`` from the
   range of the fold over ``o`` in ``[0, 32767]``); ``HIDDEN[k] = clamp(k - off + zp_h, lo, hi) - zp_h``, and one
@@ -35,13 +36,14 @@ Why each line equals the reference (which the differential tests compare it with
   one look-up at the end.
 * The recurrent accumulator plus the per-column table offset is a sum of exact integers: in float32 when every
   column's ``max|h - zp_h| sum|w| + |offset|`` is below 2^24, else in float64 (below 2^53).
-* The input FC of all steps is one product ``x @ W_in`` of the raw int8 codes (float32 where ``max|x| sum|w|`` is
+* The input FC of all steps is one product ``W_in^T @ x`` of the raw int8 codes (float32 where ``max|x| sum|w|`` is
   below 2^24, else float64), then the reference's one-pass MBQM (:class:`~microinterp.quant.Requantizer`) with the
   bias ``b - zp_x sum W_in`` times ``M`` and BIG's offsets times ``2^(31 + e)`` folded into its additive constant
   (adding a multiple of ``2^31`` commutes with the floor shift by 31, a multiple of ``2^e`` with the rounding shift,
-  which is why its threshold rises by ``offset 2^e``); its int16 clamp, moved by the same offsets, runs only when
-  the accumulator range can reach it. After the shift by 31 the rest runs in int32 where the values' bound allows. Elsewhere (an MBQM without the one-pass form, sums that could leave int64) the
-  reference's input FC.
+  which is why its threshold rises by ``offset 2^e``) and a left shift into ``M`` where ``x 2^left`` cannot wrap;
+  its int16 clamp, moved by the same offsets, runs only when the accumulator range can reach it. After the shift by
+  31 a batch continues in int32 where the values' bound allows. Elsewhere (an MBQM without the one-pass form, a
+  left shift that could wrap, sums that could leave int64) the reference's input FC.
 
 Reference invoke: int16 activations, float32, weights that are not constant, a recurrent FC too wide for its table,
 cell or hidden products whose MBQM the fold does not cover (a left shift or an exponent above 31), zero time steps.
