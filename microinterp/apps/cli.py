@@ -216,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--layers", type=int, default=8)
     s.add_argument("--context", type=int, default=64, help="KV cache rows")
     s.add_argument("--prompt-len", type=int, default=16, help="the prompt model's padded length")
-    s.add_argument("--mcu", default="stm32f746,apollo3", help="comma-separated boards (names or CORE@CLOCK)")
+    s.add_argument("--mcu", default="stm32f746,apollo3", help="comma-separated boards (names or CORE@CLOCK specs with their facts, e.g. apollo3,cortex-m7@480MHz,flash_ws=4)")
     add_kernels(s, what=": the cycle figures")
     s.add_argument("--arena", type=_size, default=64_000, help="arena bytes for the out-of-core run (with --backing)")
     s.add_argument("--backing", type=output_file, default=None,

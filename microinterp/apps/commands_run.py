@@ -323,7 +323,9 @@ def cmd_lm(args: argparse.Namespace) -> int:
         (folder / "tiny_llama_prefill.tflite").write_bytes(llm.prefill)
         (folder / "tiny_llama_step.tflite").write_bytes(llm.step)
     prompt = list(args.prompt)
-    mcus = [m.strip() for m in args.mcu.split(",")]
+    from ..cost.boards import split_boards
+
+    mcus = split_boards(args.mcu)
     doc = report(llm.prefill, llm.step, config, prompt, args.steps, mcus=mcus, kernels=args.kernels,
                  arena=args.arena, backing=args.backing, flash=args.flash, recover=args.recover)
     if args.json:
@@ -337,8 +339,12 @@ def cmd_lm(args: argparse.Namespace) -> int:
         print(f"{name:8s} arena {p['arena']:>8,d} bytes (head {p['head']:,d}, tail {p['tail']:,d}); "
               f"weights {p['weights']:,d} bytes")
     print(f"KV cache {doc['cache_bytes']:,d} bytes (explicit inputs/outputs of the step model, in its head)")
-    print(f"host: {doc['host']['step_ms_median']:.2f} ms per step (median, whole calls) = "
-          f"{doc['host']['tokens_per_s']:.0f} tokens/s")
+    host = doc["host"]
+    if host["tokens_per_s"] is None:
+        print("host: one token, no step to time (give --steps 2 or more)")
+    else:
+        print(f"host: {host['step_ms_median']:.2f} ms per step (median, whole calls) = {host['tokens_per_s']:.0f} "
+              "tokens/s")
     for name, m in doc["mcu"].items():
         print(f"{name:10s} ({m['clock_hz'] / 1e6:g} MHz, {args.kernels}): prompt {m['prefill_cycles'] / 1e6:.2f} M "
               f"cycles, {m['step_cycles'] / 1e6:.3f} M cycles/token = {m['tokens_per_s']:.1f} tokens/s")

@@ -89,15 +89,17 @@ def report(prefill_model: Any, step_model: Any, config: LlmConfig, prompt_ids: S
     pre, step = Interpreter(prefill_model), Interpreter(step_model)
     stamps: list[float] = []
     gen = generate(pre, step, prompt_ids, n, config, on_token=lambda *_: stamps.append(time.perf_counter()))
-    per_step = sorted(b - a for a, b in pairwise(stamps[1:])) or [0.0]
-    step_s = per_step[len(per_step) // 2]
+    intervals = [b - a for a, b in pairwise(stamps)]
+    per_step = sorted(intervals[1:] or intervals)      # the first step warms up; with two tokens it is all there is
+    step_s = per_step[len(per_step) // 2] if per_step else None     # one token: no step to time
     doc: dict[str, Any] = {
         "config": {k: getattr(config, k) for k in ("vocab", "hidden", "layers", "heads", "ffn", "context", "prompt")},
         "prompt": gen.prompt, "tokens": gen.tokens, "cache_bytes": config.cache_bytes,
         "plan": {name: {"head": it.head_bytes, "tail": it.tail_bytes, "arena": it.arena_used_bytes,
                         "weights": sum(t.nbytes for t in it.model.main.tensors if t.data is not None)}
                  for name, it in (("prefill", pre), ("step", step))},
-        "host": {"step_ms_median": step_s * 1e3, "tokens_per_s": 1.0 / step_s if step_s > 0 else None},
+        "host": {"step_ms_median": None if step_s is None else step_s * 1e3,
+                 "tokens_per_s": 1.0 / step_s if step_s else None},
         "mcu": {},
     }
     last_inputs = [np.array([[gen.tokens[-2] if n > 1 else gen.tokens[-1]]], np.int32),

@@ -69,6 +69,24 @@ def is_spec(name: str) -> bool:
     return isinstance(name, str) and "@" in name
 
 
+def split_boards(text: str) -> list[str]:
+    """A comma-separated list of boards, where a spec's own facts stay with it: ``"stm32f746,cortex-m7@480MHz,
+    flash_ws=4,apollo3"`` -> ``["stm32f746", "cortex-m7@480MHz,flash_ws=4", "apollo3"]`` (a ``key=value`` item
+    belongs to the spec before it)."""
+    boards: list[str] = []
+    for item in (t.strip() for t in text.split(",")):
+        if "=" in item:
+            if not boards or not is_spec(boards[-1]):
+                raise ConfigError(f"{item!r} in {text!r} is a board fact with no CORE@CLOCK before it "
+                                  "(e.g. cortex-m7@480MHz,flash_ws=4)")
+            boards[-1] += "," + item
+        elif item:
+            boards.append(item)
+    if not boards:
+        raise ConfigError(f"no board in {text!r}: give a profile name or CORE@CLOCK")
+    return boards
+
+
 def parse_clock(text: str) -> float:
     """``200MHz``, ``1.2GHz``, ``32768Hz`` -> Hz; a number without a unit is refused (MHz or Hz? say which)."""
     m = _CLOCK.match(text)

@@ -63,3 +63,9 @@ def test_cli_lm(tmp_path, capsys):
     assert "cycles/token" in out and "KV cache" in out and "DYNAMIC_UPDATE_SLICE" in out and "MCU estimate" in out
     assert main([*args, "--prompt", "1,2,3,4,5"]) == 1                 # longer than the prompt model
     assert "1..4 tokens" in capsys.readouterr().err
+    # one or two tokens (one step, or none, to time) and a board spec with facts in the list
+    for steps in ("1", "2"):
+        argv = [*args[:4], steps, *args[5:], "--mcu", "apollo3,cortex-m7@480MHz,flash_ws=4"]
+        assert main(argv) == 0, capsys.readouterr().err
+        out = capsys.readouterr().out
+        assert "cortex-m7@480MHz,flash_ws=4" in out and ("no step to time" in out) == (steps == "1"), out

@@ -60,6 +60,16 @@ def test_every_named_board_is_a_spec_that_prices_the_same():
             sum(predict_cycles(demo_cnn(), named, "optimized"))), name
 
 
+def test_a_list_of_boards_keeps_each_spec_with_its_facts():
+    from microinterp.cost.boards import split_boards
+
+    assert split_boards("stm32f746, cortex-m7@480MHz,flash_ws=4,cache=l1 ,apollo3,cortex-m33@200MHz") == [
+        "stm32f746", "cortex-m7@480MHz,flash_ws=4,cache=l1", "apollo3", "cortex-m33@200MHz"]
+    for bad in ("flash_ws=4,stm32f746", "stm32f746,flash_ws=4", " , "):
+        with pytest.raises(ConfigError):
+            split_boards(bad)
+
+
 def test_same_core_same_instructions_clock_scales_time():
     """Two generic boards of one core differ only by clock: the same cycles, the time in proportion."""
     from microinterp.cost.analysis import predict_cycles
