@@ -177,7 +177,7 @@ def invoke_batch(interp: Any, inputs: Any, batch: int = 64, progress: Callable[[
     else:
         _run_threads(run_chunk, starts, min(threads, len(starts)), batch, total, progress)
     outs = [[r[k] for r in results] for k in range(interp.num_outputs)]
-    result = [np.concatenate(o) if o else np.zeros((0,)) for o in outs]
+    result = [np.concatenate(o) if o else _no_samples(interp, k) for k, o in enumerate(outs)]
     return result[0] if len(result) == 1 else result
 
 
@@ -212,8 +212,16 @@ def _per_sample(interp: Any, arrays: list[np.ndarray], total: int,
         if progress is not None:
             progress(s + 1, total)
     # outputs with a leading batch of 1 are joined along it, others stacked: [N, ...] either way
-    result = [(np.concatenate(o) if o[0].shape[:1] == (1,) else np.stack(o)) if o else np.zeros((0,)) for o in outs]
+    result = [(np.concatenate(o) if o[0].shape[:1] == (1,) else np.stack(o)) if o else _no_samples(interp, k)
+              for k, o in enumerate(outs)]
     return result[0] if len(result) == 1 else result
+
+
+def _no_samples(interp: Any, k: int) -> np.ndarray:
+    """Output ``k`` of zero samples: ``[0, ...]`` of its dtype and per-sample shape (as the joined outputs have)."""
+    d = interp.get_output_details(k)
+    shape = tuple(int(n) for n in d["shape"])
+    return np.zeros((0, *(shape[1:] if shape[:1] == (1,) else shape)), d["dtype"])
 
 
 def _run_threads(run_chunk: Callable[[int, int], None], starts: list[int], threads: int, batch: int, total: int,

@@ -102,6 +102,12 @@ def test_refusals_and_input_checks():
     xs = np.arange(8, dtype=np.int8).reshape(2, 4)
     want = np.concatenate(singles(mi.Interpreter(accumulator_model()), xs))   # CALL_ONCE runs on a fresh one only
     assert np.array_equal(mi.Interpreter(accumulator_model()).invoke_batch(xs), want)
+    # no samples: no outputs, of the outputs' dtype and per-sample shape (batched and sample by sample)
+    y = it.invoke_batch(np.zeros((0, 64, 64, 3), np.int8))
+    d = it.get_output_details(0)
+    assert y.shape == (0, *d["shape"][1:]) and y.dtype == d["dtype"]
+    y = mi.Interpreter(accumulator_model()).invoke_batch(xs[:0])
+    assert y.shape[0] == 0 and y.shape[1:] == want.shape[1:] and y.dtype == want.dtype
 
 
 def test_cli_eval(tmp_path, capsys):
@@ -124,6 +130,9 @@ def test_cli_eval(tmp_path, capsys):
     assert doc["samples"] == 6 and doc["accuracy"] == pytest.approx(5 / 6)
     assert np.array_equal(np.load(tmp_path / "out.npy"), want)
     assert sum(map(sum, doc["confusion"])) == 6
+    np.save(tmp_path / "none.npy", xs[:0])
+    assert main(["eval", str(model), "--inputs", str(tmp_path / "none.npy")]) == 1
+    assert "holds no samples" in capsys.readouterr().err
 
 
 def test_processes_and_ray_give_the_single_process_result():

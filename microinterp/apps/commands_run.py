@@ -95,6 +95,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise InputError(f"cannot read {args.inputs} as a .npy array: {e}") from None
     if not isinstance(xs, np.ndarray) or xs.ndim == 0:
         raise InputError(f"{args.inputs} must hold one array of samples along its first axis")
+    if len(xs) == 0:
+        raise InputError(f"{args.inputs} holds no samples (its first axis is empty): nothing to evaluate")
     it = Interpreter(args.model)
     labels = _labels(args.labels, len(xs)) if args.labels else None
     if args.quantize:
