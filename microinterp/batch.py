@@ -148,8 +148,8 @@ def invoke_batch(interp: Any, inputs: Any, batch: int = 64, progress: Callable[[
         if total is not None and len(x) != total:
             raise InputError(f"input {i} has {len(x)} samples, input 0 has {total}")
         total = len(x)
-    if batch < 1:
-        raise InputError(f"batch must be >= 1, got {batch}")
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise InputError(f"batch must be an integer >= 1, got {batch!r}")
     if not isinstance(threads, int) or threads < 1:
         raise InputError(f"threads must be an integer >= 1, got {threads!r}")
     runner = getattr(interp, "_batch_runner", None)

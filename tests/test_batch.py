@@ -96,8 +96,9 @@ def test_refusals_and_input_checks():
         it.invoke_batch(np.zeros((3, 64, 64, 3), np.float32))
     with pytest.raises(InputError, match="1 input"):
         it.invoke_batch([np.zeros((3, 64, 64, 3), np.int8)] * 2)
-    with pytest.raises(InputError, match="batch must be"):
-        it.invoke_batch(np.zeros((3, 64, 64, 3), np.int8), 0)
+    for batch in (0, 2.5, "4", True):
+        with pytest.raises(InputError, match="batch must be an integer"):
+            it.invoke_batch(np.zeros((3, 64, 64, 3), np.int8), batch)
     # resource variables: not rebatched, run sample by sample from a reset state instead
     xs = np.arange(8, dtype=np.int8).reshape(2, 4)
     want = np.concatenate(singles(mi.Interpreter(accumulator_model()), xs))   # CALL_ONCE runs on a fresh one only
