@@ -145,9 +145,13 @@ class LiteRTMixin:
             else None
         if t is None or self._position("input", input_index) < 0:
             raise InputError(f"tensor {input_index!r} is not an input of the model")
-        if tuple(int(d) for d in tensor_size) != t.shape:
+        size = tuple(int(d) for d in tensor_size)
+        if size != t.shape:
+            batch_only = len(size) == len(t.shape) > 0 and size[1:] == t.shape[1:] and t.shape[0] == 1
+            hint = ("; for a batch of samples, invoke_batch(xs) runs them exactly as single invokes"
+                    if batch_only else "")
             raise ConfigError(f"TFLM has fixed shapes: input {t.name!r} is {t.shape}, cannot become "
-                              f"{tuple(tensor_size)} (convert the model with that shape)")
+                              f"{size} (convert the model with that shape{hint})")
 
     def reset_all_variables(self) -> None:
         self.reset()
