@@ -112,6 +112,7 @@ def parse_spec(spec: str) -> dict[str, Any]:
                            "clock_hz": parse_clock(clock_text), "sram_bytes": sram, "flash_bytes": flash,
                            "memory_factor": 1.0}
     given = set()
+    flash_ws, cache = 0, None
     for fact in facts:
         key, eq, value = fact.partition("=")
         key = key.strip().lower()
@@ -129,14 +130,14 @@ def parse_spec(spec: str) -> dict[str, Any]:
             if not value.isdigit() or int(value) > MAX_WAIT_STATES:
                 raise ConfigError(f"flash_ws {value!r} in {spec!r} must be a whole number of wait states, "
                                   f"0 to {MAX_WAIT_STATES}")
-            out["flash_ws"] = int(value)
+            flash_ws = int(value)
         elif key == "cache":
             if value.lower() not in STALL_PER_WAIT_STATE:
                 raise ConfigError(f"cache {value!r} in {spec!r}: give one of "
                                   + ", ".join(STALL_PER_WAIT_STATE) + " (l1: instruction and data caches; icache: an "
                                   "instruction cache or flash accelerator); for flash without either, give "
                                   "memory_factor= instead")
-            out["cache"] = value.lower()
+            cache = value.lower()
         else:
             try:
                 out["memory_factor"] = float(value)
@@ -145,11 +146,10 @@ def parse_spec(spec: str) -> dict[str, Any]:
     if "memory_factor" in given and given & {"flash_ws", "cache"}:
         raise ConfigError(f"{spec!r} gives memory_factor and flash_ws/cache: give the factor or the facts it is "
                           "estimated from, not both")
-    cache = out.pop("cache", None)
     assumed_cache = cache is None and "flash_ws" in given
     if "flash_ws" in given:
         cache = cache or TYPICAL_CACHE[core]
-        out["memory_factor"] = 1.0 + out.pop("flash_ws") * STALL_PER_WAIT_STATE[cache]
+        out["memory_factor"] = 1.0 + flash_ws * STALL_PER_WAIT_STATE[cache]
     out["name"] = f"{core}@{out['clock_hz'] / 1e6:g}MHz" + "".join(f",{f.replace(' ', '')}" for f in facts)
     missing = [k for k in ("sram", "flash") if k not in given]
     assumed = [f"{_kib(out[k + '_bytes'])} {k.upper() if k == 'sram' else k}" for k in missing]
