@@ -131,16 +131,16 @@ class FastLoop:
         self.step, self.d, self.s = step, d, d.state
         if step.sigmoid_of_sum.min() < 0:
             raise AssertionError("the cell products' rounding needs non-negative sigmoid outputs")
-        self._prepare_cell(step, narrow=d.batch > 1)
-        self._prepare_hidden(d, hidden_fold)
+        batched = d.batch > 1          # narrow integer types for a batch (see _prepare_cell)
         h_max = max(abs(v - d.hidden_zp) for v in d.hidden_range)
         bound = h_max * np.abs(step.w_rec).sum(axis=0) + np.abs(step.w_rec_aug[-1])
         dtype = np.float32 if bound.max() < _FLOAT32_EXACT else np.float64
         self.weights = np.ascontiguousarray(step.w_rec_aug.T, dtype)                 # [4S, S + 1]
-        self.hidden_values = self.hidden_values.astype(self.weights.dtype)
+        self._prepare_cell(step, narrow=batched)
+        self._prepare_hidden(d, hidden_fold)
         self.rec_table = step.rec_table
         self.cell_saturates = step.cell_saturates
-        self._prepare_input_fc(d, step)
+        self._prepare_input_fc(d, step, narrow=batched)
         self._buffer_sets: dict[tuple[int, int], tuple] = {}
 
     def _prepare_cell(self, step: IntegerStep, narrow: bool) -> None:
@@ -186,12 +186,12 @@ class FastLoop:
         codes = np.clip(np.arange(low, high + 1) + d.hidden_zp, lo, hi)
         self.one = len(codes)                                          # HIDDEN[one] = 1: the constant column
         self.hidden_codes = np.concatenate([codes, [0]]).astype(np.int8)         # the int8 outputs
-        self.hidden_values = np.concatenate([codes - d.hidden_zp, [1]]).astype(np.float64)
+        self.hidden_values = np.concatenate([codes - d.hidden_zp, [1]]).astype(self.weights.dtype)
 
-    def _prepare_input_fc(self, d: LstmData, step: IntegerStep) -> None:
-        """The folded one-pass MBQM of the input FC (``fc_weights`` None: the reference's input FC)."""
+    def _prepare_input_fc(self, d: LstmData, step: IntegerStep, narrow: bool) -> None:
+        """The folded one-pass MBQM of the input FC (``fc_weights`` None: the reference's input FC), its tail in
+        int32 where the values fit and ``narrow``."""
         s, n_in, shape = self.s, step.w_in.shape[0], (d.steps * d.batch, 4 * self.s)
-        self.fc_offset = (step.activation_offset + _INPUT_OFFSET).reshape(shape)[0]
         self.fc_weights = self.fc_half = self.fc_clamp = None
         requant = step.in_requant
         if requant is None or requant.fused is None or step.in_wraps:
@@ -213,11 +213,11 @@ class FastLoop:
         x_max = max(abs(lo), abs(hi))
         bound = x_max * np.abs(step.w_in).sum(axis=0)
         bias = step.bias - d.input_zp * step.w_in.sum(axis=0).astype(np.int64)          # exact integers
-        gate_offset = self.fc_offset.astype(np.int64)
+        gate_offset = (step.activation_offset + _INPUT_OFFSET).reshape(shape)[0].astype(np.int64)
         folded = [int(b) * int(mm) + int(o) + (int(g) << (31 + int(ee)))
                   for b, mm, o, g, ee in zip(bias, m, offset, gate_offset, e)]
-        if bound.max() >= _FLOAT64_EXACT or \
-                max(int(a) * int(mm) + abs(c) for a, mm, c in zip(bound, m, folded)) >= 2 ** 63:
+        largest = max(int(a) * int(mm) + abs(c) for a, mm, c in zip(bound, m, folded))    # |x M + constant|
+        if bound.max() >= _FLOAT64_EXACT or largest >= 2 ** 63:
             return
         dtype = np.float32 if bound.max() < _FLOAT32_EXACT else np.float64
         self.fc_weights = np.ascontiguousarray(step.w_in.T, dtype)                   # [4S, I]
@@ -226,18 +226,17 @@ class FastLoop:
         column = (4 * s, 1) if d.batch > 1 else (4 * s,)
         self.fc_multiplier, self.fc_add = m.reshape(column), np.array(folded, np.int64).reshape(column)
         # after the shift by 31 the values are small: the rest in int32 where every value and constant fits
-        shifted = max((int(a) * int(mm) + abs(c)) >> 31 for a, mm, c in zip(bound, m, folded)) + 1
         none = np.iinfo(np.int64).min
         half = None if exponent is None else np.where(half == none, none, half + (gate_offset << e))
         real = [] if half is None else [int(h) for h in half if h != none]
-        narrow = d.batch > 1 and max([shifted, *(abs(h) for h in real)]) < _INT32_LIMIT     # as BIG's rows
+        narrow = narrow and max([(largest >> 31) + 1, *(abs(h) for h in real)]) < _INT32_LIMIT
         self.fc_dtype = tail = np.int32 if narrow else np.int64
         if half is not None:                 # no rounding (e = 0): the threshold stays the type's minimum
             self.fc_half = np.where(half == none, np.iinfo(tail).min, half).astype(tail).reshape(column)
             self.fc_exponent = exponent.astype(tail).reshape(column)
         ends = [requant(np.full(requant.multiplier.shape, a)) for a in (acc_min, acc_max)]
-        if min(e.min() for e in ends) < -32768 or max(e.max() for e in ends) > 32767:     # MBQM is monotone
-            self.fc_clamp = tuple((bound + gate_offset).astype(tail).reshape(column) for bound in (-32768, 32767))
+        if min(end.min() for end in ends) < -32768 or max(end.max() for end in ends) > 32767:    # MBQM is monotone
+            self.fc_clamp = tuple((limit + gate_offset).astype(tail).reshape(column) for limit in (-32768, 32767))
 
     def input_fc(self, xs: np.ndarray) -> np.ndarray:
         """sat16(MBQM(FC(x_t) + bias)) + BIG's offsets for ``xs`` ``[T, B, I]``: ``[T, 4S, B]`` (int32 or int64)."""
